@@ -1,0 +1,15 @@
+"""PyPTO: tile kernels for Ascend-style NPUs, written in Python.
+
+``@pypto.jit`` kernels are parsed from their source, compiled through Tile IR and PTO to host
+machine code, and run over a grid of simulated AI Cores.
+"""
+from . import language
+from .backends.ascend.targets import get_target
+from .compiler.cache import STATS as cache_stats
+from .compiler.errors import CompilationError, InternalError
+from .jit import CompiledKernel, JITFunction, __version__, jit
+from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
+from .language import __all__ as _language_all
+
+__all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
+           "language", "get_target", "cache_stats", "__version__"] + list(_language_all)

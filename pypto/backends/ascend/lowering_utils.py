@@ -1,0 +1,147 @@
+"""LLVM IR building blocks shared by the instruction lowerings: element types, conversions with
+the NPU's rounding, counted loops, and integer division that cannot trap.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from llvmlite import ir
+
+from ...language import dtypes as dt
+
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+BF16 = I16  # raw bits
+PTR = ir.PointerType()
+
+STORAGE = {dt.bool_: I8, dt.int8: I8, dt.uint8: I8, dt.int16: I16, dt.int32: I32,
+           dt.int64: I64, dt.float16: F16, dt.float32: F32, dt.float64: F64}
+
+
+def storage_type(d: dt.dtype):
+    """LLVM type of one element in memory; bfloat16 is kept as its 16 raw bits."""
+    return BF16 if d == dt.bfloat16 else STORAGE[d]
+
+
+def compute_dtype(d: dt.dtype) -> dt.dtype:
+    """Half-width floats are computed in float32 and rounded after each op, as on the NPU."""
+    return dt.float32 if d in (dt.float16, dt.bfloat16) else d
+
+
+def const(d: dt.dtype, value):
+    """A constant of ``d`` in its compute type (bfloat16/float16 constants are float32)."""
+    d = compute_dtype(d)
+    ty = storage_type(d)
+    if d.is_floating:
+        return ir.Constant(ty, float(value))
+    if d == dt.bool_:
+        return ir.Constant(ty, int(bool(value)))
+    return ir.Constant(ty, int(value))
+
+
+def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
+    """numpy's conversion: floats round to nearest even, float→int truncates (saturating, so
+    out-of-range values are defined), ints wrap or extend."""
+    if src == dst:
+        return v
+    if src == dt.bfloat16:
+        return convert(b, _bf16_to_f32(b, v), dt.float32, dst)
+    if dst == dt.bfloat16:
+        return _f32_to_bf16(b, convert(b, v, src, dt.float32))
+    st, dt_ = storage_type(src), storage_type(dst)
+    if src.is_floating and dst.is_floating:
+        return b.fpext(v, dt_) if dst.bits > src.bits else b.fptrunc(v, dt_)
+    if src.is_floating:
+        if dst == dt.bool_:
+            return b.zext(b.fcmp_unordered("!=", v, ir.Constant(st, 0.0)), dt_)
+        name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
+        fn = b.module.declare_intrinsic(name, [dt_, st])
+        return b.call(fn, [v])
+    if dst.is_floating:
+        if src == dt.bool_ or not src.is_signed:
+            return b.uitofp(v, dt_)
+        return b.sitofp(v, dt_)
+    if dst == dt.bool_:
+        return b.zext(b.icmp_unsigned("!=", v, ir.Constant(st, 0)), dt_)
+    if dst.bits > src.bits:
+        return b.sext(v, dt_) if src.is_signed else b.zext(v, dt_)
+    if dst.bits < src.bits:
+        return b.trunc(v, dt_)
+    return v
+
+
+def _bf16_to_f32(b, v):
+    return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+
+
+def _f32_to_bf16(b, v):
+    """Round to nearest even on the bit pattern (what ml_dtypes and the NPU's TCVT do); NaNs
+    stay quiet NaNs."""
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+    rounded = b.lshr(b.add(bits, b.add(lsb, ir.Constant(I32, 0x7FFF))), ir.Constant(I32, 16))
+    nan = b.or_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 0x40))
+    is_nan = b.fcmp_unordered("uno", v, v)
+    return b.trunc(b.select(is_nan, nan, rounded), I16)
+
+
+def to_compute(b, v, d: dt.dtype):
+    return convert(b, v, d, compute_dtype(d))
+
+
+def from_compute(b, v, d: dt.dtype):
+    return convert(b, v, compute_dtype(d), d)
+
+
+@contextmanager
+def counted_loop(b: ir.IRBuilder, start, stop, step=None, name="i"):
+    """``for i in range(start, stop, step)`` with a positive step; yields ``i``."""
+    step = step if step is not None else ir.Constant(I64, 1)
+    pre = b.block
+    header = b.append_basic_block(f"{name}.head")
+    body = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name=name)
+    i.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", i, stop), body, done)
+    b.position_at_end(body)
+    yield i
+    i.add_incoming(b.add(i, step, flags=["nsw"]), b.block)
+    b.branch(header)
+    b.position_at_end(done)
+
+
+def i64(value: int):
+    return ir.Constant(I64, value)
+
+
+def clamp(b, v, lo, hi):
+    v = b.select(b.icmp_signed("<", v, lo), lo, v)
+    return b.select(b.icmp_signed(">", v, hi), hi, v)
+
+
+def safe_floordiv(b, x, y):
+    """Python floor division; x // 0 is 0 and INT_MIN // -1 wraps, so the host never traps."""
+    zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
+    bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
+    ys = b.select(bad, one, y)
+    q = b.sdiv(x, ys)
+    r = b.srem(x, ys)
+    fix = b.and_(b.icmp_signed("!=", r, zero),
+                 b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", ys, zero)))
+    q = b.sub(q, b.zext(fix, x.type))
+    q = b.select(b.icmp_signed("==", y, minus1), b.sub(zero, x), q)
+    return b.select(b.icmp_signed("==", y, zero), zero, q)
+
+
+def safe_mod(b, x, y):
+    """Python modulo (the result takes the divisor's sign); x % 0 is 0."""
+    zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
+    bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
+    ys = b.select(bad, one, y)
+    r = b.srem(x, ys)
+    fix = b.and_(b.icmp_signed("!=", r, zero),
+                 b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", ys, zero)))
+    return b.select(fix, b.add(r, ys), r)

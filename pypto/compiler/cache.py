@@ -1,0 +1,109 @@
+"""Content-addressed on-disk cache of compiled kernels.
+
+An entry is a directory named by the key's hash holding every stage's artifact and a manifest
+with their SHA-256 digests, written last. Entries are published atomically: written to a
+private temporary directory, then renamed into place. A file lock only keeps two processes from
+compiling the same key at once. Anything unreadable or inconsistent is a miss: the entry is
+removed and the kernel recompiled, never a crash.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+
+from filelock import FileLock
+
+from .. import envs
+
+MANIFEST = "manifest.json"
+
+STATS = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_misses": 0, "corrupt": 0}
+
+
+def default_dir() -> str:
+    configured = envs.PYPTO_CACHE_DIR.get()
+    if configured:
+        return configured
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pypto")
+
+
+def _log(msg: str) -> None:
+    if envs.log_enabled("cache"):
+        print(f"[pypto cache] {msg}", file=sys.stderr)
+
+
+class DiskCache:
+    def __init__(self, root: str | None = None):
+        self.root = root or default_dir()
+
+    def _entry(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key)
+
+    def lock(self, key: str) -> FileLock:
+        os.makedirs(os.path.join(self.root, "locks"), exist_ok=True)
+        return FileLock(os.path.join(self.root, "locks", key + ".lock"))
+
+    def get(self, key: str) -> dict[str, bytes] | None:
+        path = self._entry(key)
+        try:
+            with open(os.path.join(path, MANIFEST), "rb") as f:
+                manifest = json.loads(f.read())
+            files = {}
+            for name, digest in manifest["files"].items():
+                with open(os.path.join(path, name), "rb") as f:
+                    data = f.read()
+                if hashlib.sha256(data).hexdigest() != digest:
+                    raise ValueError(f"{name} does not match its digest")
+                files[name] = data
+        except FileNotFoundError:
+            STATS["disk_misses"] += 1
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            STATS["corrupt"] += 1
+            _log(f"discarding corrupt entry {key}: {e}")
+            self.discard(key)
+            return None
+        STATS["disk_hits"] += 1
+        _log(f"hit {key}")
+        return files
+
+    def put(self, key: str, files: dict[str, bytes]) -> None:
+        final = self._entry(key)
+        try:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=f".tmp-{key[:8]}-", dir=os.path.dirname(final))
+            manifest = {"files": {}}
+            for name, data in files.items():
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(data)
+                manifest["files"][name] = hashlib.sha256(data).hexdigest()
+            with open(os.path.join(tmp, MANIFEST), "w") as f:
+                json.dump(manifest, f)
+            if os.path.isdir(final):          # a corrupt or concurrent entry: replace it
+                self.discard(key)
+            try:
+                os.rename(tmp, final)
+                _log(f"stored {key}")
+            except OSError:                    # another process published first
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError as e:                   # a read-only or full disk must not fail a launch
+            _log(f"could not store {key}: {e}")
+
+    def discard(self, key: str) -> None:
+        path = self._entry(key)
+        trash = f"{path}.trash-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(path, trash)
+        except OSError:
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def digest(parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()

@@ -1,0 +1,66 @@
+"""Errors a user can act on, and the one they should report to us.
+
+``CompilationError`` points at the user's source: file, line, column, the line itself with a
+caret range under the offending expression, and the chain of inlined jit calls that led there.
+``InternalError`` means the compiler broke an invariant; it dumps the IR to a file so the bug
+report carries what we need.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """Where an op came from, in the user's file (1-based line, 0-based column)."""
+    filename: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+    source_line: str = ""
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col + 1}"
+
+
+class CompilationError(Exception):
+    """The kernel cannot be compiled because of something in the user's code."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, call_chain=()):
+        self.message = message
+        self.loc = loc
+        self.call_chain = tuple(call_chain)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.loc is None:
+            return self.message
+        lines = [f"{self.loc}: in {self.loc.function or 'kernel'}: {self.message}"]
+        if self.loc.source_line:
+            text = self.loc.source_line.rstrip("\n")
+            stripped = text.lstrip()
+            indent = len(text) - len(stripped)
+            end = self.loc.end_col if self.loc.end_col and self.loc.end_col > self.loc.col \
+                else self.loc.col + 1
+            lines.append("    " + stripped)
+            lines.append("    " + " " * max(0, self.loc.col - indent) + "^" * (end - self.loc.col))
+        for caller in self.call_chain:
+            lines.append(f"  called from {caller}")
+        return "\n".join(lines)
+
+
+class InternalError(Exception):
+    """A compiler invariant was broken; the IR at that point is written to a file."""
+
+    def __init__(self, message: str, ir_text: str | None = None):
+        self.dump_path = None
+        if ir_text is not None:
+            fd, path = tempfile.mkstemp(prefix="pypto-internal-", suffix=".txt")
+            with os.fdopen(fd, "w") as f:
+                f.write(ir_text)
+            self.dump_path = path
+            message = f"{message}\n(the IR was written to {path}; please attach it to a bug report)"
+        super().__init__(f"PyPTO internal error: {message}")

@@ -1,0 +1,431 @@
+"""Python AST → Tile IR.
+
+The kernel's source is parsed with ``ast`` and walked; it is never executed. Names bound to
+Python objects (constexprs, modules, dtypes, tuples) stay Python objects and fold at compile
+time; runtime values are IR ``Value``s. Calls to kernel-language stubs are dispatched through
+``semantics.BUILTINS``; calls to other ``@pypto.jit`` functions are inlined.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as _py_builtins
+import inspect
+import textwrap
+from contextlib import contextmanager
+
+from ..language import dtypes as dt
+from ..language.core import constexpr
+from . import semantics
+from .elementwise import PY_BINOPS, PY_CMPOPS
+from .errors import CompilationError, SourceLoc
+from .ir import Block, Function, Op, ScalarType, TensorType, Value
+
+
+class KernelSource:
+    """A kernel's parsed source, kept with the file and line offset for error messages."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.filename = inspect.getsourcefile(fn) or "<unknown>"
+        lines, self.first_line = inspect.getsourcelines(fn)
+        self.text = textwrap.dedent("".join(lines))
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+        self.lines = self.text.splitlines()
+        tree = ast.parse(self.text)
+        self.node = tree.body[0]
+        if not isinstance(self.node, ast.FunctionDef):
+            raise TypeError(f"@pypto.jit needs a plain function, got {type(self.node).__name__}")
+        self.globals = fn.__globals__
+        self.closure = inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+
+    def loc(self, node) -> SourceLoc:
+        line = getattr(node, "lineno", 1)
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        end_col = getattr(node, "end_col_offset", None)
+        if getattr(node, "end_lineno", line) != line:
+            end_col = len(text)
+        return SourceLoc(self.filename, line + self.first_line - 1,
+                         getattr(node, "col_offset", 0) + self.indent,
+                         None if end_col is None else end_col + self.indent,
+                         " " * self.indent + text, self.node.name)
+
+
+class BoundMethod:
+    """``tile.to`` and friends: a method looked up on an IR value, called later."""
+
+    def __init__(self, name: str, receiver: Value):
+        self.name = name
+        self.receiver = receiver
+
+
+class Builder:
+    """Where ops are appended, plus the source location of the node being compiled."""
+
+    def __init__(self, source: KernelSource):
+        self.block: Block | None = None
+        self.loc: SourceLoc | None = None
+        self.source = source
+        self.call_chain: list[str] = []
+
+    def emit(self, name, operands=(), result_types=(), attrs=None, blocks=()) -> Op:
+        op = Op(name, operands, result_types, attrs, blocks, self.loc)
+        self.block.ops.append(op)
+        return op
+
+    def error(self, message: str) -> CompilationError:
+        return CompilationError(message, self.loc, self.call_chain)
+
+    @contextmanager
+    def at(self, block: Block):
+        saved, self.block = self.block, block
+        try:
+            yield
+        finally:
+            self.block = saved
+
+
+def _assigned_names(stmts) -> list[str]:
+    """Names a block of statements (re)binds, in first-assignment order."""
+    seen: dict[str, None] = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                seen.setdefault(node.id, None)
+    return list(seen)
+
+
+class CodeGenerator(ast.NodeVisitor):
+    def __init__(self, source: KernelSource, builder: Builder, env: dict):
+        self.source = source
+        self.b = builder
+        self.env = env
+        self.returned = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def visit(self, node):
+        saved = self.b.loc
+        if hasattr(node, "lineno"):
+            self.b.loc = self.source.loc(node)
+        try:
+            return super().visit(node)
+        except CompilationError:
+            raise
+        except (TypeError, ValueError) as e:  # raised by semantics with the user's mistake
+            raise self.b.error(str(e)) from None
+        finally:
+            if not isinstance(node, ast.stmt):
+                self.b.loc = saved
+
+    def generic_visit(self, node):
+        raise self.b.error(f"'{type(node).__name__}' is not supported inside a PyPTO kernel")
+
+    def run(self, body):
+        for stmt in body:
+            if self.returned is not None:
+                raise self.b.error("code after 'return' is not supported")
+            self.visit(stmt)
+
+    # -- statements --------------------------------------------------------------------------
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        for target in node.targets:
+            self._bind(target, value)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            raise self.b.error("an annotation without a value is not supported")
+        self._bind(node.target, self.visit(node.value))
+
+    def visit_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.b.error("augmented assignment needs a plain name on the left")
+        current = self._lookup(node.target.id)
+        value = self._binop(node.op, current, self.visit(node.value))
+        self.env[node.target.id] = value
+
+    def _bind(self, target, value):
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+                raise self.b.error(f"cannot unpack {self._describe(value)} into "
+                                   f"{len(target.elts)} names")
+            for t, v in zip(target.elts, value):
+                self._bind(t, v)
+        else:
+            raise self.b.error("only names and tuples of names can be assigned to in a kernel")
+
+    def visit_Return(self, node):
+        self.returned = self.visit(node.value) if node.value is not None else ()
+
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Value):
+            raise self.b.error("'if' on a runtime value is not supported yet; "
+                               "conditions must be compile-time constants (pl.constexpr)")
+        self.run(node.body if cond else node.orelse)
+
+    def visit_For(self, node):
+        if node.orelse:
+            raise self.b.error("'for ... else' is not supported")
+        call = node.iter
+        if not (isinstance(call, ast.Call) and self._is_range(call.func)):
+            raise self.b.error("a kernel loop must iterate over range(start, stop, step)")
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            raise self.b.error("range() takes 1 to 3 positional arguments")
+        bounds = [self.visit(a) for a in call.args]
+        start, stop, step = ([0] + bounds + [1])[:3] if len(bounds) == 1 else (bounds + [1])[:3]
+        if isinstance(step, int) and step <= 0:
+            raise self.b.error("range() step must be positive in a kernel loop")
+        if not isinstance(node.target, ast.Name):
+            raise self.b.error("the loop variable must be a single name")
+        lb, ub, st = (semantics.to_index(self.b, v, what) for v, what in
+                      ((start, "range start"), (stop, "range stop"), (step, "range step")))
+        carried = [n for n in _assigned_names(node.body) if n in self.env and n != node.target.id]
+        inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
+        iv = Value(ScalarType(dt.int64), node.target.id)
+        args = [Value(v.type, n) for n, v in zip(carried, inits)]
+        body = Block([iv] + args)
+        op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], blocks=[body])
+        inner_env = dict(self.env)
+        inner_env[node.target.id] = iv
+        inner_env.update(zip(carried, args))
+        inner = CodeGenerator(self.source, self.b, inner_env)
+        with self.b.at(body):
+            inner.run(node.body)
+            if inner.returned is not None:
+                raise self.b.error("'return' inside a loop is not supported")
+            yields = []
+            for n, init in zip(carried, inits):
+                v = semantics.to_loop_value(self.b, n, inner_env[n])
+                if v.type != init.type:
+                    raise self.b.error(
+                        f"'{n}' changes type inside the loop: {init.type} before, {v.type} "
+                        f"after one iteration; loop-carried values must keep their type")
+                yields.append(v)
+            self.b.emit("scf.yield", yields)
+        for n, r in zip(carried, op.results):
+            r.hint = n
+            self.env[n] = r
+
+    def _is_range(self, func) -> bool:
+        try:
+            return self.visit(func) is range
+        except CompilationError:
+            return False
+
+    def visit_Assert(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Value):
+            raise self.b.error("assert needs a compile-time condition")
+        if not cond:
+            msg = self.visit(node.msg) if node.msg is not None else "assertion failed"
+            raise self.b.error(str(msg))
+
+    # -- expressions -------------------------------------------------------------------------
+    def visit_Constant(self, node):
+        return node.value
+
+    def visit_Tuple(self, node):
+        return tuple(self.visit(e) for e in node.elts)
+
+    visit_List = visit_Tuple
+
+    def visit_Name(self, node):
+        return self._lookup(node.id)
+
+    def _lookup(self, name):
+        if name in self.env:
+            return self.env[name]
+        if name in self.source.closure:
+            return self.source.closure[name]
+        if name in self.source.globals:
+            return self.source.globals[name]
+        if hasattr(_py_builtins, name):
+            return getattr(_py_builtins, name)
+        raise self.b.error(f"name '{name}' is not defined")
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if isinstance(base, Value):
+            return semantics.value_attribute(self.b, base, node.attr)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise self.b.error(f"{self._describe(base)} has no attribute '{node.attr}'") from None
+
+    def visit_Subscript(self, node):
+        base = self.visit(node.value)
+        index = self.visit(node.slice)
+        if isinstance(base, Value) or isinstance(index, Value):
+            raise self.b.error("indexing runtime values is not supported yet")
+        return base[index]
+
+    def visit_UnaryOp(self, node):
+        operand = self.visit(node.operand)
+        if isinstance(operand, Value):
+            if isinstance(node.op, ast.USub):
+                return semantics.binary(self.b, "sub", 0, operand)
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            raise self.b.error(f"unary '{type(node.op).__name__}' on runtime values is not "
+                               "supported yet")
+        return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
+                ast.Invert: lambda x: ~x}[type(node.op)](operand)
+
+    def visit_BinOp(self, node):
+        return self._binop(node.op, self.visit(node.left), self.visit(node.right))
+
+    def _binop(self, op, lhs, rhs):
+        if not isinstance(lhs, Value) and not isinstance(rhs, Value):
+            return _fold(op, lhs, rhs, self.b)
+        name = PY_BINOPS.get(type(op))
+        if name is None:
+            raise self.b.error(f"operator '{type(op).__name__}' is not supported on runtime "
+                               "values yet")
+        return semantics.binary(self.b, name, lhs, rhs)
+
+    def visit_Compare(self, node):
+        if len(node.ops) != 1:
+            raise self.b.error("chained comparisons are not supported")
+        lhs, rhs = self.visit(node.left), self.visit(node.comparators[0])
+        op = node.ops[0]
+        if isinstance(lhs, Value) or isinstance(rhs, Value):
+            if type(op) not in PY_CMPOPS:
+                raise self.b.error(f"comparison '{type(op).__name__}' on runtime values")
+            return semantics.compare(self.b, PY_CMPOPS[type(op)], lhs, rhs)
+        return _fold(op, lhs, rhs, self.b)
+
+    def visit_BoolOp(self, node):
+        values = [self.visit(v) for v in node.values]
+        if any(isinstance(v, Value) for v in values):
+            raise self.b.error("'and'/'or' on runtime values is not supported yet")
+        result = values[0]
+        for v in values[1:]:
+            result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+        return result
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Value):
+            raise self.b.error("conditional expressions need a compile-time condition")
+        return self.visit(node.body if cond else node.orelse)
+
+    def visit_JoinedStr(self, node):
+        raise self.b.error("f-strings are not supported inside kernels")
+
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.visit(a.value))
+            else:
+                args.append(self.visit(a))
+        kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
+        if isinstance(fn, BoundMethod):
+            return semantics.call_method(self.b, fn, args, kwargs)
+        name = getattr(fn, "__pypto_builtin__", None)
+        if name is not None:
+            handler = semantics.BUILTINS.get(name)
+            if handler is None:
+                raise self.b.error(f"pl.{name} is not implemented yet")
+            return _call_checked(self.b, handler, name, args, kwargs)
+        from ..jit import JITFunction
+        if isinstance(fn, JITFunction):
+            return self._inline(fn, args, kwargs, node)
+        if fn in semantics.PY_BUILTINS:
+            return _call_checked(self.b, semantics.PY_BUILTINS[fn], fn.__name__, args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, constexpr):
+            return args[0] if args else None
+        if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
+            raise self.b.error(f"cannot call {self._describe(fn)} on runtime values inside a "
+                               "kernel; only pypto.language functions and @pypto.jit functions")
+        try:
+            return fn(*args, **kwargs)  # compile-time evaluation on constants (e.g. math.log2)
+        except Exception as e:  # noqa: BLE001 - shown to the user at their line
+            raise self.b.error(f"calling {self._describe(fn)} at compile time failed: {e}")
+
+    def _inline(self, callee, args, kwargs, node):
+        """Compile ``callee``'s body in place with its parameters bound to the call's values."""
+        source = callee.source
+        try:
+            bound = callee.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.b.error(f"call to {callee.__name__}: {e}") from None
+        bound.apply_defaults()
+        env = dict(bound.arguments)
+        saved_source = self.b.source
+        self.b.call_chain.insert(0, str(self.b.loc))
+        self.b.source = source
+        gen = CodeGenerator(source, self.b, env)
+        try:
+            gen.run(source.node.body)
+        finally:
+            self.b.source = saved_source
+            self.b.call_chain.pop(0)
+        return gen.returned
+
+    @staticmethod
+    def _describe(x) -> str:
+        if isinstance(x, Value):
+            return f"a {x.type}"
+        return f"{type(x).__name__} {x!r}" if not callable(x) else getattr(x, "__name__", repr(x))
+
+
+def _call_checked(b: Builder, handler, name, args, kwargs):
+    try:
+        inspect.signature(handler).bind(b, *args, **kwargs)
+    except TypeError as e:
+        raise b.error(f"{name}(): {e}") from None
+    return handler(b, *args, **kwargs)
+
+
+_FOLD = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b,
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+
+
+def _fold(op, a, b, builder):
+    try:
+        return _FOLD[type(op)](a, b)
+    except Exception as e:  # noqa: BLE001
+        raise builder.error(f"compile-time evaluation failed: {e}") from None
+
+
+def build_function(source: KernelSource, spec_args: dict, name: str) -> Function:
+    """Tile IR for ``source`` specialised on ``spec_args``: parameter name → Value or constant."""
+    builder = Builder(source)
+    body = Block()
+    params = [v for v in spec_args.values() if isinstance(v, Value)]
+    builder.block = body
+    gen = CodeGenerator(source, builder, dict(spec_args))
+    gen.run(source.node.body)
+    if gen.returned not in (None, ()):
+        builder.loc = None
+        raise CompilationError("a launched kernel cannot return a value; store it to a tensor",
+                               source.loc(source.node))
+    return Function(name, params, body)
+
+
+def tensor_param(name: str, dtype: dt.dtype, rank: int) -> Value:
+    return Value(TensorType(dtype, rank), name)
+
+
+def scalar_param(name: str, dtype: dt.dtype) -> Value:
+    return Value(ScalarType(dtype), name)

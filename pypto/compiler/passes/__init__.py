@@ -1,0 +1,30 @@
+"""The ordered pass pipeline. Each pass is ``Module -> Module``; the verifier runs after each,
+and ``PYPTO_DUMP_IR=1`` prints the IR after every pass."""
+from __future__ import annotations
+
+import sys
+
+from ... import envs
+from ..verifier import verify
+from .dce import dead_code_elimination
+from .memory_plan import plan_memory
+from .memory_space import infer_memory_space
+
+PIPELINE = (
+    ("dead-code-elimination", dead_code_elimination),
+    ("infer-memory-space", infer_memory_space),
+    ("plan-memory", plan_memory),
+)
+
+
+def run_pipeline(module, passes=PIPELINE):
+    dump = envs.PYPTO_DUMP_IR.get() not in ("", "0")
+    verify(module, "the frontend")
+    if dump:
+        print(f"// ----- after frontend -----\n{module}", file=sys.stderr)
+    for name, fn in passes:
+        module = fn(module)
+        verify(module, name)
+        if dump:
+            print(f"// ----- after {name} -----\n{module}", file=sys.stderr)
+    return module

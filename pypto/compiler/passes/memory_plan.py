@@ -1,0 +1,214 @@
+"""Memory planning: a byte offset for every tile in its buffer, reusing space between tiles
+whose lifetimes do not overlap, within the target's capacities and 32-byte alignment.
+
+Loop-carried tiles (init, iteration argument, yielded value, loop result) must share one buffer.
+Where sharing would clobber a value still needed (the init is used after the loop, the yielded
+value is computed while the old one is still read, one value is yielded twice) a ``tile.mov``
+copy is inserted instead, so in-place updates are always safe.
+"""
+from __future__ import annotations
+
+from ..errors import CompilationError
+from ..ir import ACC, LEFT, MAT, RIGHT, Block, Module, Op, Value, walk
+from .memory_space import loop_classes
+
+IN_PLACE_SAFE = {"tile.binary", "tile.cast", "tile.matmul", "tile.mov", "tile.full",
+                 "tile.load"}
+
+
+def tile_bytes(ttype, target) -> int:
+    """Bytes a tile occupies: cube-side tiles are padded to whole fractals."""
+    rows, cols = (1,) + ttype.shape if len(ttype.shape) == 1 else ttype.shape
+    item = ttype.dtype.itemsize
+    if ttype.space in (MAT, LEFT, RIGHT):
+        frac_cols = target.fractal_bytes // item
+        rows = -(-rows // target.fractal_rows) * target.fractal_rows
+        cols = -(-cols // frac_cols) * frac_cols
+    elif ttype.space == ACC:
+        rows, cols = -(-rows // 16) * 16, -(-cols // 16) * 16
+    nbytes = rows * cols * item
+    return -(-nbytes // target.alignment) * target.alignment
+
+
+def _copy(v: Value, loc) -> Op:
+    op = Op("tile.mov", [v], [v.type], loc=loc)
+    op.result.hint = v.hint
+    return op
+
+
+def _positions(block: Block, pos: dict, counter: list) -> None:
+    for op in block.ops:
+        pos[id(op)] = counter[0]
+        counter[0] += 1
+        for b in op.blocks:
+            _positions(b, pos, counter)
+        if op.blocks:
+            pos[("end", id(op))] = counter[0]
+            counter[0] += 1
+
+
+def _make_loops_in_place_safe(block: Block) -> None:
+    """Insert copies where a loop-carried chain cannot share one buffer."""
+    claimed: set[int] = set()
+    for op in block.ops:
+        for b in op.blocks:
+            _make_loops_in_place_safe(b)
+        if op.name != "scf.for":
+            continue
+        body = op.blocks[0]
+        yield_op = body.ops[-1]
+        for i, arg in enumerate(body.args[1:]):
+            if not arg.is_tile:
+                continue
+            init = op.operands[3 + i]
+            at = block.ops.index(op)
+            read_elsewhere = init in _reads(block.ops[at + 1:]) or init in _reads(body.ops)
+            if read_elsewhere or init.id in claimed or init.owner is None:
+                mov = _copy(init, op.loc)
+                block.ops.insert(block.ops.index(op), mov)
+                op.operands[3 + i] = mov.result
+                init = mov.result
+            claimed.add(init.id)
+            y = yield_op.operands[i]
+            if not _can_share(body, arg, y, claimed):
+                mov = _copy(y, yield_op.loc)
+                body.ops.insert(len(body.ops) - 1, mov)
+                yield_op.operands[i] = mov.result
+                y = mov.result
+            claimed.add(y.id)
+
+
+def _can_share(body: Block, arg: Value, y: Value, claimed: set) -> bool:
+    if y.id in claimed or y.owner is None or y.owner not in body.ops:
+        return False
+    if y.owner.name not in IN_PLACE_SAFE:
+        return False
+    at = body.ops.index(y.owner)
+    if arg in _reads(body.ops[at + 1:-1]):
+        return False
+    if y.owner.name == "tile.matmul":   # the accumulator is updated in place
+        return len(y.owner.operands) == 3 and y.owner.operands[2] is arg
+    return True
+
+
+def plan_memory(module: Module) -> Module:
+    fn, target = module.kernel, module.target
+    _make_loops_in_place_safe(fn.body)
+    _tie_accumulators(fn.body)
+    classes = loop_classes(fn.body)
+    for op in walk(fn.body):     # a matmul's result overwrites its accumulator
+        if op.name == "tile.matmul" and len(op.operands) == 3:
+            classes.union(op.operands[2], op.result)
+    pos: dict = {}
+    _positions(fn.body, pos, [0])
+    intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
+
+    def touch(v: Value, at: int):
+        root = classes.find(v)
+        iv = intervals.setdefault(root.id, [at, at, root, {}])
+        iv[0], iv[1] = min(iv[0], at), max(iv[1], at)
+        iv[3][v.id] = v
+
+    def visit(block: Block, loops: list):
+        for op in block.ops:
+            here = pos[id(op)]
+            for v in op.operands:
+                if v.is_tile:
+                    # a value defined outside a loop and read inside stays live to the loop end
+                    end = here
+                    for loop in loops:
+                        if not _defined_in(v, loop):
+                            end = max(end, pos[("end", id(loop))])
+                    touch(v, end)
+            for r in op.results:
+                if r.is_tile:
+                    touch(r, here)
+            if op.name == "scf.for":
+                for a in op.blocks[0].args[1:]:
+                    if a.is_tile:
+                        touch(a, here)
+                        touch(a, pos[("end", id(op))])
+                visit(op.blocks[0], loops + [op])
+
+    visit(fn.body, [])
+    usage = {}
+    for space in target.buffers:
+        members = [iv for iv in intervals.values() if iv[2].type.space == space]
+        usage[space] = _first_fit(members, space, target)
+    module.facts["buffer_bytes"] = usage
+    module.facts["planned"] = True
+    return module
+
+
+def _tie_accumulators(block: Block) -> None:
+    """A matmul accumulates in place; reading the old accumulator afterwards needs a copy."""
+    for op in walk(block):
+        if op.name == "tile.matmul" and len(op.operands) == 3:
+            acc = op.operands[2]
+            parent_ops = _block_of(block, op)
+            if acc in _reads(parent_ops[parent_ops.index(op) + 1:]):
+                raise CompilationError(
+                    "the accumulator passed to matmul(acc=...) is updated in place and cannot "
+                    "be read after the matmul; use the value matmul returns", op.loc)
+
+
+def _reads(ops) -> list:
+    """Every operand read by ``ops`` or by ops nested in them."""
+    return [v for o in ops for v in o.operands] + \
+        [v for o in ops for b in o.blocks for i in walk(b) for v in i.operands]
+
+
+def _block_of(block: Block, target_op: Op) -> list:
+    if target_op in block.ops:
+        return block.ops
+    for op in block.ops:
+        for b in op.blocks:
+            found = _block_of(b, target_op)
+            if found is not None:
+                return found
+    return None
+
+
+def _defined_in(v: Value, loop: Op) -> bool:
+    body = loop.blocks[0]
+    if v in body.args:
+        return True
+    return any(v in op.results or v in [a for b in op.blocks for a in b.args]
+               for op in walk(body))
+
+
+def _first_fit(members: list, space: str, target) -> int:
+    capacity = target.buffers[space]
+    placed: list[tuple[int, int, int, int]] = []    # (offset, size, start, end)
+    high = 0
+    for start, end, root, vals in sorted(members, key=lambda iv: (iv[0], -iv[1])):
+        size = tile_bytes(root.type, target)
+        offset = 0
+        for o, s, st, en in sorted(placed):
+            overlaps_in_time = not (end < st or en < start)
+            if overlaps_in_time and offset < o + s and o < offset + size:
+                offset = -(-(o + s) // target.alignment) * target.alignment
+        placed.append((offset, size, start, end))
+        for v in vals.values():
+            v.addr = offset
+        high = max(high, offset + size)
+        if high > capacity:
+            _overflow(space, high, capacity, members, target)
+    return high
+
+
+def _overflow(space, asked, capacity, members, target):
+    names = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)", "right": "L0B (right)",
+             "acc": "L0C (acc)"}
+    lines = []
+    for _, _, root, vals in members:
+        locs = sorted({str(v.owner.loc) for v in vals.values()
+                       if v.owner is not None and v.owner.loc is not None})
+        lines.append(f"  {root.type} ({tile_bytes(root.type, target)} bytes) from "
+                     f"{', '.join(locs) or 'a loop'}")
+    first_loc = next((v.owner.loc for _, _, _, vals in members for v in vals.values()
+                      if v.owner is not None and v.owner.loc is not None), None)
+    raise CompilationError(
+        f"{names.get(space, space)} overflow on {target.name}: the kernel needs {asked} bytes "
+        f"at once but the buffer holds {capacity}. Tiles in it:\n" + "\n".join(lines) +
+        "\nUse smaller tiles (a smaller BLOCK / BM / BN / BK constexpr).", first_loc)

@@ -1,0 +1,133 @@
+"""Memory-space inference: which on-chip buffer each tile lives in.
+
+Vector work happens in UB (``vec``). The cube reads its A operand from L0A (``left``) and B from
+L0B (``right``), both staged through L1 (``mat``), and accumulates in L0C (``acc``). So a tile
+loaded for a matmul goes GM → mat, then a ``tile.mov`` brings it to left/right. An accumulator
+result leaves L0C only through a store to GM (the FIX pipe converts its dtype on the way), which
+is why ``store(cast(acc))`` is folded into a converting store here.
+
+On 910B a cube result reaches vector code only through global memory; until the cube/vector
+split exists, a kernel that feeds an accumulator into vector ops is rejected at that line.
+"""
+from __future__ import annotations
+
+from ..errors import CompilationError
+from .dce import dead_code_elimination
+from ..ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, Value, users, walk
+
+
+class _Classes:
+    """Union-find over tile values that must share a buffer (loop-carried chains)."""
+
+    def __init__(self):
+        self.parent: dict[int, Value] = {}
+
+    def find(self, v: Value) -> Value:
+        p = self.parent.get(v.id, v)
+        if p is v:
+            return v
+        root = self.find(p)
+        self.parent[v.id] = root
+        return root
+
+    def union(self, a: Value, b: Value) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra is not rb:
+            self.parent[rb.id] = ra
+
+
+def loop_classes(block: Block) -> _Classes:
+    classes = _Classes()
+    for op in walk(block):
+        if op.name == "scf.for":
+            body = op.blocks[0]
+            for init, arg, y, res in zip(op.operands[3:], body.args[1:], body.ops[-1].operands,
+                                         op.results):
+                if arg.is_tile:
+                    for v in (init, y, res):
+                        classes.union(arg, v)
+    return classes
+
+
+def _mixing_error(op: Op, what: str) -> CompilationError:
+    return CompilationError(
+        f"{what}: on Ascend 910B a cube (matmul) result reaches the vector unit only through "
+        "global memory; mixing them in one kernel is not supported yet. Store the matmul "
+        "result to a tensor and process it in a second kernel.", op.loc)
+
+
+def _fold_store_casts(block: Block, space) -> None:
+    """store(cast(acc)) → store(acc): the FIX pipe converts on the way out of L0C."""
+    for op in walk(block):
+        if op.name == "tile.store":
+            v = op.operands[-1]
+            if v.owner is not None and v.owner.name == "tile.cast" and \
+                    space(v.owner.operands[0]) == ACC:
+                op.operands[-1] = v.owner.operands[0]
+
+
+def _insert_moves(block: Block) -> None:
+    """Put a tile.mov L1→L0A/L0B in front of each matmul operand."""
+    new_ops = []
+    for op in block.ops:
+        for b in op.blocks:
+            _insert_moves(b)
+        if op.name == "tile.matmul":
+            for i, space in ((0, LEFT), (1, RIGHT)):
+                src = op.operands[i]
+                mov = Op("tile.mov", [src], [src.type.with_space(space)], loc=op.loc)
+                mov.result.hint = src.hint
+                new_ops.append(mov)
+                op.operands[i] = mov.result
+        new_ops.append(op)
+    block.ops[:] = new_ops
+
+
+def infer_memory_space(module: Module) -> Module:
+    body = module.kernel.body
+    classes = loop_classes(body)
+    acc_roots = set()
+    mat_values = set()
+    for op in walk(body):
+        if op.name == "tile.matmul":
+            acc_roots.add(classes.find(op.result).id)
+            if len(op.operands) == 3:
+                acc_roots.add(classes.find(op.operands[2]).id)
+            for src in op.operands[:2]:
+                if src.owner is None or src.owner.name != "tile.load":
+                    raise CompilationError(
+                        "a matmul operand must come straight from pl.load (cube operands are "
+                        "staged GM → L1 → L0A/L0B); computing it with vector ops first is not "
+                        "supported yet", op.loc)
+                mat_values.add(src.id)
+
+    def space(v: Value) -> str:
+        if v.id in mat_values:
+            return MAT
+        return ACC if classes.find(v).id in acc_roots else VEC
+
+    _fold_store_casts(body, space)
+    dead_code_elimination(module)
+    use_map = users(body)
+    for op in walk(body):
+        for r in op.results:
+            if not r.is_tile:
+                continue
+            s = space(r)
+            for u in use_map.get(r, ()):
+                if s == MAT and u.name != "tile.matmul":
+                    raise _mixing_error(u, "a tile loaded for a matmul is also used by vector "
+                                           "code")
+                if s == ACC and u.name not in ("tile.matmul", "tile.store", "scf.for",
+                                               "scf.yield"):
+                    raise _mixing_error(u, "a matmul accumulator is used by vector code")
+            if s == ACC and op.name not in ("tile.matmul", "tile.full", "scf.for"):
+                raise _mixing_error(op, "a vector result is used as a matmul accumulator")
+    for op in walk(body):
+        for v in op.results + (op.blocks[0].args[1:] if op.name == "scf.for" else []):
+            if v.is_tile:
+                v.type = v.type.with_space(space(v))
+    _insert_moves(body)
+    module.facts["placed"] = True
+    module.facts["uses_cube"] = bool(acc_roots)
+    return module

@@ -1,0 +1,53 @@
+"""The compile driver: specialised source → Tile IR → passes → PTO → LLVM IR → object code.
+
+Returns every stage's artifact so the cache can keep them and ``compiled.asm`` can show them.
+"""
+from __future__ import annotations
+
+import time
+
+from ..backends.ascend.codegen import generate_llvm_ir, scratch_layout
+from ..backends.ascend.llvm_driver import compile_to_object
+from .frontend import KernelSource, build_function
+from .ir import Module
+from .passes import run_pipeline
+from .pto import lower_to_pto
+from .pto_text import print_program
+
+
+def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
+                   opt_level: str) -> tuple[dict, dict]:
+    """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj"."""
+    t0 = time.perf_counter()
+    fn = build_function(source, spec_args, source.node.name)
+    module = Module(fn, target)
+    frontend_ir = str(module)
+    module = run_pipeline(module)
+    program = lower_to_pto(module, tensor_specs)
+    pto_text = print_program(program)
+    llir = generate_llvm_ir(program)
+    obj, optimized = compile_to_object(llir, opt_level)
+    _, scratch_bytes = scratch_layout(target)
+    written = sorted({p.hint for p in fn.params if p.is_tensor and
+                      _is_stored(module, p)})
+    metadata = {
+        "name": fn.name,
+        "target": target.name,
+        "kind": program.kind,
+        "uses_cube": program.kind == "cube",
+        "buffer_bytes": program.buffer_bytes,
+        "scratch_bytes": scratch_bytes,
+        "entry": f"{fn.name}_launch",
+        "written_tensors": written,
+        "opt_level": opt_level,
+        "compile_seconds": round(time.perf_counter() - t0, 4),
+    }
+    asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
+           "llir_opt": optimized, "obj": obj}
+    return asm, metadata
+
+
+def _is_stored(module, param) -> bool:
+    from .ir import walk
+    return any(op.name == "tile.store" and op.operands[0] is param
+               for op in walk(module.kernel.body))

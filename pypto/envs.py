@@ -1,0 +1,55 @@
+"""Every environment variable PyPTO reads, in one registry.
+
+Each variable says whether it changes generated code. Those that do are folded into the
+compilation cache key (see ``code_changing_environment``), so flipping one can never hand back
+a binary built under another setting.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    default: str
+    changes_code: bool
+    doc: str
+
+    def get(self) -> str:
+        return os.environ.get(self.name, self.default)
+
+
+_REGISTRY: dict[str, EnvVar] = {}
+
+
+def register(name: str, default: str, changes_code: bool, doc: str) -> EnvVar:
+    var = EnvVar(name, default, changes_code, doc)
+    _REGISTRY[name] = var
+    return var
+
+
+PTO_TARGET = register("PTO_TARGET", "ascend910b1", True, "target chip description")
+PTO_OPT_LEVEL = register("PTO_OPT_LEVEL", "O3", True, "host code optimization level, O0-O3")
+PYPTO_CACHE_DIR = register("PYPTO_CACHE_DIR", "", False,
+                           "on-disk kernel cache; default ~/.cache/pypto (XDG_CACHE_HOME honoured)")
+PYPTO_NUM_THREADS = register("PYPTO_NUM_THREADS", "", False,
+                             "host threads simulating AI Cores; default: one per host core")
+PYPTO_LOG = register("PYPTO_LOG", "", False,
+                     "comma-separated log topics: compile, cache, recompile")
+PYPTO_DUMP_IR = register("PYPTO_DUMP_IR", "", False, "print the IR after every pass")
+PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")
+
+
+def registry() -> dict[str, EnvVar]:
+    return dict(_REGISTRY)
+
+
+def code_changing_environment() -> tuple[tuple[str, str], ...]:
+    """The (name, value) pairs that belong in a cache key."""
+    return tuple((v.name, v.get()) for v in _REGISTRY.values() if v.changes_code)
+
+
+def log_enabled(topic: str) -> bool:
+    return topic in {t.strip() for t in PYPTO_LOG.get().split(",") if t.strip()}

@@ -1,0 +1,329 @@
+"""``@pypto.jit``: bind a call's arguments, find or build the specialised kernel, launch it.
+
+Lookup order: the in-memory table (keyed by the specialisation, no disk I/O), then the disk
+cache (keyed by the full content hash of ARCHITECTURE.md's contract), then the compiler, under
+a file lock so concurrent processes compile a key once.
+"""
+from __future__ import annotations
+
+import ast
+import ctypes
+import functools
+import hashlib
+import inspect
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import envs, runtime
+from .backends.ascend.llvm_driver import LAUNCH_SIGNATURE, LoadedObject, host_identity
+from .backends.ascend.targets import get_target
+from .compiler import cache as cache_mod
+from .compiler.frontend import KernelSource, scalar_param, tensor_param
+from .compiler.pipeline import compile_kernel
+from .language import dtypes as dt
+from .language.core import constexpr
+from .tensor_args import as_array, param_slots
+
+__version__ = "0.1.0"
+
+_compile_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_hash() -> str:
+    """Hash of PyPTO's own sources: any change to the compiler invalidates cached kernels."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def _is_constexpr(annotation) -> bool:
+    if annotation is constexpr or isinstance(annotation, constexpr):
+        return True
+    return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
+
+
+class CompiledKernel:
+    """A kernel built for one specialisation: every stage's text in ``asm``, object code in
+    ``asm["obj"]``, and what it was built for in ``metadata``."""
+
+    def __init__(self, asm: dict, metadata: dict, runtime_params: list):
+        self.asm = asm
+        self.metadata = metadata
+        self.runtime_params = runtime_params       # [(name, kind, rank)]
+        self._object = LoadedObject(asm["obj"])
+        self._entry = LAUNCH_SIGNATURE(self._object.address(metadata["entry"]))
+        self.slots = sum(param_slots(kind, rank) for _, kind, rank in runtime_params)
+
+    def launch(self, bound: dict, grid: tuple) -> None:
+        args = np.zeros(max(1, self.slots), dtype=np.int64)
+        keep = []
+        slot = 0
+        for name, kind, rank in self.runtime_params:
+            v = bound[name]
+            if kind == "tensor":
+                args[slot] = v.ctypes.data
+                args[slot + 1:slot + 1 + rank] = v.shape
+                args[slot + 1 + rank:slot + 1 + 2 * rank] = [s // v.itemsize for s in v.strides]
+                keep.append(v)
+            elif kind == "float":
+                args[slot:slot + 1] = np.array([float(v)], dtype=np.float64).view(np.int64)
+            else:
+                args[slot] = int(v)
+            slot += param_slots(kind, rank)
+        g = np.ones(3, dtype=np.int64)
+        g[:len(grid)] = grid
+        runtime.launch(self._entry, args.ctypes.data, g, self.metadata["scratch_bytes"])
+
+
+class JITFunction:
+    def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexprs = {n for n, p in self.signature.parameters.items()
+                           if _is_constexpr(p.annotation)}
+        self.do_not_specialize = set(do_not_specialize)
+        unknown = self.do_not_specialize - set(self.arg_names)
+        if unknown:
+            raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
+        self.target_name = target
+        self.opt_level = opt_level
+        self._source = None
+        self._kernels: dict = {}
+        self._last_spec = None
+
+    @property
+    def source(self) -> KernelSource:
+        if self._source is None:
+            self._source = KernelSource(self.fn)
+        return self._source
+
+    def source_hash(self, seen=None) -> str:
+        """Hash of this kernel's source and of every jit function it calls, transitively."""
+        seen = seen if seen is not None else set()
+        seen.add(id(self))
+        h = hashlib.sha256(self.source.text.encode())
+        h.update(str(self.source.first_line).encode())
+        for node in ast.walk(self.source.node):
+            if isinstance(node, ast.Name):
+                other = self.source.globals.get(node.id, self.source.closure.get(node.id))
+                if isinstance(other, JITFunction) and id(other) not in seen:
+                    h.update(other.source_hash(seen).encode())
+        return h.hexdigest()
+
+    # -- calling ---------------------------------------------------------------------------
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self._run(grid, args, kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._run(None, args, kwargs)
+
+    def compile(self, *args, grid=None, **kwargs) -> CompiledKernel:
+        """Build (or fetch) the kernel for these arguments without running it."""
+        bound = self._bind(args, kwargs)
+        return self._get_kernel(bound)[0]
+
+    def _bind(self, args, kwargs) -> dict:
+        try:
+            ba = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        ba.apply_defaults()
+        bound = dict(ba.arguments)
+        for name, value in bound.items():
+            if name in self.constexprs:
+                if type(value).__module__.startswith(("numpy", "torch")) and not isinstance(
+                        value, np.ndarray) and not np.isscalar(value):
+                    bound[name] = dt.from_any(value)
+                continue
+            bound[name] = _normalise_arg(self.__name__, name, value)
+        return bound
+
+    def _run(self, grid, args, kwargs):
+        bound = self._bind(args, kwargs)
+        kernel, target = self._get_kernel(bound)
+        for name in kernel.metadata["written_tensors"]:
+            if not bound[name].flags.writeable:
+                raise ValueError(f"{self.__name__}(): argument '{name}' is stored to but is a "
+                                 "read-only array")
+        kernel.launch(bound, self._grid(grid, bound, kernel, target))
+
+    def _grid(self, grid, bound, kernel, target) -> tuple:
+        if grid is None:
+            return (target.cores_for(kernel.metadata["uses_cube"]),)
+        if callable(grid):
+            grid = grid(dict(bound))
+        if isinstance(grid, (int, np.integer)):
+            grid = (grid,)
+        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3 or not all(
+                isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in grid):
+            raise ValueError(f"{self.__name__}: grid must be a tuple of 1 to 3 ints, got {grid!r}")
+        if any(g < 0 for g in grid):
+            raise ValueError(f"{self.__name__}: grid dimensions must be >= 0, got {tuple(grid)}")
+        return tuple(int(g) for g in grid)
+
+    # -- specialisation and caching ---------------------------------------------------------
+    def _spec(self, bound: dict) -> tuple:
+        key = []
+        for name in self.arg_names:
+            v = bound[name]
+            if name in self.constexprs:
+                key.append(("c", _hashable(v)))
+            elif isinstance(v, np.ndarray):
+                contiguous = v.flags.c_contiguous
+                key.append(("t", _dtype_of(v).name, v.shape, contiguous,
+                            v.ctypes.data % 32 == 0))
+            elif isinstance(v, float):
+                key.append(("f",))
+            elif name in self.do_not_specialize:
+                key.append(("i",))
+            else:
+                key.append(("i", v == 1, v % 16 == 0))
+        return tuple(key)
+
+    def _get_kernel(self, bound: dict):
+        target = get_target(self.target_name or envs.PTO_TARGET.get())
+        opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
+        spec = self._spec(bound)
+        mem_key = (spec, target.name, opt, envs.code_changing_environment())
+        kernel = self._kernels.get(mem_key)
+        if kernel is not None:
+            cache_mod.STATS["memory_hits"] += 1
+            return kernel, target
+        with _compile_lock:
+            kernel = self._kernels.get(mem_key)
+            if kernel is None:
+                self._log_recompile(spec)
+                kernel = self._load_or_compile(spec, bound, target, opt)
+                self._kernels[mem_key] = kernel
+        return kernel, target
+
+    def _log_recompile(self, spec):
+        if self._last_spec is not None and envs.log_enabled("recompile"):
+            changed = [n for n, a, b in zip(self.arg_names, self._last_spec, spec) if a != b]
+            print(f"[pypto recompile] {self.__name__}: new specialisation because of "
+                  f"{', '.join(changed)}", file=sys.stderr)
+        self._last_spec = spec
+
+    def _load_or_compile(self, spec, bound, target, opt) -> CompiledKernel:
+        spec_args, tensor_specs, runtime_params = self._specialise(spec, bound)
+        key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
+                                __version__, compiler_hash(), host_identity(),
+                                envs.code_changing_environment()))
+        use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
+        disk = cache_mod.DiskCache() if use_disk else None
+        if disk is not None:
+            files = disk.get(key)
+            if files is None:
+                with disk.lock(key):
+                    files = disk.get(key)
+                    if files is None:
+                        files = self._compile(spec_args, tensor_specs, target, opt)
+                        disk.put(key, files)
+        else:
+            files = self._compile(spec_args, tensor_specs, target, opt)
+        return _kernel_from_files(files, runtime_params)
+
+    def _compile(self, spec_args, tensor_specs, target, opt) -> dict:
+        import json
+        cache_mod.STATS["compiles"] += 1
+        asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt)
+        if envs.log_enabled("compile"):
+            print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
+                  file=sys.stderr)
+        files = {f"{k}.txt": v.encode() for k, v in asm.items() if isinstance(v, str)}
+        files["kernel.o"] = asm["obj"]
+        files["metadata.json"] = json.dumps(metadata, sort_keys=True).encode()
+        return files
+
+    def _specialise(self, spec, bound):
+        """Frontend bindings: constants for constexprs and ints equal to 1, IR values for the
+        rest; plus the tensor dims/strides the backend may treat as constants."""
+        spec_args, tensor_specs, runtime_params = {}, {}, []
+        for name, s in zip(self.arg_names, spec):
+            v = bound[name]
+            if s[0] == "c":
+                spec_args[name] = v
+            elif s[0] == "t":
+                dtype = _dtype_of(v)
+                spec_args[name] = tensor_param(name, dtype, v.ndim)
+                strides = tuple(st // v.itemsize for st in v.strides) if s[3] else (None,) * v.ndim
+                tensor_specs[name] = (tuple(v.shape), strides)
+                runtime_params.append((name, "tensor", v.ndim))
+            elif s[0] == "f":
+                spec_args[name] = scalar_param(name, dt.float32)
+                runtime_params.append((name, "float", 0))
+            elif len(s) > 1 and s[1]:
+                spec_args[name] = 1
+            else:
+                spec_args[name] = scalar_param(name, dt.int64)
+                runtime_params.append((name, "int", 0))
+        return spec_args, tensor_specs, runtime_params
+
+
+def _kernel_from_files(files: dict, runtime_params) -> CompiledKernel:
+    import json
+    metadata = json.loads(files["metadata.json"])
+    asm = {name[:-4]: data.decode() for name, data in files.items() if name.endswith(".txt")}
+    asm["obj"] = files["kernel.o"]
+    return CompiledKernel(asm, metadata, runtime_params)
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"constexpr value {v!r} is not hashable") from None
+    return (type(v).__name__, v)
+
+
+def _dtype_of(arr: np.ndarray) -> dt.dtype:
+    return dt.from_any(arr.dtype)
+
+
+def _normalise_arg(fn_name: str, name: str, value):
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    arr = as_array(value)
+    if arr is None:
+        raise TypeError(f"{fn_name}(): argument '{name}' must be a tensor (numpy array, "
+                        f"DLPack or __array_interface__ object), an int, a float or a bool; "
+                        f"got {type(value).__name__} {value!r:.60}")
+    try:
+        _dtype_of(arr)
+    except TypeError as e:
+        raise TypeError(f"{fn_name}(): argument '{name}': {e}") from None
+    if arr.ndim == 0:
+        raise TypeError(f"{fn_name}(): argument '{name}' is a 0-d array; pass a Python "
+                        "number for scalars")
+    if any(s % arr.itemsize for s in arr.strides):
+        raise ValueError(f"{fn_name}(): argument '{name}' has strides {arr.strides} that are "
+                         "not multiples of its element size")
+    return arr
+
+
+def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None):
+    """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it."""
+    def wrap(f):
+        return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
+                           opt_level=opt_level)
+    return wrap(fn) if fn is not None else wrap

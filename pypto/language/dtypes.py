@@ -1,0 +1,97 @@
+"""Element types of tensors, tiles and scalars, and their mapping to numpy at the call boundary.
+
+A dtype is a plain frozen record so it can live in cache keys, IR types and printed text alike.
+bfloat16 has no numpy native type: it comes from ml_dtypes (or torch) when present.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+try:  # bfloat16 on the numpy side
+    import ml_dtypes as _ml_dtypes
+    _NP_BF16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+    _NP_BF16 = None
+
+
+@dataclass(frozen=True)
+class dtype:
+    name: str       # PyPTO name: float16, int32, ...
+    bits: int
+    kind: str       # "f" float, "i" signed int, "u" unsigned int, "b" bool
+    mlir: str       # spelling in .pto / MLIR: f16, bf16, i32, ...
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("i", "u")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "i"
+
+    def to_numpy(self) -> np.dtype:
+        if self.name == "bfloat16":
+            if _NP_BF16 is None:
+                raise TypeError("bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
+            return _NP_BF16
+        return np.dtype(self.name if self.name != "bool" else np.bool_)
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = dtype("bool", 1, "b", "i1")
+int8 = dtype("int8", 8, "i", "i8")
+uint8 = dtype("uint8", 8, "u", "ui8")
+int16 = dtype("int16", 16, "i", "i16")
+int32 = dtype("int32", 32, "i", "i32")
+int64 = dtype("int64", 64, "i", "i64")
+float16 = dtype("float16", 16, "f", "f16")
+bfloat16 = dtype("bfloat16", 16, "f", "bf16")
+float32 = dtype("float32", 32, "f", "f32")
+float64 = dtype("float64", 64, "f", "f64")
+
+ALL = (bool_, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64)
+BY_NAME = {d.name: d for d in ALL}
+BY_NAME["bool"] = bool_
+
+
+def from_any(x) -> dtype:
+    """Accept a PyPTO dtype, a numpy dtype or type, a torch dtype or a name."""
+    if isinstance(x, dtype):
+        return x
+    if isinstance(x, str):
+        if x in BY_NAME:
+            return BY_NAME[x]
+        raise TypeError(f"unknown dtype name {x!r}")
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        name = str(x).replace("torch.", "")
+        if name in BY_NAME:
+            return BY_NAME[name]
+        raise TypeError(f"torch dtype {x} is not supported by PyPTO")
+    try:
+        npd = np.dtype(x)
+    except TypeError:
+        raise TypeError(f"{x!r} is not a dtype") from None
+    if _NP_BF16 is not None and npd == _NP_BF16:
+        return bfloat16
+    if npd == np.bool_:
+        return bool_
+    if npd.name in BY_NAME:
+        return BY_NAME[npd.name]
+    raise TypeError(f"numpy dtype {npd} is not supported by PyPTO")

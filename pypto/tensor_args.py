@@ -1,0 +1,35 @@
+"""Turning call arguments into arrays without copying: numpy arrays, ``__array_interface__``
+objects and DLPack producers (torch CPU tensors included, bfloat16 too)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .language import dtypes as dt
+
+
+def as_array(value):
+    """A numpy view of ``value`` sharing its memory, or None if it is not a tensor."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.startswith("torch"):
+        return _from_torch(value)
+    if hasattr(value, "__array_interface__"):
+        return np.asarray(value)
+    if hasattr(value, "__dlpack__"):
+        return np.from_dlpack(value)
+    return None
+
+
+def _from_torch(t):
+    import torch
+    if t.device.type != "cpu":
+        raise TypeError(f"torch tensor on {t.device} cannot be used; PyPTO runs on the host")
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(dt.bfloat16.to_numpy())
+    return t.numpy()
+
+
+def param_slots(kind: str, rank: int) -> int:
+    """i64 slots one runtime parameter takes in the argument buffer (see codegen.args_slots)."""
+    return 1 + 2 * rank if kind == "tensor" else 1
