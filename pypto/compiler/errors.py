@@ -38,7 +38,8 @@ class CompilationError(Exception):
     def _render(self) -> str:
         if self.loc is None:
             return self.message
-        lines = [f"{self.loc}: in {self.loc.function or 'kernel'}: {self.message}"]
+        first, *rest = self.message.split("\n")
+        lines = [f"{self.loc}: in {self.loc.function or 'kernel'}: {first}"]
         if self.loc.source_line:
             text = self.loc.source_line.rstrip("\n")
             stripped = text.lstrip()
@@ -47,6 +48,7 @@ class CompilationError(Exception):
                 else self.loc.col + 1
             lines.append("    " + stripped)
             lines.append("    " + " " * max(0, self.loc.col - indent) + "^" * (end - self.loc.col))
+        lines.extend(rest)
         for caller in self.call_chain:
             lines.append(f"  called from {caller}")
         return "\n".join(lines)
