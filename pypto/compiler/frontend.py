@@ -11,12 +11,15 @@ import ast
 import builtins as _py_builtins
 import inspect
 import textwrap
+import types
+
+import numpy as np
 from contextlib import contextmanager
 
 from ..language import dtypes as dt
 from ..language.core import constexpr
 from . import semantics
-from .elementwise import PY_BINOPS, PY_CMPOPS
+from .elementwise import PY_BINOPS, PY_CMPOPS, PY_UNARYOPS
 from .errors import CompilationError, SourceLoc
 from .ir import Block, Function, Op, ScalarType, TensorType, Value
 
@@ -168,33 +171,141 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_If(self, node):
         cond = self.visit(node.test)
-        if isinstance(cond, Value):
-            raise self.b.error("'if' on a runtime value is not supported yet; "
-                               "conditions must be compile-time constants (pl.constexpr)")
-        self.run(node.body if cond else node.orelse)
+        if not isinstance(cond, Value):
+            self.run(node.body if cond else node.orelse)
+            return
+        cond = semantics.to_bool(self.b, cond)
+        names = [n for n in _assigned_names(node.body + node.orelse)]
+        then_block, else_block = Block(), Block()
+        then_env = self._run_branch(then_block, node.body)
+        else_env = self._run_branch(else_block, node.orelse)
+        merged = []
+        for n in names:
+            t, e = then_env.get(n, _MISSING), else_env.get(n, _MISSING)
+            if t is _MISSING or e is _MISSING:
+                continue       # assigned in one branch only and not before: local to it
+            if not isinstance(t, Value) and not isinstance(e, Value) and _same_constant(t, e):
+                self.env[n] = t
+                continue
+            merged.append(n)
+        yields = []
+        for block, env in ((then_block, then_env), (else_block, else_env)):
+            with self.b.at(block):
+                vals = [semantics.to_loop_value(self.b, n, env[n]) for n in merged]
+                yields.append(vals)
+        for i, n in enumerate(merged):
+            if yields[0][i].type != yields[1][i].type:
+                self._unify_branch_types(n, i, then_block, else_block, yields)
+        for block, vals in zip((then_block, else_block), yields):
+            with self.b.at(block):
+                self.b.emit("scf.yield", vals)
+        op = self.b.emit("scf.if", [cond], [v.type for v in yields[0]],
+                         blocks=[then_block, else_block])
+        for n, r in zip(merged, op.results):
+            r.hint = n
+            self.env[n] = r
+        for n in names:       # names bound in one branch only are not visible after the if
+            if n not in merged and n not in self.env:
+                self.env[n] = _OneBranch(n)
+
+    def _run_branch(self, block: Block, body) -> dict:
+        env = dict(self.env)
+        gen = CodeGenerator(self.source, self.b, env)
+        with self.b.at(block):
+            gen.run(body)
+        if gen.returned is not None:
+            raise self.b.error("'return' inside an 'if' on a runtime condition is not "
+                               "supported; assign to a variable and return after the if")
+        return env
+
+    def _unify_branch_types(self, name, i, then_block, else_block, yields):
+        """Scalars of different kinds merge as float/int64; tiles must agree exactly."""
+        t, e = yields[0][i], yields[1][i]
+        if t.is_scalar and e.is_scalar:
+            target = semantics.FLOAT if (t.type.dtype.is_floating or e.type.dtype.is_floating) \
+                else semantics.INDEX
+            with self.b.at(then_block):
+                yields[0][i] = semantics.scalar_cast(self.b, t, target)
+            with self.b.at(else_block):
+                yields[1][i] = semantics.scalar_cast(self.b, e, target)
+            return
+        raise self.b.error(f"'{name}' is {t.type} in the 'if' branch but {e.type} in the "
+                           "'else' branch; both branches must give it the same type")
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.b.error("'while ... else' is not supported")
+        cond = self.visit(node.test)
+        if not isinstance(cond, Value):
+            if not cond:
+                return
+            raise self.b.error("'while' on a constant true condition would never end; the "
+                               "condition must depend on values the loop changes")
+        carried = [n for n in _assigned_names(node.body) if n in self.env
+                   and not isinstance(self.env[n], _OneBranch)]
+        inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
+        before = Block([Value(v.type, n) for n, v in zip(carried, inits)])
+        after = Block([Value(v.type, n) for n, v in zip(carried, inits)])
+        before_env = dict(self.env)
+        before_env.update(zip(carried, before.args))
+        with self.b.at(before):
+            test = CodeGenerator(self.source, self.b, before_env).visit(node.test)
+            self.b.emit("scf.condition", [semantics.to_bool(self.b, test)] + before.args)
+        body_env = dict(self.env)
+        body_env.update(zip(carried, after.args))
+        inner = CodeGenerator(self.source, self.b, body_env)
+        with self.b.at(after):
+            inner.run(node.body)
+            if inner.returned is not None:
+                raise self.b.error("'return' inside a loop is not supported")
+            self.b.emit("scf.yield", self._loop_yields(carried, inits, body_env))
+        op = self.b.emit("scf.while", inits, [v.type for v in inits], blocks=[before, after])
+        for n, r in zip(carried, op.results):
+            r.hint = n
+            self.env[n] = r
+
+    def _loop_yields(self, carried, inits, env) -> list:
+        yields = []
+        for n, init in zip(carried, inits):
+            v = semantics.to_loop_value(self.b, n, env[n])
+            if v.type != init.type and v.is_scalar and init.is_scalar:
+                v = semantics.scalar_cast(self.b, v, init.type.dtype)
+            if v.type != init.type:
+                raise self.b.error(
+                    f"'{n}' changes type inside the loop: {init.type} before, {v.type} "
+                    f"after one iteration; loop-carried values must keep their type")
+            yields.append(v)
+        return yields
 
     def visit_For(self, node):
         if node.orelse:
             raise self.b.error("'for ... else' is not supported")
         call = node.iter
-        if not (isinstance(call, ast.Call) and self._is_range(call.func)):
-            raise self.b.error("a kernel loop must iterate over range(start, stop, step)")
-        if call.keywords or not 1 <= len(call.args) <= 3:
+        kind = self._range_kind(call)
+        if kind is None:
+            raise self.b.error("a kernel loop must iterate over range(...), pl.range(...) or "
+                               "pl.static_range(...)")
+        args = [self.visit(a) for a in call.args]
+        kwargs = {k.arg: self.visit(k.value) for k in call.keywords}
+        if kind == "static":
+            self._static_for(node, args, kwargs)
+            return
+        kwargs.pop("num_stages", None)
+        if kwargs or not 1 <= len(args) <= 3:
             raise self.b.error("range() takes 1 to 3 positional arguments")
-        bounds = [self.visit(a) for a in call.args]
-        start, stop, step = ([0] + bounds + [1])[:3] if len(bounds) == 1 else (bounds + [1])[:3]
+        start, stop, step = ([0] + args + [1])[:3] if len(args) == 1 else (args + [1])[:3]
         if isinstance(step, int) and step <= 0:
             raise self.b.error("range() step must be positive in a kernel loop")
         if not isinstance(node.target, ast.Name):
             raise self.b.error("the loop variable must be a single name")
         lb, ub, st = (semantics.to_index(self.b, v, what) for v, what in
                       ((start, "range start"), (stop, "range stop"), (step, "range step")))
-        carried = [n for n in _assigned_names(node.body) if n in self.env and n != node.target.id]
+        carried = [n for n in _assigned_names(node.body) if n in self.env and
+                   n != node.target.id and not isinstance(self.env[n], _OneBranch)]
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
         iv = Value(ScalarType(dt.int64), node.target.id)
         args = [Value(v.type, n) for n, v in zip(carried, inits)]
         body = Block([iv] + args)
-        op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], blocks=[body])
         inner_env = dict(self.env)
         inner_env[node.target.id] = iv
         inner_env.update(zip(carried, args))
@@ -203,24 +314,39 @@ class CodeGenerator(ast.NodeVisitor):
             inner.run(node.body)
             if inner.returned is not None:
                 raise self.b.error("'return' inside a loop is not supported")
-            yields = []
-            for n, init in zip(carried, inits):
-                v = semantics.to_loop_value(self.b, n, inner_env[n])
-                if v.type != init.type:
-                    raise self.b.error(
-                        f"'{n}' changes type inside the loop: {init.type} before, {v.type} "
-                        f"after one iteration; loop-carried values must keep their type")
-                yields.append(v)
-            self.b.emit("scf.yield", yields)
+            self.b.emit("scf.yield", self._loop_yields(carried, inits, inner_env))
+        op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], blocks=[body])
         for n, r in zip(carried, op.results):
             r.hint = n
             self.env[n] = r
 
-    def _is_range(self, func) -> bool:
+    def _static_for(self, node, args, kwargs):
+        """``pl.static_range``: the body is compiled once per value, with the index constant."""
+        if kwargs or not 1 <= len(args) <= 3 or not all(
+                isinstance(a, int) and not isinstance(a, bool) for a in args):
+            raise self.b.error("static_range() takes 1 to 3 compile-time integers")
+        if not isinstance(node.target, ast.Name):
+            raise self.b.error("the loop variable must be a single name")
+        values = range(*args)
+        if len(values) > 4096:
+            raise self.b.error(f"static_range() would unroll {len(values)} iterations; use "
+                               "range() for long loops")
+        for i in values:
+            self.env[node.target.id] = i
+            self.run(node.body)
+
+    def _range_kind(self, call):
+        if not isinstance(call, ast.Call):
+            return None
         try:
-            return self.visit(func) is range
+            fn = self.visit(call.func)
         except CompilationError:
-            return False
+            return None
+        if fn is range or getattr(fn, "__pypto_builtin__", None) == "range":
+            return "dynamic"
+        if getattr(fn, "__pypto_builtin__", None) == "static_range":
+            return "static"
+        return None
 
     def visit_Assert(self, node):
         cond = self.visit(node.test)
@@ -244,11 +370,16 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _lookup(self, name):
         if name in self.env:
-            return self.env[name]
-        if name in self.source.closure:
-            return self.source.closure[name]
-        if name in self.source.globals:
-            return self.source.globals[name]
+            value = self.env[name]
+            if isinstance(value, _OneBranch):
+                raise self.b.error(f"'{name}' is assigned in only one branch of an 'if' on a "
+                                   "runtime condition; assign it before the if or in both "
+                                   "branches")
+            return value
+        for scope, what in ((self.source.closure, "closure variable"),
+                            (self.source.globals, "global")):
+            if name in scope:
+                return _check_global(self.b, name, scope[name], what)
         if hasattr(_py_builtins, name):
             return getattr(_py_builtins, name)
         raise self.b.error(f"name '{name}' is not defined")
@@ -265,19 +396,27 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Subscript(self, node):
         base = self.visit(node.value)
         index = self.visit(node.slice)
-        if isinstance(base, Value) or isinstance(index, Value):
-            raise self.b.error("indexing runtime values is not supported yet")
+        if isinstance(base, Value):
+            return semantics.getitem(self.b, base, index)
+        if isinstance(index, Value):
+            raise self.b.error("indexing a compile-time sequence needs a compile-time index")
         return base[index]
+
+    def visit_Slice(self, node):
+        parts = [None if p is None else self.visit(p) for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, Value) for p in parts):
+            raise self.b.error("tile slices must have compile-time bounds")
+        return slice(*parts)
 
     def visit_UnaryOp(self, node):
         operand = self.visit(node.operand)
         if isinstance(operand, Value):
-            if isinstance(node.op, ast.USub):
-                return semantics.binary(self.b, "sub", 0, operand)
             if isinstance(node.op, ast.UAdd):
                 return operand
-            raise self.b.error(f"unary '{type(node.op).__name__}' on runtime values is not "
-                               "supported yet")
+            if isinstance(node.op, ast.Not) and operand.is_tile:
+                raise self.b.error("'not' on a tile is ambiguous; use ~mask for an "
+                                   "elementwise not")
+            return semantics.unary(self.b, PY_UNARYOPS[type(node.op)], operand)
         return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
                 ast.Invert: lambda x: ~x}[type(node.op)](operand)
 
@@ -290,34 +429,51 @@ class CodeGenerator(ast.NodeVisitor):
         name = PY_BINOPS.get(type(op))
         if name is None:
             raise self.b.error(f"operator '{type(op).__name__}' is not supported on runtime "
-                               "values yet")
+                               "values")
         return semantics.binary(self.b, name, lhs, rhs)
 
     def visit_Compare(self, node):
         if len(node.ops) != 1:
-            raise self.b.error("chained comparisons are not supported")
+            raise self.b.error("chained comparisons are not supported; combine two "
+                               "comparisons with & (tiles) or 'and' (scalars)")
         lhs, rhs = self.visit(node.left), self.visit(node.comparators[0])
         op = node.ops[0]
         if isinstance(lhs, Value) or isinstance(rhs, Value):
             if type(op) not in PY_CMPOPS:
-                raise self.b.error(f"comparison '{type(op).__name__}' on runtime values")
+                raise self.b.error(f"comparison '{type(op).__name__}' is not supported on "
+                                   "runtime values")
             return semantics.compare(self.b, PY_CMPOPS[type(op)], lhs, rhs)
         return _fold(op, lhs, rhs, self.b)
 
     def visit_BoolOp(self, node):
         values = [self.visit(v) for v in node.values]
-        if any(isinstance(v, Value) for v in values):
-            raise self.b.error("'and'/'or' on runtime values is not supported yet")
-        result = values[0]
+        if not any(isinstance(v, Value) for v in values):
+            result = values[0]
+            for v in values[1:]:
+                result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+            return result
+        if any(isinstance(v, Value) and not v.is_scalar for v in values):
+            raise self.b.error("'and'/'or' work on scalars; combine tiles with & and |")
+        result = semantics.to_bool(self.b, values[0])
+        name = "and" if isinstance(node.op, ast.And) else "or"
         for v in values[1:]:
-            result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+            result = semantics.binary(self.b, name, result, semantics.to_bool(self.b, v))
         return result
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
-        if isinstance(cond, Value):
-            raise self.b.error("conditional expressions need a compile-time condition")
-        return self.visit(node.body if cond else node.orelse)
+        if not isinstance(cond, Value):
+            return self.visit(node.body if cond else node.orelse)
+        cond = semantics.to_bool(self.b, cond)
+        t, e = self.visit(node.body), self.visit(node.orelse)
+        if isinstance(t, Value) and t.is_tile or isinstance(e, Value) and e.is_tile:
+            raise self.b.error("a conditional expression on a runtime scalar cannot choose "
+                               "between tiles; use an if statement or pl.where")
+        t, e = semantics._scalar_operand(self.b, t), semantics._scalar_operand(self.b, e)
+        dtype = semantics.FLOAT if t.type.dtype.is_floating or e.type.dtype.is_floating else \
+            (dt.bool_ if t.type.dtype == e.type.dtype == dt.bool_ else semantics.INDEX)
+        t, e = semantics.scalar_cast(self.b, t, dtype), semantics.scalar_cast(self.b, e, dtype)
+        return self.b.emit("arith.select", [cond, t, e], [ScalarType(dtype)]).result
 
     def visit_JoinedStr(self, node):
         raise self.b.error("f-strings are not supported inside kernels")
@@ -379,6 +535,45 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(x, Value):
             return f"a {x.type}"
         return f"{type(x).__name__} {x!r}" if not callable(x) else getattr(x, "__name__", repr(x))
+
+
+class _OneBranch:
+    """Marks a name bound in only one branch of a runtime ``if``: an error if read later."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+_MISSING = object()
+
+
+def _same_constant(a, b) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - arrays and other odd objects are never "the same"
+        return False
+
+
+_ALLOWED_GLOBAL_TYPES = (int, float, bool, str, type(None), dt.dtype, type, tuple,
+                         types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+
+
+def _check_global(b, name, value, what):
+    """Kernels may read constants, modules, dtypes and functions from their globals; anything
+    mutable (arrays, lists, dicts, objects) would silently freeze at its compile-time value."""
+    if isinstance(value, constexpr):
+        return value.value
+    from ..jit import JITFunction
+    if isinstance(value, JITFunction) or isinstance(value, _ALLOWED_GLOBAL_TYPES) or \
+            hasattr(value, "__pypto_builtin__") or isinstance(value, (np.integer, np.floating)):
+        if isinstance(value, tuple) and not all(
+                isinstance(v, (int, float, bool, str, dt.dtype)) for v in value):
+            raise b.error(f"{what} '{name}' is a tuple of non-constants; kernels can only read "
+                          "constants, modules and functions from globals")
+        return value
+    raise b.error(f"{what} '{name}' is a {type(value).__name__}; kernels can only read "
+                  "constants (int, float, pl.constexpr(...)), dtypes, modules and functions "
+                  "from globals. Pass it as an argument instead")
 
 
 def _call_checked(b: Builder, handler, name, args, kwargs):

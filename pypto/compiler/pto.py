@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..language import dtypes as dt
-from .elementwise import BINARY
+from .elementwise import BINARY, UNARY
 from .errors import InternalError
 from .ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Value
 
@@ -46,6 +46,8 @@ class Tile:
 
     def type_text(self) -> str:
         blayout, slayout, fractal = LAYOUTS[self.loc]
+        if self.loc == VEC and self.cols == 1 and self.rows > 1:
+            blayout = "col_major"     # per-row scalars (reduction results, row operands)
         vr = "?" if self.v_row is None else self.v_row
         vc = "?" if self.v_col is None else self.v_col
         return (f"!pto.tile_buf<loc={self.loc}, dtype={self.dtype.mlir}, rows={self.rows}, "
@@ -94,6 +96,29 @@ class For:
 
 
 @dataclass
+class If:
+    cond: Scalar
+    then_body: list
+    else_body: list
+    results: list            # scalar results (tiles are merged through their shared buffer)
+    then_yields: list
+    else_yields: list
+
+
+@dataclass
+class While:
+    inits: list
+    before_args: list
+    before_body: list
+    cond: Scalar
+    forwarded: list          # values passed on by the condition (the loop's results)
+    after_args: list
+    after_body: list
+    yields: list
+    results: list
+
+
+@dataclass
 class Program:
     name: str
     kind: str                    # "vector" or "cube"
@@ -127,7 +152,7 @@ class _Lowering:
     def tile(self, v: Value) -> Tile:
         """The tile buffer of ``v``; values sharing a buffer and type share one Tile."""
         t = v.type
-        rows, cols = (1,) + t.shape if len(t.shape) == 1 else t.shape
+        rows, cols = view2d(t.shape)
         key = (t.space, v.addr, t.dtype, rows, cols)
         tile = self.tiles_by_buffer.get(key)
         if tile is None:
@@ -138,7 +163,12 @@ class _Lowering:
         return tile
 
     def get(self, v: Value):
+        if v.id not in self.values and v.is_tile:
+            return self.tile(v)
         return self.values[v.id]
+
+    def scalars(self, values) -> list:
+        return [self.scalar(v) for v in values if not v.is_tile]
 
     def block(self, block: Block) -> list:
         out = []
@@ -146,63 +176,133 @@ class _Lowering:
             self.op(op, out)
         return out
 
+    def _terminator_scalars(self, block: Block) -> list:
+        return [self.get(v) for v in block.ops[-1].operands if not v.is_tile]
+
     def op(self, op, out: list) -> None:
         name = op.name
-        ins = [self.get(v) for v in op.operands] if name != "scf.for" else None
-        if name == "scf.for":
-            lb, ub, step, *inits = [self.get(v) for v in op.operands]
-            body = op.blocks[0]
-            iv = self.scalar(body.args[0])
-            iter_args, results, scalar_inits = [], [], []
-            for init, arg, res in zip(inits, body.args[1:], op.results):
-                if arg.is_tile:
-                    self.values[arg.id] = init
-                    self.values[res.id] = init
-                else:
-                    scalar_inits.append(init)
-                    iter_args.append(self.scalar(arg))
-                    results.append(self.scalar(res))
-            loop = For(iv, lb, ub, step, scalar_inits, iter_args, results, [])
-            loop.body = self.block(body)
-            loop.yields = [self.get(v) for v, a in zip(body.ops[-1].operands, body.args[1:])
-                           if not a.is_tile]
-            out.append(loop)
+        if name in ("scf.yield", "scf.condition"):
             return
-        if name == "scf.yield":
+        handler = getattr(self, "_" + name.replace(".", "_"), None)
+        if handler is not None:
+            handler(op, out)
             return
+        ins = [self.get(v) for v in op.operands]
         if name.startswith("arith.") or name in ("pto.program_id", "pto.num_programs",
                                                    "tensor.dim"):
             out.append(Inst(name, ins, [self.scalar(op.result)], dict(op.attrs)))
             return
-        if name == "tile.load":
-            dst = self.tile(op.result)
-            out.append(Inst("tload", ins, [dst], {"pad": op.attrs["padding"]}))
-        elif name == "tile.store":
-            *tensor_and_offsets, src = ins
-            out.append(Inst("tstore", [src], tensor_and_offsets))
-        elif name == "tile.full":
-            out.append(Inst("texpands", [], [self.tile(op.result)], {"value": op.attrs["value"]}))
-        elif name == "tile.binary":
-            binop = BINARY[op.attrs["op"]]
-            scalar_rhs = not op.operands[1].is_tile
-            out.append(Inst(binop.pto_scalar if scalar_rhs else binop.pto, ins,
-                            [self.tile(op.result)]))
-        elif name == "tile.cast":
-            out.append(Inst("tcvt", ins, [self.tile(op.result)], {"rmode": "rint"}))
-        elif name == "tile.mov":
-            dst = self.tile(op.result)
-            if dst is not ins[0]:
-                out.append(Inst("tmov", ins, [dst]))
-        elif name == "tile.matmul":
-            dst = self.tile(op.result)
-            if len(ins) == 3:
-                if ins[2] is not dst:
-                    raise InternalError("matmul accumulator not planned in place", str(self.module))
-                out.append(Inst("tmatmul.acc", [dst, ins[0], ins[1]], [dst]))
-            else:
-                out.append(Inst("tmatmul", ins, [dst]))
-        else:
+        rule = TILE_TO_PTO.get(name)
+        if rule is None:
             raise InternalError(f"no PTO lowering for {name}", str(self.module))
+        opcode, attrs = rule(op)
+        out.append(Inst(opcode, ins, [self.tile(op.result)], attrs))
+
+    def _scf_for(self, op, out):
+        lb, ub, step, *inits = [self.get(v) for v in op.operands]
+        body = op.blocks[0]
+        iv = self.scalar(body.args[0])
+        scalar_inits = [i for i, a in zip(inits, body.args[1:]) if not a.is_tile]
+        loop = For(iv, lb, ub, step, scalar_inits, self.scalars(body.args[1:]),
+                   self.scalars(op.results), [])
+        loop.body = self.block(body)
+        loop.yields = self._terminator_scalars(body)
+        out.append(loop)
+
+    def _scf_if(self, op, out):
+        cond = self.get(op.operands[0])
+        then_body = self.block(op.blocks[0])
+        else_body = self.block(op.blocks[1])
+        out.append(If(cond, then_body, else_body, self.scalars(op.results),
+                      self._terminator_scalars(op.blocks[0]),
+                      self._terminator_scalars(op.blocks[1])))
+
+    def _scf_while(self, op, out):
+        before, after = op.blocks
+        inits = [self.get(v) for v in op.operands if not v.is_tile]
+        before_args = self.scalars(before.args)
+        before_body = self.block(before)
+        cond, *forwarded = [self.get(v) for v in before.ops[-1].operands
+                            if not v.is_tile or v is before.ops[-1].operands[0]]
+        after_args = self.scalars(after.args)
+        after_body = self.block(after)
+        out.append(While(inits, before_args, before_body, cond, forwarded, after_args,
+                         after_body, self._terminator_scalars(after), self.scalars(op.results)))
+
+    def _tile_store(self, op, out):
+        *tensor_and_offsets, src = [self.get(v) for v in op.operands]
+        attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
+        out.append(Inst("tstore", [src], tensor_and_offsets, attrs))
+
+    def _tile_mov(self, op, out):
+        src, dst = self.get(op.operands[0]), self.tile(op.result)
+        if dst is not src:
+            out.append(Inst("tmov", [src], [dst], dict(op.attrs)))
+
+    def _tile_matmul(self, op, out):
+        ins = [self.get(v) for v in op.operands]
+        dst = self.tile(op.result)
+        if len(ins) == 3:
+            if ins[2] is not dst:
+                raise InternalError("matmul accumulator not planned in place", str(self.module))
+            out.append(Inst("tmatmul.acc", [dst, ins[0], ins[1]], [dst]))
+        else:
+            out.append(Inst("tmatmul", ins, [dst]))
+
+
+def view2d(shape) -> tuple[int, int]:
+    """PTO tiles are 2-D: a scalar tile is 1x1 and a vector is one row."""
+    if not shape:
+        return 1, 1
+    return (1, shape[0]) if len(shape) == 1 else tuple(shape)
+
+
+def _unary_rule(op):
+    return UNARY[op.attrs["op"]].pto, {}
+
+
+def _binary_rule(op):
+    spec = BINARY[op.attrs["op"]]
+    scalar_rhs = not op.operands[1].is_tile
+    attrs = {"cmp": op.attrs["op"]} if spec.result == "bool" else {}
+    return (spec.pto_scalar if scalar_rhs else spec.pto), attrs
+
+
+def _reduce_rule(op):
+    rank = len(op.operands[0].type.shape)
+    direction = "row" if rank == 1 or op.attrs["axis"] == 1 else "col"
+    return f"t{direction}{op.attrs['op']}", {}
+
+
+def _broadcast_rule(op):
+    src = view2d(op.operands[0].type.shape)
+    dst = view2d(op.result.type.shape)
+    return ("trowexpand" if src[0] == dst[0] else "tcolexpand"), {}
+
+
+def _cast_rule(op):
+    return "tcvt", ({"rmode": op.attrs["rounding"]} if op.attrs.get("rounding") else {})
+
+
+# Tile IR op → (PTO opcode, attributes), for ops that map one to one onto an instruction.
+TILE_TO_PTO = {
+    "tile.load": lambda op: ("tload", {"pad": op.attrs["padding"]}),
+    "tile.full": lambda op: ("texpands", {} if op.operands else {"value": op.attrs["value"]}),
+    "tile.arange": lambda op: ("tci", {"start": op.attrs["start"]}),
+    "tile.unary": _unary_rule,
+    "tile.binary": _binary_rule,
+    "tile.where": lambda op: ("tsel", {}),
+    "tile.cast": _cast_rule,
+    "tile.broadcast": _broadcast_rule,
+    "tile.reduce": _reduce_rule,
+    "tile.reshape": lambda op: ("treshape", {}),
+    "tile.transpose": lambda op: ("ttrans", {}),
+    "tile.slice": lambda op: ("textract", {"starts": view2d(op.attrs["starts"])
+                                           if len(op.attrs["starts"]) == 2
+                                           else (0,) + tuple(op.attrs["starts"])}),
+    "tile.concat": lambda op: ("tconcat", {"axis": 1 if len(op.result.type.shape) < 2
+                                           else op.attrs["axis"]}),
+}
 
 
 def lower_to_pto(module: Module, tensor_specs: dict) -> Program:

@@ -6,7 +6,7 @@ their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...)
 """
 from __future__ import annotations
 
-from .pto import For, Inst, Program, Scalar, Tile, TensorArg
+from .pto import For, If, Inst, Program, Scalar, Tile, TensorArg, While
 
 _ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -90,8 +90,46 @@ class _Printer:
         for inst in insts:
             if isinstance(inst, For):
                 self.loop(inst, depth)
+            elif isinstance(inst, If):
+                self.branch(inst, depth)
+            elif isinstance(inst, While):
+                self.while_loop(inst, depth)
             else:
                 self.inst(inst, depth)
+
+    def _results(self, results) -> str:
+        return f"{', '.join(f'%{r.name}' for r in results)} = " if results else ""
+
+    def _yield(self, values, depth) -> None:
+        if values:
+            self.emit(f"scf.yield {', '.join(self.ref(v) for v in values)} : "
+                      f"{', '.join(v.dtype.mlir for v in values)}", depth)
+
+    def branch(self, node: If, depth) -> None:
+        types = f" -> ({', '.join(r.dtype.mlir for r in node.results)})" if node.results else ""
+        self.emit(f"{self._results(node.results)}scf.if {self.ref(node.cond)}{types} {{", depth)
+        self.body(node.then_body, depth + 1)
+        self._yield(node.then_yields, depth + 1)
+        self.emit("} else {", depth)
+        self.body(node.else_body, depth + 1)
+        self._yield(node.else_yields, depth + 1)
+        self.emit("}", depth)
+
+    def while_loop(self, node: While, depth) -> None:
+        pairs = ", ".join(f"%{a.name} = {self.ref(i)}" for a, i in zip(node.before_args,
+                                                                       node.inits))
+        types = ", ".join(a.dtype.mlir for a in node.before_args)
+        self.emit(f"{self._results(node.results)}scf.while ({pairs}) : ({types}) -> ({types}) {{",
+                  depth)
+        self.body(node.before_body, depth + 1)
+        fwd = ", ".join(self.ref(v) for v in node.forwarded)
+        self.emit(f"scf.condition({self.ref(node.cond)}) {fwd}"
+                  f"{' : ' + types if node.forwarded else ''}", depth + 1)
+        args = ", ".join(f"%{a.name}: {a.dtype.mlir}" for a in node.after_args)
+        self.emit(f"}} do {{\n{'  ' * (depth + 1)}^bb0({args}):", depth)
+        self.body(node.after_body, depth + 1)
+        self._yield(node.yields, depth + 1)
+        self.emit("}", depth)
 
     def loop(self, f: For, depth) -> None:
         head = f"scf.for %{f.iv.name} = {self.ref(f.lb)} to {self.ref(f.ub)} step {self.ref(f.step)}"
@@ -122,22 +160,24 @@ class _Printer:
             tensor, *offs = i.outs
             pv, ty = self.view(tensor, offs, i.ins[0], depth)
             self.emit(f"pto.tstore ins(%{i.ins[0].name} : {i.ins[0].type_text()}) "
-                      f"outs({pv} : {ty})", depth)
+                      f"outs({pv} : {ty}){_attrs(i.attrs)}", depth)
             return
-        if op == "texpands":
+        if op == "texpands" and not i.ins:
             tile = i.outs[0]
-            c = self.const(i.attrs["value"] if tile.dtype.is_floating is False else
-                           float(i.attrs["value"]), tile.dtype.mlir, depth)
+            value = i.attrs["value"]
+            c = self.const(float(value) if tile.dtype.is_floating else int(value),
+                           tile.dtype.mlir, depth)
             self.emit(f"pto.texpands ins({c} : {tile.dtype.mlir}) outs(%{tile.name} : "
                       f"{tile.type_text()})", depth)
             return
         ins = ", ".join(self.ref(x) for x in i.ins)
         tys = ", ".join(x.type_text() if isinstance(x, Tile) else x.dtype.mlir for x in i.ins)
         outs = ", ".join(f"{self.ref(x)} : {x.type_text()}" for x in i.outs)
-        attrs = ""
-        if op == "tcvt":
-            attrs = f" {{rmode = #pto<round_mode {i.attrs['rmode']}>}}"
-        self.emit(f"pto.{op} ins({ins} : {tys}) outs({outs}){attrs}", depth)
+        attrs = dict(i.attrs)
+        if op == "tcvt" and "rmode" not in attrs:   # the conversion's own default mode
+            src, dst = i.ins[0].dtype, i.outs[0].dtype
+            attrs["rmode"] = "trunc" if src.is_floating and not dst.is_floating else "rint"
+        self.emit(f"pto.{op} ins({ins} : {tys}) outs({outs}){_attrs(attrs)}", depth)
 
     def scalar_inst(self, i: Inst, depth) -> None:
         res = i.outs[0]
@@ -160,6 +200,9 @@ class _Printer:
             src = i.ins[0]
             self.emit(f"{r} = {_cast_op(src.dtype, res.dtype)} {self.ref(src)} : "
                       f"{src.dtype.mlir} to {ty}", depth)
+        elif name == "select":
+            c, a, b = (self.ref(x) for x in i.ins)
+            self.emit(f"{r} = arith.select {c}, {a}, {b} : {ty}", depth)
         elif name == "cmp":
             a, b = i.ins
             if a.dtype.is_floating:
@@ -182,8 +225,24 @@ class _Printer:
                 self.emit(f"{m} = arith.muli {q}, {b} : {ty}", depth)
                 self.emit(f"{r} = arith.subi {a}, {m} : {ty}", depth)
             else:
-                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi"}.get(name, name + "i")
+                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi", "shr": "shrsi",
+                            "shl": "shli", "and": "andi", "or": "ori",
+                            "xor": "xori"}.get(name, name + "i")
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
+
+
+_ATTR_SPELLING = {
+    "rmode": lambda v: f"#pto<round_mode {v}>",
+    "cmp": lambda v: f"#pto<cmp_mode {v}>",
+    "atomic": lambda v: f"#pto<atomic_type {v}>",
+}
+
+
+def _attrs(attrs: dict) -> str:
+    if not attrs:
+        return ""
+    parts = [f"{k} = {_ATTR_SPELLING.get(k, str)(v)}" for k, v in attrs.items()]
+    return " {" + ", ".join(parts) + "}"
 
 
 def _cast_op(src, dst) -> str:

@@ -1,14 +1,18 @@
 """What each kernel-language primitive means, expressed as the Tile IR it emits.
 
-``BUILTINS`` maps a stub's name (see ``pypto.language.core``) to its handler. A handler takes
-the builder and the call's arguments (IR values or compile-time Python objects), checks them,
-and raises ``TypeError``/``ValueError`` with a message for the user; the frontend turns those
-into a ``CompilationError`` at the call's line.
+``BUILTINS`` maps a stub's name (see ``pypto.language.core``) to its handler; ``TILE_METHODS``
+maps tile methods (``x.to``, ``x.sum`` …) to the same handlers. A handler takes the builder and
+the call's arguments (IR values or compile-time Python objects), checks them, and raises
+``TypeError``/``ValueError`` with a message for the user; the frontend turns those into a
+``CompilationError`` at the call's line. Dtype promotion and broadcasting happen here, so the
+Tile IR below is explicit: every binary op sees operands of one shape and one dtype.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..language import dtypes as dt
-from .elementwise import BINARY
+from .elementwise import BINARY, COMMUTATIVE, SWAPPED, UNARY
 from .ir import ScalarType, TensorType, TileType, Value
 
 INDEX = dt.int64        # the scalar unit's integer type
@@ -17,36 +21,62 @@ FLOAT = dt.float32      # the scalar unit's float type
 # Legal cube operand → accumulator dtypes on 910B.
 MATMUL_ACC = {dt.float16: dt.float32, dt.bfloat16: dt.float32, dt.float32: dt.float32,
               dt.int8: dt.int32}
+ROUNDINGS = (None, "rint", "floor", "ceil", "trunc")
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, Value)
+    return isinstance(x, (bool, int, float, np.number, np.bool_)) and not isinstance(x, Value)
 
+
+def _is_tile(x) -> bool:
+    return isinstance(x, Value) and x.is_tile
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, Value) and x.is_scalar
+
+
+def _kind(d: dt.dtype) -> str:
+    return "b" if d == dt.bool_ else ("f" if d.is_floating else "i")
+
+
+def _describe(x) -> str:
+    if isinstance(x, Value):
+        return f"a {x.type}"
+    return f"{type(x).__name__} {x!r}"
+
+
+# -- scalars ------------------------------------------------------------------------------------
 
 def const(b, value, dtype: dt.dtype) -> Value:
-    value = float(value) if dtype.is_floating else int(value)
+    if dtype.is_floating:
+        value = float(value)
+    elif dtype == dt.bool_:
+        value = bool(value)
+    else:
+        value = int(value)
     return b.emit("arith.constant", [], [ScalarType(dtype)], {"value": value}).result
 
 
 def to_index(b, v, what: str) -> Value:
-    if isinstance(v, bool) or (not isinstance(v, (int, Value))):
-        raise TypeError(f"{what} must be an integer, got {type(v).__name__} {v!r}")
-    if isinstance(v, int):
-        return const(b, v, INDEX)
-    if not v.is_scalar or not v.type.dtype.is_int:
-        raise TypeError(f"{what} must be an integer scalar, got a {v.type}")
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer, Value)):
+        raise TypeError(f"{what} must be an integer, got {_describe(v)}")
+    if not isinstance(v, Value):
+        return const(b, int(v), INDEX)
+    if not v.is_scalar or v.type.dtype.is_floating:
+        raise TypeError(f"{what} must be an integer scalar, got {_describe(v)}")
     return scalar_cast(b, v, INDEX)
 
 
 def to_loop_value(b, name: str, v) -> Value:
     if isinstance(v, Value):
         if v.is_tensor:
-            raise TypeError(f"tensor '{name}' cannot be reassigned inside a loop")
+            raise TypeError(f"tensor '{name}' cannot be reassigned inside a loop or branch")
         return v
     if _is_number(v):
-        return const(b, v, FLOAT if isinstance(v, float) else INDEX)
-    raise TypeError(f"'{name}' is {type(v).__name__} {v!r} and changes inside a loop; only "
-                    "tiles and numbers can be loop-carried")
+        return const(b, v, FLOAT if isinstance(v, (float, np.floating)) else INDEX)
+    raise TypeError(f"'{name}' is {_describe(v)} and changes inside a loop or a branch on a "
+                    "runtime condition; only tiles and numbers can")
 
 
 def scalar_cast(b, v: Value, dtype: dt.dtype) -> Value:
@@ -58,34 +88,108 @@ def scalar_cast(b, v: Value, dtype: dt.dtype) -> Value:
 def _scalar_operand(b, x) -> Value:
     if isinstance(x, Value):
         if not x.is_scalar:
-            raise TypeError(f"expected a scalar, got a {x.type}")
+            raise TypeError(f"expected a scalar, got {_describe(x)}")
         return x
     if not _is_number(x):
-        raise TypeError(f"expected a number, got {type(x).__name__} {x!r}")
-    return const(b, x, FLOAT if isinstance(x, float) else INDEX)
+        raise TypeError(f"expected a number, got {_describe(x)}")
+    if isinstance(x, (bool, np.bool_)):
+        return const(b, x, dt.bool_)
+    return const(b, x, FLOAT if isinstance(x, (float, np.floating)) else INDEX)
 
 
-# -- dtype promotion ---------------------------------------------------------------------------
+def to_bool(b, x) -> Value:
+    """A runtime condition: scalars compare != 0."""
+    v = _scalar_operand(b, x)
+    if v.type.dtype == dt.bool_:
+        return v
+    return compare(b, "ne", v, 0)
+
+
+def _scalar_binary(b, name, x: Value, y: Value) -> Value:
+    both_bool = x.type.dtype == dt.bool_ and y.type.dtype == dt.bool_
+    if name in ("and", "or", "xor") and both_bool:
+        return b.emit(f"arith.{name}", [x, y], [ScalarType(dt.bool_)]).result
+    is_float = x.type.dtype.is_floating or y.type.dtype.is_floating or name == "div"
+    if name == "pow":
+        raise TypeError("'**' on runtime scalars is not supported; use tiles or constants")
+    if is_float and name in ("and", "or", "xor", "shl", "shr"):
+        raise TypeError(f"'{name}' needs integer scalars")
+    dtype = FLOAT if is_float else INDEX
+    x, y = scalar_cast(b, x, dtype), scalar_cast(b, y, dtype)
+    return b.emit(f"arith.{name}", [x, y], [ScalarType(dtype)]).result
+
+
+# -- dtype promotion ------------------------------------------------------------------------------
 
 def promote(a: dt.dtype, c: dt.dtype) -> dt.dtype:
-    """Tile–tile result dtype: the wider float wins; float beats int; f16 with bf16 is f32."""
+    """Tile–tile result dtype (docs/tile_ir.md, "Dtype promotion")."""
     if a == c:
         return a
+    if a == dt.bool_ or c == dt.bool_:
+        return c if a == dt.bool_ else a
     if a.is_floating and c.is_floating:
         if a.bits == c.bits:
             return dt.float32
         return a if a.bits > c.bits else c
     if a.is_floating or c.is_floating:
         return a if a.is_floating else c
-    return a if a.bits >= c.bits else c
+    return dt.from_any(np.result_type(a.to_numpy(), c.to_numpy()))
 
 
-# -- scalar and tile arithmetic ----------------------------------------------------------------
+def _weak_scalar_dtype(tile_dtype: dt.dtype, scalar) -> dt.dtype:
+    """Result dtype of tile ⊕ scalar: the tile wins unless the scalar is a float (int tile →
+    float32) or an int meeting a bool tile (→ int32)."""
+    is_float = isinstance(scalar, (float, np.floating)) or (
+        isinstance(scalar, Value) and scalar.type.dtype.is_floating)
+    is_int = not is_float and not isinstance(scalar, (bool, np.bool_)) and not (
+        isinstance(scalar, Value) and scalar.type.dtype == dt.bool_)
+    if is_float and not tile_dtype.is_floating:
+        return dt.float32
+    if is_int and tile_dtype == dt.bool_:
+        return dt.int32
+    return tile_dtype
+
+
+# -- broadcasting ---------------------------------------------------------------------------------
+
+def broadcast_shapes(s1: tuple, s2: tuple) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(s1, s2))
+    except ValueError:
+        raise ValueError(f"tile shapes {s1} and {s2} cannot be broadcast together") from None
+
+
+def broadcast_to(b, x, shape):
+    shape = _shape(shape, allow_empty=True)
+    if not _is_tile(x):
+        return full(b, shape, x, _dtype_of_number(b, x))
+    if x.type.shape == shape:
+        return x
+    target = broadcast_shapes(x.type.shape, shape)
+    if target != shape:
+        raise ValueError(f"a tile of shape {x.type.shape} cannot be broadcast to {shape}")
+    if len(x.type.shape) < len(shape):
+        x = reshape(b, x, (1,) * (len(shape) - len(x.type.shape)) + x.type.shape)
+    if x.type.shape == shape:
+        return x
+    return b.emit("tile.broadcast", [x], [TileType(x.type.dtype, shape)],
+                  {"shape": shape}).result
+
+
+def _dtype_of_number(b, x) -> dt.dtype:
+    if isinstance(x, Value):
+        return x.type.dtype
+    if isinstance(x, (bool, np.bool_)):
+        return dt.bool_
+    return dt.float32 if isinstance(x, (float, np.floating)) else dt.int32
+
+
+# -- elementwise ----------------------------------------------------------------------------------
 
 def binary(b, name: str, lhs, rhs):
-    lt = isinstance(lhs, Value) and lhs.is_tile
-    rt = isinstance(rhs, Value) and rhs.is_tile
-    if lt or rt:
+    if name == "matmul":
+        return matmul(b, lhs, rhs)
+    if _is_tile(lhs) or _is_tile(rhs):
         return _tile_binary(b, name, lhs, rhs)
     for x in (lhs, rhs):
         if isinstance(x, Value) and x.is_tensor:
@@ -94,49 +198,98 @@ def binary(b, name: str, lhs, rhs):
     return _scalar_binary(b, name, _scalar_operand(b, lhs), _scalar_operand(b, rhs))
 
 
-def _scalar_binary(b, name, x: Value, y: Value) -> Value:
-    is_float = x.type.dtype.is_floating or y.type.dtype.is_floating or name == "div"
-    dtype = FLOAT if is_float else INDEX
-    x, y = scalar_cast(b, x, dtype), scalar_cast(b, y, dtype)
-    if is_float and name in ("floordiv", "mod"):
-        raise TypeError(f"'{name}' on float scalars is not supported yet")
-    return b.emit(f"arith.{name}", [x, y], [ScalarType(dtype)]).result
+def _check_kinds(op, dtype: dt.dtype):
+    if _kind(dtype) not in op.kinds:
+        allowed = {"f": "float", "i": "integer", "b": "bool"}
+        names = " or ".join(allowed[k] for k in op.kinds)
+        raise TypeError(f"'{op.name}' is not supported on {dtype} tiles; it needs {names} "
+                        "operands")
 
 
 def _tile_binary(b, name, lhs, rhs) -> Value:
     op = BINARY.get(name)
     if op is None:
-        raise TypeError(f"operator '{name}' on tiles is not supported yet")
-    if not (isinstance(lhs, Value) and lhs.is_tile):
-        if op.name in ("add", "mul", "max", "min"):
-            lhs, rhs = rhs, lhs   # commutative: keep the tile first
-        else:
-            lhs = full(b, rhs.type.shape, lhs, rhs.type.dtype)
-    if isinstance(rhs, Value) and rhs.is_tile:
-        if lhs.type.shape != rhs.type.shape:
-            raise ValueError(f"tile shapes {lhs.type.shape} and {rhs.type.shape} differ; "
-                             "broadcasting between tiles is not supported yet")
+        raise TypeError(f"operator '{name}' on tiles is not supported")
+    if not _is_tile(lhs):                 # scalar ⊕ tile: put the tile first
+        if name in COMMUTATIVE or name in SWAPPED:
+            return _tile_binary(b, SWAPPED.get(name, name), rhs, lhs)
+        lhs = full(b, rhs.type.shape, lhs, _weak_scalar_dtype(rhs.type.dtype, lhs))
+    if _is_tile(rhs):
+        shape = broadcast_shapes(lhs.type.shape, rhs.type.shape)
         dtype = promote(lhs.type.dtype, rhs.type.dtype)
-        lhs, rhs = cast(b, lhs, dtype), cast(b, rhs, dtype)
+        if op.promote_to_float and not dtype.is_floating:
+            dtype = dt.float32
+        _check_kinds(op, dtype)
+        lhs = broadcast_to(b, cast(b, lhs, dtype), shape)
+        rhs = broadcast_to(b, cast(b, rhs, dtype), shape)
     else:
-        scalar = _scalar_operand(b, rhs)
-        dtype = lhs.type.dtype
-        if scalar.type.dtype.is_floating and not dtype.is_floating:
-            dtype = FLOAT
-            lhs = cast(b, lhs, dtype)
-        rhs = scalar_cast(b, scalar, dtype)
-    if op.floats_only and not dtype.is_floating:
-        raise TypeError(f"'/' on {dtype} tiles is not supported yet; cast to a float dtype "
-                        "first with .to(pl.float32)")
-    return b.emit("tile.binary", [lhs, rhs], [TileType(dtype, lhs.type.shape)],
+        if isinstance(rhs, Value) and rhs.is_tensor:
+            raise TypeError("a whole tensor cannot be an operand; pl.load a tile of it first")
+        dtype = _weak_scalar_dtype(lhs.type.dtype, rhs)
+        if op.promote_to_float and not dtype.is_floating:
+            dtype = dt.float32
+        _check_kinds(op, dtype)
+        lhs = cast(b, lhs, dtype)
+        rhs = _scalar_as(b, rhs, dtype)
+    result = dt.bool_ if op.result == "bool" else dtype
+    return b.emit("tile.binary", [lhs, rhs], [TileType(result, lhs.type.shape)],
                   {"op": name}).result
 
 
+def _scalar_as(b, x, dtype: dt.dtype) -> Value:
+    if isinstance(x, Value):
+        return scalar_cast(b, _scalar_operand(b, x), dtype)
+    if not _is_number(x):
+        raise TypeError(f"expected a number, got {_describe(x)}")
+    return const(b, x, dtype)
+
+
+def unary(b, name: str, x):
+    op = UNARY[name]
+    if not _is_tile(x):
+        if name == "neg":
+            return binary(b, "sub", 0, x)
+        if name == "not" and isinstance(x, Value) and x.is_scalar:
+            return compare(b, "eq", x, 0)
+        raise TypeError(f"{name}() needs a tile, got {_describe(x)}")
+    dtype = x.type.dtype
+    if op.promote_to_float and not dtype.is_floating:
+        dtype = dt.float32
+    _check_kinds(op, dtype)
+    x = cast(b, x, dtype)
+    return b.emit("tile.unary", [x], [TileType(dtype, x.type.shape)], {"op": name}).result
+
+
 def compare(b, pred: str, lhs, rhs) -> Value:
+    if _is_tile(lhs) or _is_tile(rhs):
+        return _tile_binary(b, pred, lhs, rhs)
     x, y = _scalar_operand(b, lhs), _scalar_operand(b, rhs)
     dtype = FLOAT if (x.type.dtype.is_floating or y.type.dtype.is_floating) else INDEX
     x, y = scalar_cast(b, x, dtype), scalar_cast(b, y, dtype)
     return b.emit("arith.cmp", [x, y], [ScalarType(dt.bool_)], {"pred": pred}).result
+
+
+def where(b, cond, x, y):
+    if not _is_tile(cond):
+        if isinstance(cond, Value):
+            raise TypeError("where() with a scalar condition: use `x if cond else y`")
+        return x if cond else y
+    cond = cast(b, cond, dt.bool_)
+    tiles = [v for v in (x, y) if _is_tile(v)]
+    if tiles:
+        dtype = tiles[0].type.dtype if len(tiles) == 1 else promote(x.type.dtype, y.type.dtype)
+        if len(tiles) == 1:
+            other = y if _is_tile(x) else x
+            dtype = _weak_scalar_dtype(dtype, other)
+    else:
+        dtype = promote(_dtype_of_number(b, x), _dtype_of_number(b, y))
+    shape = cond.type.shape
+    for v in tiles:
+        shape = broadcast_shapes(shape, v.type.shape)
+    x, y = (broadcast_to(b, cast(b, v, dtype), shape) if _is_tile(v) else full(b, shape, v, dtype)
+            for v in (x, y))
+    cond = broadcast_to(b, cond, shape)
+    return b.emit("tile.where", [cond, x, y], [TileType(dtype, shape)]).result
 
 
 def _minmax(name):
@@ -147,7 +300,37 @@ def _minmax(name):
     return handler
 
 
-# -- attributes and methods of runtime values -----------------------------------------------------
+def clamp(b, x, lo, hi):
+    return binary(b, "min", binary(b, "max", x, lo), hi)
+
+
+def _unary_builtin(name):
+    def handler(b, x):
+        return unary(b, name, x)
+    handler.__name__ = name
+    return handler
+
+
+# -- casts ----------------------------------------------------------------------------------------
+
+def cast(b, x, dtype, rounding=None):
+    dtype = dt.from_any(dtype)
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of 'rint', 'floor', 'ceil', 'trunc', got "
+                         f"{rounding!r}")
+    if isinstance(x, Value) and x.is_scalar:
+        return scalar_cast(b, x, dtype)
+    if not _is_tile(x):
+        raise TypeError(f"cast(): expected a tile, got {_describe(x)}")
+    if x.type.dtype == dtype and rounding is None:
+        return x
+    attrs = {"dtype": dtype}
+    if rounding is not None:
+        attrs["rounding"] = rounding
+    return b.emit("tile.cast", [x], [TileType(dtype, x.type.shape)], attrs).result
+
+
+# -- attributes and methods of runtime values ---------------------------------------------------------
 
 def value_attribute(b, v: Value, attr: str):
     from .frontend import BoundMethod
@@ -156,7 +339,11 @@ def value_attribute(b, v: Value, attr: str):
     if v.is_tile:
         if attr == "shape":
             return v.type.shape
-        if attr in ("to",):
+        if attr == "ndim":
+            return len(v.type.shape)
+        if attr == "T":
+            return trans(b, v)
+        if attr in TILE_METHODS:
             return BoundMethod(attr, v)
     if v.is_tensor:
         if attr == "shape":
@@ -166,16 +353,271 @@ def value_attribute(b, v: Value, attr: str):
             return v.type.rank
     if v.is_scalar and attr == "to":
         return BoundMethod(attr, v)
-    raise TypeError(f"a {v.type} has no attribute '{attr}'")
+    raise TypeError(f"{_describe(v)} has no attribute '{attr}'")
 
 
 def call_method(b, method, args, kwargs):
-    if method.name == "to":
-        return cast(b, method.receiver, *args, **kwargs)
-    raise TypeError(f"unknown method '{method.name}'")  # pragma: no cover
+    return TILE_METHODS[method.name](b, method.receiver, *args, **kwargs)
 
 
-# -- builtins ----------------------------------------------------------------------------------
+def getitem(b, x, index):
+    """Static slicing of a tile: ``t[0:16, :]``, ``t[:, None]``, ``t[3]``."""
+    if not _is_tile(x):
+        raise TypeError(f"indexing is supported on tiles only, got {_describe(x)}")
+    if not isinstance(index, tuple):
+        index = (index,)
+    shape = x.type.shape
+    starts, stops, out_shape, axis = [], [], [], 0
+    for item in index:
+        if item is None:
+            out_shape.append(1)
+            continue
+        if axis >= len(shape):
+            raise IndexError(f"too many indices for a tile of shape {shape}")
+        n = shape[axis]
+        if isinstance(item, slice):
+            if not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                       for v in (item.start, item.stop, item.step)):
+                raise TypeError("tile slices must have compile-time integer bounds")
+            start, stop, step = item.indices(n)
+            if step != 1:
+                raise ValueError("tile slices must have step 1")
+            if stop <= start:
+                raise ValueError(f"empty slice {item} of a tile axis of size {n}")
+            starts.append(start)
+            stops.append(stop)
+            out_shape.append(stop - start)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            i = item + n if item < 0 else item
+            if not 0 <= i < n:
+                raise IndexError(f"index {item} out of range for a tile axis of size {n}")
+            starts.append(i)
+            stops.append(i + 1)
+        else:
+            raise TypeError(f"tile index must be a constant int, slice or None, got "
+                            f"{_describe(item)}")
+        axis += 1
+    for n in shape[axis:]:
+        starts.append(0)
+        stops.append(n)
+        out_shape.append(n)
+    if tuple(starts) != (0,) * len(shape) or tuple(stops) != shape:
+        window = tuple(e - s for s, e in zip(starts, stops))
+        x = b.emit("tile.slice", [x], [TileType(x.type.dtype, window)],
+                   {"starts": tuple(starts), "stops": tuple(stops)}).result
+    return reshape(b, x, tuple(out_shape))
+
+
+# -- creation ----------------------------------------------------------------------------------------
+
+def full(b, shape, value, dtype=None):
+    shape = _shape(shape, allow_empty=True)
+    if dtype is None:
+        dtype = _dtype_of_number(b, value)
+    dtype = dt.from_any(dtype)
+    if isinstance(value, Value):
+        if not value.is_scalar:
+            raise TypeError(f"full(): the fill value must be a number or a scalar, got "
+                            f"{_describe(value)}")
+        return b.emit("tile.full", [scalar_cast(b, value, dtype)], [TileType(dtype, shape)],
+                      {}).result
+    if not _is_number(value):
+        raise TypeError(f"full(): value must be a number, got {_describe(value)}")
+    value = float(value) if dtype.is_floating else (bool(value) if dtype == dt.bool_
+                                                    else int(value))
+    return b.emit("tile.full", [], [TileType(dtype, shape)], {"value": value}).result
+
+
+def zeros(b, shape, dtype=dt.float32):
+    return full(b, shape, 0, dtype)
+
+
+def ones(b, shape, dtype=dt.float32):
+    return full(b, shape, 1, dtype)
+
+
+def zeros_like(b, x, dtype=None):
+    return full(b, _like(x).shape, 0, dtype or x.type.dtype)
+
+
+def ones_like(b, x, dtype=None):
+    return full(b, _like(x).shape, 1, dtype or x.type.dtype)
+
+
+def full_like(b, x, value, dtype=None):
+    return full(b, _like(x).shape, value, dtype or x.type.dtype)
+
+
+def _like(x) -> TileType:
+    if not _is_tile(x):
+        raise TypeError(f"expected a tile, got {_describe(x)}")
+    return x.type
+
+
+def arange(b, start, end=None):
+    if end is None:
+        start, end = 0, start
+    for v, what in ((start, "start"), (end, "end")):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"arange(): {what} must be a compile-time integer "
+                            f"(pl.constexpr), got {_describe(v)}")
+    if end <= start:
+        raise ValueError(f"arange(): end ({end}) must be greater than start ({start})")
+    return b.emit("tile.arange", [], [TileType(dt.int32, (end - start,))],
+                  {"start": start, "end": end}).result
+
+
+# -- shapes ----------------------------------------------------------------------------------------
+
+def _shape(shape, what="shape", allow_empty=False):
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if isinstance(shape, Value) or (isinstance(shape, (tuple, list)) and any(
+            isinstance(s, Value) for s in shape)):
+        raise TypeError(f"{what} must be known at compile time, but it contains a runtime "
+                        "value; annotate the parameter it comes from as pl.constexpr")
+    if not isinstance(shape, (tuple, list)) or (not shape and not allow_empty) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise ValueError(f"{what} must be a tuple of positive compile-time integers "
+                         f"(pl.constexpr), got {shape!r}")
+    if len(shape) > 2:
+        raise ValueError(f"tiles of rank {len(shape)} are not supported (rank 0, 1 or 2); "
+                         f"got {what} {tuple(shape)}")
+    return tuple(shape)
+
+
+def reshape(b, x, shape, *more):
+    if more:
+        shape = (shape,) + more
+    x_type = _like(x)
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if shape.count(-1) > 1:
+        raise ValueError("reshape(): at most one -1")
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1]))
+        shape = tuple(x_type.numel // known if s == -1 else s for s in shape)
+    shape = _shape(shape, "reshape() shape", allow_empty=True)
+    if int(np.prod(shape)) != x_type.numel:
+        raise ValueError(f"reshape(): cannot reshape a tile of shape {x_type.shape} "
+                         f"({x_type.numel} elements) into {shape}")
+    if shape == x_type.shape:
+        return x
+    return b.emit("tile.reshape", [x], [TileType(x_type.dtype, shape)], {"shape": shape}).result
+
+
+def trans(b, x):
+    t = _like(x)
+    if len(t.shape) < 2:
+        return x
+    return b.emit("tile.transpose", [x], [TileType(t.dtype, t.shape[::-1])]).result
+
+
+def expand_dims(b, x, axis):
+    t = _like(x)
+    rank = len(t.shape) + 1
+    if not isinstance(axis, int) or not -rank <= axis < rank:
+        raise ValueError(f"expand_dims(): axis {axis!r} out of range for the result rank {rank}")
+    axis %= rank
+    return reshape(b, x, t.shape[:axis] + (1,) + t.shape[axis:])
+
+
+def concat(b, tiles, axis=0):
+    if not isinstance(tiles, (tuple, list)) or len(tiles) < 1 or not all(map(_is_tile, tiles)):
+        raise TypeError("concat() takes a tuple of tiles")
+    rank = len(tiles[0].type.shape)
+    if not isinstance(axis, int) or not -rank <= axis < rank:
+        raise ValueError(f"concat(): axis {axis!r} out of range for rank {rank}")
+    axis %= rank
+    dtype = tiles[0].type.dtype
+    for t in tiles[1:]:
+        dtype = promote(dtype, t.type.dtype)
+    ref = tiles[0].type.shape
+    for t in tiles:
+        s = t.type.shape
+        if len(s) != rank or any(s[i] != ref[i] for i in range(rank) if i != axis):
+            raise ValueError(f"concat(): tile shapes {[t.type.shape for t in tiles]} differ "
+                             f"outside axis {axis}")
+    shape = tuple(sum(t.type.shape[axis] for t in tiles) if i == axis else ref[i]
+                  for i in range(rank))
+    _shape(shape, "concat() result shape")
+    return b.emit("tile.concat", [cast(b, t, dtype) for t in tiles], [TileType(dtype, shape)],
+                  {"axis": axis}).result
+
+
+# -- reductions ----------------------------------------------------------------------------------------
+
+def _axis_of(t: TileType, axis):
+    rank = len(t.shape)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise ValueError(f"axis {axis!r} out of range for a tile of shape {t.shape}")
+    return axis % rank
+
+
+def _reduce_dtype(op: str, d: dt.dtype) -> dt.dtype:
+    if op in ("argmax", "argmin"):
+        return dt.int32
+    if op in ("sum", "prod") and (d == dt.bool_ or (d.is_int and d.bits < 32)):
+        return dt.int32
+    return d
+
+
+def reduce(b, x, op: str, axis=None, keepdims=False):
+    t = _like(x)
+    if not t.shape:
+        return x
+    if axis is None:
+        if op in ("argmax", "argmin") and len(t.shape) > 1:
+            raise ValueError(f"{op}() on a 2-D tile needs an axis")
+        x = cast(b, x, _reduce_dtype(op, t.dtype))
+        for ax in reversed(range(len(t.shape))):
+            x = _reduce_axis(b, x, "sum" if op == "mean" else op, ax)
+        return x if keepdims else reshape(b, x, ())
+    ax = _axis_of(t, axis)
+    x = _reduce_axis(b, x, op, ax)
+    if not keepdims:
+        x = reshape(b, x, tuple(s for i, s in enumerate(x.type.shape) if i != ax))
+    return x
+
+
+def _reduce_axis(b, x, op, axis):
+    t = x.type
+    shape = tuple(1 if i == axis else s for i, s in enumerate(t.shape))
+    x = cast(b, x, t.dtype if op in ("argmax", "argmin") else _reduce_dtype(op, t.dtype))
+    return b.emit("tile.reduce", [x], [TileType(_reduce_dtype(op, t.dtype), shape)],
+                  {"op": op, "axis": axis}).result
+
+
+def _reduction(op):
+    def handler(b, x, axis=None, keepdims=False):
+        return reduce(b, x, op, axis, keepdims)
+    handler.__name__ = op
+    return handler
+
+
+def mean(b, x, axis=None, keepdims=False):
+    t = _like(x)
+    dtype = t.dtype if t.dtype.is_floating else dt.float32
+    x = cast(b, x, dtype)
+    count = t.numel if axis is None else t.shape[_axis_of(t, axis)]
+    total = reduce(b, x, "sum", axis, keepdims)
+    return binary(b, "mul", total, 1.0 / count)
+
+
+def cumsum(b, x, axis=-1):
+    t = _like(x)
+    if not t.shape:
+        return x
+    if _axis_of(t, axis) != len(t.shape) - 1:
+        raise ValueError("cumsum() is supported along the last axis only")
+    dtype = _reduce_dtype("sum", t.dtype)
+    x = cast(b, x, dtype)
+    return b.emit("tile.cumsum", [x], [TileType(dtype, t.shape)],
+                  {"axis": len(t.shape) - 1}).result
+
+
+# -- memory ----------------------------------------------------------------------------------------------
 
 def _axis(axis) -> int:
     if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
@@ -183,31 +625,19 @@ def _axis(axis) -> int:
     return axis
 
 
-def program_id(b, axis):
+def program_id(b, axis=0):
     return b.emit("pto.program_id", [], [ScalarType(INDEX)], {"axis": _axis(axis)}).result
 
 
-def num_programs(b, axis):
+def num_programs(b, axis=0):
     return b.emit("pto.num_programs", [], [ScalarType(INDEX)], {"axis": _axis(axis)}).result
 
 
 def _tensor(x, fn):
     if not (isinstance(x, Value) and x.is_tensor):
         raise TypeError(f"{fn}(): the first argument must be a tensor parameter of the kernel, "
-                        f"got {x.type if isinstance(x, Value) else repr(x)}")
+                        f"got {_describe(x)}")
     return x
-
-
-def _shape(shape, what="shape"):
-    if isinstance(shape, int) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or not shape or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
-        raise ValueError(f"{what} must be a tuple of positive compile-time integers "
-                         f"(pl.constexpr), got {shape!r}")
-    if len(shape) > 2:
-        raise ValueError(f"tiles of rank {len(shape)} are not supported yet (rank 1 or 2)")
-    return tuple(shape)
 
 
 def _offsets(b, tensor, offsets, fn):
@@ -226,56 +656,45 @@ def load(b, tensor, offsets, shape, padding=0):
         raise ValueError(f"load(): tile shape {shape} has rank {len(shape)} but the tensor has "
                          f"rank {tensor.type.rank}")
     if not _is_number(padding):
-        raise TypeError(f"load(): padding must be a number, got {padding!r}")
+        raise TypeError(f"load(): padding must be a compile-time number, got "
+                        f"{_describe(padding)}")
     offs = _offsets(b, tensor, offsets, "load")
     return b.emit("tile.load", [tensor] + offs, [TileType(tensor.type.dtype, shape)],
                   {"shape": shape, "padding": padding}).result
 
 
-def store(b, tensor, offsets, value):
+ATOMICS = (None, "add")
+ATOMIC_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int64)
+
+
+def store(b, tensor, offsets, value, atomic=None):
     tensor = _tensor(tensor, "store")
-    if not (isinstance(value, Value) and value.is_tile):
-        raise TypeError("store(): value must be a tile")
+    if atomic not in ATOMICS:
+        raise ValueError(f"store(): atomic must be None or 'add', got {atomic!r}")
+    if atomic and tensor.type.dtype not in ATOMIC_DTYPES:
+        raise TypeError(f"store(atomic='add') supports {', '.join(map(str, ATOMIC_DTYPES))} "
+                        f"tensors, not {tensor.type.dtype}")
+    if not _is_tile(value):
+        raise TypeError(f"store(): value must be a tile, got {_describe(value)}")
     if len(value.type.shape) != tensor.type.rank:
         raise ValueError(f"store(): a tile of shape {value.type.shape} cannot be stored into a "
                          f"rank-{tensor.type.rank} tensor")
     offs = _offsets(b, tensor, offsets, "store")
     value = cast(b, value, tensor.type.dtype)   # stores convert to the tensor's dtype
-    b.emit("tile.store", [tensor] + offs + [value])
+    b.emit("tile.store", [tensor] + offs + [value], attrs={"atomic": atomic} if atomic else {})
 
 
-def full(b, shape, value, dtype):
-    shape = _shape(shape)
-    dtype = dt.from_any(dtype)
-    if isinstance(value, Value):
-        raise TypeError("full(): the fill value must be a compile-time number for now")
-    if not _is_number(value):
-        raise TypeError(f"full(): value must be a number, got {value!r}")
-    return b.emit("tile.full", [], [TileType(dtype, shape)], {"value": value}).result
+# -- cube ------------------------------------------------------------------------------------------------
 
-
-def zeros(b, shape, dtype=dt.float32):
-    return full(b, shape, 0, dtype)
-
-
-def cast(b, x, dtype):
-    dtype = dt.from_any(dtype)
-    if isinstance(x, Value) and x.is_scalar:
-        return scalar_cast(b, x, dtype)
-    if not (isinstance(x, Value) and x.is_tile):
-        raise TypeError(f"cast(): expected a tile, got {x!r}")
-    if x.type.dtype == dtype:
-        return x
-    return b.emit("tile.cast", [x], [TileType(dtype, x.type.shape)], {"dtype": dtype}).result
-
-
-def matmul(b, a, c, acc=None, out_dtype=None):
+def matmul(b, a, c, acc=None, out_dtype=None, a_trans=False, b_trans=False):
     for name, t in (("a", a), ("b", c)):
-        if not (isinstance(t, Value) and t.is_tile and len(t.type.shape) == 2):
-            raise TypeError(f"matmul(): {name} must be a 2-D tile")
-    (m, k), (k2, n) = a.type.shape, c.type.shape
+        if not (_is_tile(t) and len(t.type.shape) == 2):
+            raise TypeError(f"matmul(): {name} must be a 2-D tile, got {_describe(t)}")
+    ashape = a.type.shape[::-1] if a_trans else a.type.shape
+    bshape = c.type.shape[::-1] if b_trans else c.type.shape
+    (m, k), (k2, n) = ashape, bshape
     if k != k2:
-        raise ValueError(f"matmul(): inner dimensions differ: {a.type.shape} @ {c.type.shape}")
+        raise ValueError(f"matmul(): inner dimensions differ: {ashape} @ {bshape}")
     if a.type.dtype != c.type.dtype or a.type.dtype not in MATMUL_ACC:
         raise TypeError(f"matmul(): operand dtypes ({a.type.dtype}, {c.type.dtype}) are not a "
                         "legal cube pair: (float16, float16), (bfloat16, bfloat16), "
@@ -283,13 +702,18 @@ def matmul(b, a, c, acc=None, out_dtype=None):
     acc_dtype = MATMUL_ACC[a.type.dtype]
     operands = [a, c]
     if acc is not None:
-        if not (isinstance(acc, Value) and acc.is_tile) or acc.type.shape != (m, n):
-            raise ValueError(f"matmul(): acc must be a ({m}, {n}) tile")
+        if not _is_tile(acc) or acc.type.shape != (m, n):
+            raise ValueError(f"matmul(): acc must be a ({m}, {n}) tile, got {_describe(acc)}")
         if acc.type.dtype != acc_dtype:
             raise TypeError(f"matmul(): acc must be {acc_dtype} for {a.type.dtype} operands, "
                             f"got {acc.type.dtype}")
         operands.append(acc)
-    result = b.emit("tile.matmul", operands, [TileType(acc_dtype, (m, n))]).result
+    attrs = {}
+    if a_trans:
+        attrs["a_trans"] = True
+    if b_trans:
+        attrs["b_trans"] = True
+    result = b.emit("tile.matmul", operands, [TileType(acc_dtype, (m, n))], attrs).result
     return cast(b, result, out_dtype) if out_dtype is not None else result
 
 
@@ -299,10 +723,43 @@ def cdiv(b, x, y):
     return binary(b, "floordiv", binary(b, "add", x, binary(b, "sub", y, 1)), y)
 
 
+def static_assert(b, cond, msg=""):
+    if isinstance(cond, Value):
+        raise TypeError("static_assert() needs a compile-time condition; this one depends on "
+                        "runtime values")
+    if not cond:
+        raise ValueError(f"static_assert failed{': ' + str(msg) if msg else ''}")
+
+
+def static_print(b, *args):
+    print(*(a if not isinstance(a, Value) else f"<runtime {a.type}>" for a in args))
+
+
+def _loop_only(name):
+    def handler(b, *args, **kwargs):
+        raise TypeError(f"{name}() can only be used as the iterable of a for loop")
+    return handler
+
+
 BUILTINS = {
+    "static_assert": static_assert, "static_print": static_print,
+    "static_range": _loop_only("static_range"), "range": _loop_only("pl.range"),
     "program_id": program_id, "num_programs": num_programs, "load": load, "store": store,
-    "zeros": zeros, "full": full, "cast": cast, "matmul": matmul, "cdiv": cdiv,
+    "zeros": zeros, "ones": ones, "full": full, "zeros_like": zeros_like,
+    "ones_like": ones_like, "full_like": full_like, "arange": arange,
+    "cast": cast, "matmul": matmul, "cdiv": cdiv, "where": where, "clamp": clamp,
     "minimum": _minmax("min"), "maximum": _minmax("max"),
+    "reshape": reshape, "trans": trans, "expand_dims": expand_dims,
+    "broadcast_to": broadcast_to, "concat": concat,
+    "mean": mean, "cumsum": cumsum,
+    **{op: _reduction(op) for op in ("sum", "max", "min", "prod", "argmax", "argmin")},
+    **{name: _unary_builtin(name) for name in UNARY if name not in ("neg", "not")},
+}
+
+TILE_METHODS = {
+    "to": cast, "reshape": reshape, "trans": trans, "expand_dims": expand_dims,
+    "broadcast_to": broadcast_to, "mean": mean, "cumsum": cumsum,
+    **{op: _reduction(op) for op in ("sum", "max", "min", "prod", "argmax", "argmin")},
 }
 
 
@@ -318,9 +775,13 @@ def _float(b, x):
     return scalar_cast(b, x, FLOAT) if isinstance(x, Value) else float(x)
 
 
+def _abs(b, x):
+    if isinstance(x, Value):
+        if x.is_tile:
+            return unary(b, "abs", x)
+        return binary(b, "max", x, binary(b, "sub", 0, x))
+    return abs(x)
+
+
 PY_BUILTINS = {min: _minmax("min"), max: _minmax("max"), range: _no_range, int: _int,
-               float: _float, len: lambda b, x: len(x)}
-
-
-def tensor_type(dtype, rank) -> TensorType:
-    return TensorType(dtype, rank)
+               float: _float, abs: _abs, len: lambda b, x: len(x)}

@@ -8,12 +8,25 @@ from .errors import InternalError
 from .ir import Block, Module, TileType
 
 KNOWN_OPS = {
-    "arith.constant", "arith.cast", "arith.cmp", "arith.add", "arith.sub", "arith.mul",
-    "arith.div", "arith.floordiv", "arith.mod", "arith.min", "arith.max",
+    "arith.constant", "arith.cast", "arith.cmp", "arith.select",
+    *(f"arith.{n}" for n in ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max",
+                             "and", "or", "xor", "shl", "shr")),
     "pto.program_id", "pto.num_programs", "tensor.dim",
-    "tile.load", "tile.store", "tile.full", "tile.binary", "tile.cast", "tile.matmul",
-    "tile.mov", "scf.for", "scf.yield",
+    "tile.load", "tile.store", "tile.full", "tile.arange", "tile.unary", "tile.binary",
+    "tile.where", "tile.cast", "tile.broadcast", "tile.reduce", "tile.cumsum",
+    "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
+    "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
 }
+TERMINATORS = ("scf.yield", "scf.condition")
+
+
+def _check_terminator(block, name, arg_types, result_types, where, problems):
+    if not block.ops or block.ops[-1].name != name:
+        problems.append(f"{where}: block does not end in {name}")
+        return
+    types = [v.type for v in block.ops[-1].operands]
+    if types != arg_types or (result_types is not None and types != result_types):
+        problems.append(f"{where}: {name} types {types} differ from {arg_types}")
 
 
 def verify(module: Module, stage: str = "") -> Module:
@@ -37,16 +50,25 @@ def verify(module: Module, stage: str = "") -> Module:
                 inits = op.operands[3:]
                 if len(body.args) != 1 + len(inits) or len(op.results) != len(inits):
                     problems.append(f"{where}: iter_args, inits and results do not match")
-                if not body.ops or body.ops[-1].name != "scf.yield":
-                    problems.append(f"{where}: body does not end in scf.yield")
-                else:
-                    ytypes = [v.type for v in body.ops[-1].operands]
-                    if ytypes != [a.type for a in body.args[1:]] or ytypes != [
-                            r.type for r in op.results]:
-                        problems.append(f"{where}: yield types {ytypes} differ from iter_args")
-                check_block(body, scope)
-            elif op.name == "scf.yield" and i != len(block.ops) - 1:
-                problems.append(f"{where}: scf.yield must end its block")
+                _check_terminator(body, "scf.yield", [a.type for a in body.args[1:]],
+                                  [r.type for r in op.results], where, problems)
+            elif op.name == "scf.if":
+                for blk in op.blocks:
+                    _check_terminator(blk, "scf.yield", [r.type for r in op.results], None,
+                                      where, problems)
+            elif op.name == "scf.while":
+                before, after = op.blocks
+                types = [v.type for v in op.operands]
+                if [a.type for a in before.args] != types or [a.type for a in after.args] != \
+                        types or [r.type for r in op.results] != types:
+                    problems.append(f"{where}: while arguments and results do not match")
+                if not before.ops or before.ops[-1].name != "scf.condition":
+                    problems.append(f"{where}: the before region must end in scf.condition")
+                _check_terminator(after, "scf.yield", types, None, where, problems)
+            elif op.name in TERMINATORS and i != len(block.ops) - 1:
+                problems.append(f"{where}: {op.name} must end its block")
+            for blk in op.blocks:
+                check_block(blk, scope)
             for r in op.results:
                 if isinstance(r.type, TileType):
                     if placed and r.type.space is None:

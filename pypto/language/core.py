@@ -4,7 +4,7 @@ Each primitive is a Python function marked with ``@builtin``. Inside ``@pypto.ji
 frontend looks the marked object up in its semantics table (``pypto.compiler.semantics``) and
 emits Tile IR; outside a kernel, calling one raises a clear error. Keeping the stubs apart from
 their semantics is what lets the reference interpreter, the compiler and the docs agree on one
-list of ops.
+list of ops. The meaning of every op is written down in docs/tile_ir.md.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import functools
 
 
 class constexpr:
-    """Annotation for compile-time constant parameters: ``BLOCK: pl.constexpr``."""
+    """Annotation for compile-time constant parameters (``BLOCK: pl.constexpr``), or a wrapper
+    for a global constant a kernel reads (``SCALE = pl.constexpr(0.5)``)."""
 
     def __init__(self, value=None):
         self.value = value
@@ -41,13 +42,14 @@ def cdiv(a, b):
 cdiv.__pypto_builtin__ = "cdiv"
 
 
+# -- blocks, memory, creation -------------------------------------------------------------------
 @builtin
-def program_id(axis):
+def program_id(axis=0):
     """Index of this block along grid axis 0, 1 or 2."""
 
 
 @builtin
-def num_programs(axis):
+def num_programs(axis=0):
     """Number of blocks along grid axis 0, 1 or 2."""
 
 
@@ -57,35 +59,172 @@ def load(tensor, offsets, shape, padding=0):
 
 
 @builtin
-def store(tensor, offsets, value):
-    """Write a tile at ``offsets``; elements outside the tensor are not written."""
+def store(tensor, offsets, value, atomic=None):
+    """Write a tile at ``offsets`` (only the elements inside the tensor); ``atomic="add"``
+    accumulates into global memory safely across blocks."""
 
 
 @builtin
-def zeros(shape, dtype):
-    """A tile of zeros."""
+def zeros(shape, dtype=None):
+    """A tile of zeros (float32 unless ``dtype`` is given)."""
 
 
 @builtin
-def full(shape, value, dtype):
-    """A tile filled with ``value``."""
+def ones(shape, dtype=None):
+    """A tile of ones."""
 
 
 @builtin
-def matmul(a, b, acc=None, out_dtype=None):
-    """``a @ b (+ acc)`` on the cube; fp16/bf16/fp32 accumulate in fp32, int8 in int32."""
+def full(shape, value, dtype=None):
+    """A tile filled with ``value`` (a number or a runtime scalar)."""
 
 
 @builtin
-def cast(x, dtype):
-    """Convert a tile to ``dtype`` (same as ``x.to(dtype)``)."""
+def zeros_like(x, dtype=None):
+    """Zeros with the shape (and dtype) of tile ``x``."""
+
+
+@builtin
+def ones_like(x, dtype=None):
+    """Ones with the shape (and dtype) of tile ``x``."""
+
+
+@builtin
+def full_like(x, value, dtype=None):
+    """``value`` with the shape (and dtype) of tile ``x``."""
+
+
+@builtin
+def arange(start, end=None):
+    """An int32 tile ``start, start+1, ..., end-1`` (compile-time bounds)."""
+
+
+# -- elementwise -------------------------------------------------------------------------------
+@builtin
+def cast(x, dtype, rounding=None):
+    """Convert to ``dtype``; ``rounding`` is "rint", "floor", "ceil" or "trunc" (default:
+    round to nearest even between floats, truncate from float to int)."""
+
+
+@builtin
+def where(cond, x, y):
+    """``cond ? x : y`` elementwise, with broadcasting."""
 
 
 @builtin
 def minimum(a, b):
-    """Elementwise minimum (scalars or tiles)."""
+    """Elementwise minimum (NaN propagates)."""
 
 
 @builtin
 def maximum(a, b):
-    """Elementwise maximum (scalars or tiles)."""
+    """Elementwise maximum (NaN propagates)."""
+
+
+@builtin
+def clamp(x, lo, hi):
+    """``minimum(maximum(x, lo), hi)``."""
+
+
+def _unary(name, doc):
+    def stub(x):
+        pass
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return builtin(stub)
+
+
+abs = _unary("abs", "Absolute value.")
+exp = _unary("exp", "e**x.")
+exp2 = _unary("exp2", "2**x.")
+log = _unary("log", "Natural logarithm.")
+log2 = _unary("log2", "Base-2 logarithm.")
+sqrt = _unary("sqrt", "Square root.")
+rsqrt = _unary("rsqrt", "1 / sqrt(x).")
+reciprocal = _unary("reciprocal", "1 / x.")
+sin = _unary("sin", "Sine.")
+cos = _unary("cos", "Cosine.")
+tanh = _unary("tanh", "Hyperbolic tangent.")
+sigmoid = _unary("sigmoid", "1 / (1 + exp(-x)).")
+relu = _unary("relu", "max(x, 0).")
+gelu = _unary("gelu", "GELU, tanh approximation.")
+erf = _unary("erf", "Error function.")
+floor = _unary("floor", "Round toward -inf (result stays float).")
+ceil = _unary("ceil", "Round toward +inf (result stays float).")
+
+
+# -- reductions --------------------------------------------------------------------------------
+def _reduction(name, doc):
+    def stub(x, axis=None, keepdims=False):
+        pass
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return builtin(stub)
+
+
+sum = _reduction("sum", "Sum over ``axis`` (all axes if None).")
+max = _reduction("max", "Maximum over ``axis``.")
+min = _reduction("min", "Minimum over ``axis``.")
+prod = _reduction("prod", "Product over ``axis``.")
+argmax = _reduction("argmax", "Index of the first maximum along ``axis`` (int32).")
+argmin = _reduction("argmin", "Index of the first minimum along ``axis`` (int32).")
+mean = _reduction("mean", "Mean over ``axis`` (float).")
+
+
+@builtin
+def cumsum(x, axis=-1):
+    """Inclusive prefix sum along the last axis."""
+
+
+# -- shapes -------------------------------------------------------------------------------------
+@builtin
+def reshape(x, shape):
+    """Same elements, new static shape (row-major order)."""
+
+
+@builtin
+def trans(x):
+    """Transpose of a 2-D tile (also ``x.T``)."""
+
+
+@builtin
+def expand_dims(x, axis):
+    """Insert an axis of size 1 (also ``x[:, None]``)."""
+
+
+@builtin
+def broadcast_to(x, shape):
+    """numpy broadcasting to ``shape``."""
+
+
+@builtin
+def concat(tiles, axis=0):
+    """Concatenate tiles along ``axis``."""
+
+
+# -- cube ---------------------------------------------------------------------------------------
+@builtin
+def matmul(a, b, acc=None, out_dtype=None, a_trans=False, b_trans=False):
+    """``op(a) @ op(b) (+ acc)`` on the cube: (f16, f16), (bf16, bf16), (f32, f32) accumulate
+    in float32, (i8, i8) in int32. Also ``a @ b``."""
+
+
+# -- compile time -------------------------------------------------------------------------------
+@builtin
+def static_range(start, stop=None, step=1):
+    """A loop unrolled at compile time (bounds must be constants)."""
+
+
+@builtin
+def range(start, stop=None, step=1, num_stages=None):
+    """A runtime loop, like ``range``; ``num_stages`` asks for software pipelining."""
+
+
+@builtin
+def static_assert(cond, msg=""):
+    """Fail compilation with ``msg`` unless the compile-time ``cond`` holds."""
+
+
+@builtin
+def static_print(*args):
+    """Print compile-time values while the kernel compiles."""

@@ -29,13 +29,23 @@ def compute_dtype(d: dt.dtype) -> dt.dtype:
 
 
 def const(d: dt.dtype, value):
-    """A constant of ``d`` in its compute type (bfloat16/float16 constants are float32)."""
+    """A constant of ``d`` in its compute type (bfloat16/float16 constants are float32).
+    Out-of-range values saturate and NaN becomes 0 for integers, as conversions do."""
     d = compute_dtype(d)
     ty = storage_type(d)
     if d.is_floating:
         return ir.Constant(ty, float(value))
     if d == dt.bool_:
         return ir.Constant(ty, int(bool(value)))
+    value = float(value) if isinstance(value, float) else value
+    if isinstance(value, float):
+        if value != value:
+            value = 0
+        else:
+            lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else \
+                (0, (1 << d.bits) - 1)
+            value = int(max(lo, min(hi, value))) if abs(value) != float("inf") else \
+                (hi if value > 0 else lo)
     return ir.Constant(ty, int(value))
 
 
@@ -55,7 +65,7 @@ def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
         if dst == dt.bool_:
             return b.zext(b.fcmp_unordered("!=", v, ir.Constant(st, 0.0)), dt_)
         name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
-        fn = b.module.declare_intrinsic(name, [dt_, st])
+        fn = b.module.declare_intrinsic(name, [dt_, st], fnty=ir.FunctionType(dt_, [st]))
         return b.call(fn, [v])
     if dst.is_floating:
         if src == dt.bool_ or not src.is_signed:
@@ -145,3 +155,38 @@ def safe_mod(b, x, y):
     fix = b.and_(b.icmp_signed("!=", r, zero),
                  b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", ys, zero)))
     return b.select(fix, b.add(r, ys), r)
+
+
+def safe_truncdiv(b, x, y):
+    """C division that never traps: x / 0 is 0 and INT_MIN / -1 wraps."""
+    zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
+    bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
+    q = b.sdiv(x, b.select(bad, one, y))
+    q = b.select(b.icmp_signed("==", y, minus1), b.sub(zero, x), q)
+    return b.select(b.icmp_signed("==", y, zero), zero, q)
+
+
+def safe_truncrem(b, x, y):
+    """C remainder (sign of the dividend) that never traps: x % 0 is 0."""
+    zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
+    bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
+    return b.select(bad, zero, b.srem(x, b.select(bad, one, y)))
+
+
+def safe_shift(b, x, n, left: bool, signed: bool):
+    """Shifts defined for every amount: >= bits gives 0 (or the sign fill); a negative amount
+    (signed types) counts as 0."""
+    bits = x.type.width
+    zero = ir.Constant(x.type, 0)
+    if signed:
+        n = b.select(b.icmp_signed("<", n, zero), zero, n)
+    big = b.icmp_unsigned(">=", n, ir.Constant(x.type, bits))
+    amount = b.select(big, ir.Constant(x.type, bits - 1), n)
+    if left:
+        return b.select(big, zero, b.shl(x, amount))
+    return b.ashr(x, amount) if signed else b.select(big, zero, b.lshr(x, amount))
+
+
+def call_intrinsic(b, name, value):
+    fn = b.module.declare_intrinsic(name, [value.type])
+    return b.call(fn, [value])

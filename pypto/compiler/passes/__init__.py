@@ -8,12 +8,14 @@ from ... import envs
 from ..verifier import verify
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .legalize import legalize
 from .memory_plan import plan_memory
 from .memory_space import infer_memory_space
 
 PIPELINE = (
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),
+    ("legalize", legalize),
     ("infer-memory-space", infer_memory_space),
     ("plan-memory", plan_memory),
 )

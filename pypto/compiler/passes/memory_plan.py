@@ -12,8 +12,11 @@ from ..errors import CompilationError
 from ..ir import ACC, LEFT, MAT, RIGHT, Block, Module, Op, Value, walk
 from .memory_space import loop_classes
 
-IN_PLACE_SAFE = {"tile.binary", "tile.cast", "tile.matmul", "tile.mov", "tile.full",
-                 "tile.load"}
+# Ops that read each input element only to write the same output element, so their result
+# may overwrite an input in place.
+ELEMENTWISE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.mov", "tile.full",
+               "tile.load", "tile.arange"}
+LOOPS = ("scf.for", "scf.while")
 
 
 def tile_bytes(ttype, target) -> int:
@@ -48,47 +51,71 @@ def _positions(block: Block, pos: dict, counter: list) -> None:
 
 
 def _make_loops_in_place_safe(block: Block) -> None:
-    """Insert copies where a loop-carried chain cannot share one buffer."""
+    """Insert copies where a carried chain (loop or if) cannot share one buffer."""
     claimed: set[int] = set()
-    for op in block.ops:
+    for op in list(block.ops):
         for b in op.blocks:
             _make_loops_in_place_safe(b)
-        if op.name != "scf.for":
+        if op.name in LOOPS:
+            _share_loop(block, op, claimed)
+        elif op.name == "scf.if":
+            for branch in op.blocks:
+                _share_yields(branch, None, claimed)
+
+
+def _share_loop(block: Block, op: Op, claimed: set) -> None:
+    inits = op.operands[3:] if op.name == "scf.for" else op.operands
+    first = 3 if op.name == "scf.for" else 0
+    body = op.blocks[0] if op.name == "scf.for" else op.blocks[1]
+    args = body.args[1:] if op.name == "scf.for" else body.args
+    at = block.ops.index(op)
+    for i, init in enumerate(inits):
+        if not init.is_tile:
             continue
-        body = op.blocks[0]
-        yield_op = body.ops[-1]
-        for i, arg in enumerate(body.args[1:]):
-            if not arg.is_tile:
-                continue
-            init = op.operands[3 + i]
-            at = block.ops.index(op)
-            read_elsewhere = init in _reads(block.ops[at + 1:]) or init in _reads(body.ops)
-            if read_elsewhere or init.id in claimed or init.owner is None:
-                mov = _copy(init, op.loc)
-                block.ops.insert(block.ops.index(op), mov)
-                op.operands[3 + i] = mov.result
-                init = mov.result
-            claimed.add(init.id)
-            y = yield_op.operands[i]
-            if not _can_share(body, arg, y, claimed):
-                mov = _copy(y, yield_op.loc)
-                body.ops.insert(len(body.ops) - 1, mov)
-                yield_op.operands[i] = mov.result
-                y = mov.result
-            claimed.add(y.id)
+        read_elsewhere = init in _reads(block.ops[at + 1:]) or \
+            init in _reads([o for b in op.blocks for o in b.ops])
+        if read_elsewhere or init.id in claimed:
+            mov = _copy(init, op.loc)
+            block.ops.insert(block.ops.index(op), mov)
+            op.operands[first + i] = mov.result
+            init = mov.result
+        claimed.add(init.id)
+    _share_yields(body, args, claimed)
 
 
-def _can_share(body: Block, arg: Value, y: Value, claimed: set) -> bool:
+def _share_yields(body: Block, args, claimed: set) -> None:
+    """Each yielded tile must be computed in the block, once, and (for loops) after the last
+    read of the iteration argument it replaces; otherwise it is copied first."""
+    yield_op = body.ops[-1]
+    for i, y in enumerate(yield_op.operands):
+        if not y.is_tile:
+            continue
+        arg = args[i] if args is not None else None
+        if not _can_share(body, arg, y, claimed):
+            mov = _copy(y, yield_op.loc)
+            body.ops.insert(len(body.ops) - 1, mov)
+            yield_op.operands[i] = mov.result
+            y = mov.result
+        claimed.add(y.id)
+
+
+def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
     if y.id in claimed or y.owner is None or y.owner not in body.ops:
         return False
-    if y.owner.name not in IN_PLACE_SAFE:
+    if arg is None:
+        return True
+    owner = y.owner
+    if owner.name == "tile.matmul":   # the accumulator is updated in place
+        if len(owner.operands) != 3 or owner.operands[2] is not arg:
+            return False
+    elif owner.name in LOOPS or owner.name == "scf.if":
+        inits = owner.operands[3:] if owner.name == "scf.for" else owner.operands
+        if arg not in inits:
+            return False
+    elif arg in owner.operands and owner.name not in ELEMENTWISE:
         return False
-    at = body.ops.index(y.owner)
-    if arg in _reads(body.ops[at + 1:-1]):
-        return False
-    if y.owner.name == "tile.matmul":   # the accumulator is updated in place
-        return len(y.owner.operands) == 3 and y.owner.operands[2] is arg
-    return True
+    at = body.ops.index(owner)
+    return arg not in _reads(body.ops[at + 1:-1])
 
 
 def plan_memory(module: Module) -> Module:
@@ -102,6 +129,7 @@ def plan_memory(module: Module) -> Module:
     pos: dict = {}
     _positions(fn.body, pos, [0])
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
+    memo: dict = {}
 
     def touch(v: Value, at: int):
         root = classes.find(v)
@@ -117,18 +145,18 @@ def plan_memory(module: Module) -> Module:
                     # a value defined outside a loop and read inside stays live to the loop end
                     end = here
                     for loop in loops:
-                        if not _defined_in(v, loop):
+                        if not _defined_in(v, loop, memo):
                             end = max(end, pos[("end", id(loop))])
                     touch(v, end)
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
-            if op.name == "scf.for":
-                for a in op.blocks[0].args[1:]:
+            for blk in op.blocks:
+                for a in blk.args:
                     if a.is_tile:
                         touch(a, here)
                         touch(a, pos[("end", id(op))])
-                visit(op.blocks[0], loops + [op])
+                visit(blk, loops + [op] if op.name in LOOPS else loops)
 
     visit(fn.body, [])
     usage = {}
@@ -169,12 +197,17 @@ def _block_of(block: Block, target_op: Op) -> list:
     return None
 
 
-def _defined_in(v: Value, loop: Op) -> bool:
-    body = loop.blocks[0]
-    if v in body.args:
-        return True
-    return any(v in op.results or v in [a for b in op.blocks for a in b.args]
-               for op in walk(body))
+def _defined_in(v: Value, loop: Op, memo: dict) -> bool:
+    """Is ``v`` defined inside ``loop`` (as a block argument or a nested op's result)?"""
+    inside = memo.get(id(loop))
+    if inside is None:
+        inside = {a.id for b in loop.blocks for a in b.args}
+        for b in loop.blocks:
+            for op in walk(b):
+                inside.update(r.id for r in op.results)
+                inside.update(a.id for blk in op.blocks for a in blk.args)
+        memo[id(loop)] = inside
+    return v.id in inside
 
 
 def _first_fit(members: list, space: str, target) -> int:

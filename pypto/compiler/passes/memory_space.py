@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import CompilationError
 from .dce import dead_code_elimination
-from ..ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, Value, users, walk
+from ..ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, TileType, Value, users, walk
 
 
 class _Classes:
@@ -36,16 +36,31 @@ class _Classes:
             self.parent[rb.id] = ra
 
 
+def carried_chains(op: Op) -> list[list[Value]]:
+    """The values a structured op ties together, one list per carried slot: they must share a
+    buffer (loop init, iteration arguments, yielded values, results; both branches' yields)."""
+    if op.name == "scf.for":
+        body = op.blocks[0]
+        return [list(vs) for vs in zip(op.operands[3:], body.args[1:], body.ops[-1].operands,
+                                       op.results)]
+    if op.name == "scf.while":
+        before, after = op.blocks
+        return [list(vs) for vs in zip(op.operands, before.args, before.ops[-1].operands[1:],
+                                       after.args, after.ops[-1].operands, op.results)]
+    if op.name == "scf.if":
+        then, other = op.blocks
+        return [list(vs) for vs in zip(then.ops[-1].operands, other.ops[-1].operands,
+                                       op.results)]
+    return []
+
+
 def loop_classes(block: Block) -> _Classes:
     classes = _Classes()
     for op in walk(block):
-        if op.name == "scf.for":
-            body = op.blocks[0]
-            for init, arg, y, res in zip(op.operands[3:], body.args[1:], body.ops[-1].operands,
-                                         op.results):
-                if arg.is_tile:
-                    for v in (init, y, res):
-                        classes.union(arg, v)
+        for chain in carried_chains(op):
+            if chain[0].is_tile or chain[-1].is_tile:
+                for v in chain[1:]:
+                    classes.union(chain[0], v)
     return classes
 
 
@@ -73,9 +88,12 @@ def _insert_moves(block: Block) -> None:
         for b in op.blocks:
             _insert_moves(b)
         if op.name == "tile.matmul":
-            for i, space in ((0, LEFT), (1, RIGHT)):
+            for i, space, flag in ((0, LEFT, "a_trans"), (1, RIGHT, "b_trans")):
                 src = op.operands[i]
-                mov = Op("tile.mov", [src], [src.type.with_space(space)], loc=op.loc)
+                transpose = op.attrs.pop(flag, False)
+                shape = src.type.shape[::-1] if transpose else src.type.shape
+                mov = Op("tile.mov", [src], [TileType(src.type.dtype, shape, space)],
+                         {"transpose": True} if transpose else None, loc=op.loc)
                 mov.result.hint = src.hint
                 new_ops.append(mov)
                 op.operands[i] = mov.result
@@ -119,12 +137,13 @@ def infer_memory_space(module: Module) -> Module:
                     raise _mixing_error(u, "a tile loaded for a matmul is also used by vector "
                                            "code")
                 if s == ACC and u.name not in ("tile.matmul", "tile.store", "scf.for",
-                                               "scf.yield"):
+                                               "scf.yield", "scf.while", "scf.condition"):
                     raise _mixing_error(u, "a matmul accumulator is used by vector code")
-            if s == ACC and op.name not in ("tile.matmul", "tile.full", "scf.for"):
+            if s == ACC and op.name not in ("tile.matmul", "tile.full", "scf.for", "scf.if",
+                                            "scf.while"):
                 raise _mixing_error(op, "a vector result is used as a matmul accumulator")
     for op in walk(body):
-        for v in op.results + (op.blocks[0].args[1:] if op.name == "scf.for" else []):
+        for v in op.results + [a for blk in op.blocks for a in blk.args]:
             if v.is_tile:
                 v.type = v.type.with_space(space(v))
     _insert_moves(body)

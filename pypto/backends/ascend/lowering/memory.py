@@ -1,0 +1,113 @@
+"""MTE2 / MTE3 / FIX: TLOAD and TSTORE between global memory and tiles.
+
+Both clamp the rows and columns they touch to the tensor's extent, so no offset a kernel
+computes can read or write outside a tensor; a load pads the rest of the tile. An atomic store
+adds with atomicrmw (float and integer) or a compare-and-swap loop (half types, whose
+arithmetic happens in float32)."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ....language import dtypes as dt
+from ..lowering_utils import (I64, clamp, compute_dtype, const, convert, counted_loop,
+                              from_compute, i64, storage_type, to_compute)
+
+
+def _window(cg, tensor, offsets):
+    """Row-major view of the GM window a tile covers: base pointer, per-axis offset, extent
+    and stride, with 1-D tensors seen as one row."""
+    ptr, dims, strides = cg.get(tensor)
+    offs = [cg.get(o) for o in offsets]
+    if tensor.rank == 1:
+        return ptr, (i64(0), offs[0]), (i64(1), dims[0]), (i64(0), strides[0])
+    return ptr, tuple(offs), tuple(dims), tuple(strides)
+
+
+def _valid_range(b, off, extent, size):
+    """Tile positions [lo, hi) whose global index off+pos lies inside [0, extent)."""
+    lo = clamp(b, b.sub(i64(0), off), i64(0), i64(size))
+    hi = clamp(b, b.sub(extent, off), i64(0), i64(size))
+    return lo, b.select(b.icmp_signed("<", hi, lo), lo, hi)
+
+
+def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
+    b = cg.b
+    gm, (o0, o1), (d0, d1), (s0, s1) = _window(cg, tensor, offsets)
+    tptr = cg.tile_ptr(tile)
+    r_lo, r_hi = _valid_range(b, o0, d0, tile.rows)
+    c_lo, c_hi = _valid_range(b, o1, d1, tile.cols)
+    padv = from_compute(b, const(tile.dtype, pad), tile.dtype) if to_tile else None
+
+    def fill(row_base, start, stop):
+        with counted_loop(b, start, stop, name="pad") as c:
+            cg.store_elem(padv, tptr, tile.dtype, b.add(row_base, c))
+
+    with counted_loop(b, i64(0), i64(tile.rows), name="r") as r:
+        row_base = b.mul(r, i64(tile.cols))
+        inside = b.and_(b.icmp_signed(">=", r, r_lo), b.icmp_signed("<", r, r_hi))
+        with b.if_else(inside) as (then, otherwise):
+            with then:
+                if to_tile:
+                    fill(row_base, i64(0), c_lo)
+                gm_row = b.mul(b.add(o0, r), s0)
+                with counted_loop(b, c_lo, c_hi, name="c") as c:
+                    g = b.add(gm_row, b.mul(b.add(o1, c), s1))
+                    t = b.add(row_base, c)
+                    if to_tile:
+                        v = cg.load_elem(gm, tensor.dtype, g)
+                        cg.store_elem(convert(b, v, tensor.dtype, tile.dtype), tptr,
+                                      tile.dtype, t)
+                    else:
+                        v = convert(b, cg.load_elem(tptr, tile.dtype, t), tile.dtype,
+                                    tensor.dtype)
+                        if atomic:
+                            _atomic_add(b, cg.elem_ptr(gm, tensor.dtype, g), v, tensor.dtype)
+                        else:
+                            cg.store_elem(v, gm, tensor.dtype, g)
+                if to_tile:
+                    fill(row_base, c_hi, i64(tile.cols))
+            with otherwise:
+                if to_tile:
+                    fill(row_base, i64(0), i64(tile.cols))
+
+
+def _atomic_add(b, ptr, value, d: dt.dtype):
+    if d in (dt.float32, dt.float64):
+        b.atomic_rmw("fadd", ptr, value, "monotonic")
+        return
+    if d.is_int:
+        b.atomic_rmw("add", ptr, value, "monotonic")
+        return
+    # half types: compare-and-swap on the 16 raw bits, adding in float32
+    raw_ty = ir.IntType(16)
+    old = b.load_atomic(ptr, "monotonic", 2, typ=raw_ty) if hasattr(b, "load_atomic") else \
+        b.load(ptr, typ=raw_ty)
+    pre = b.block
+    loop = b.append_basic_block("cas")
+    done = b.append_basic_block("cas.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    cur = b.phi(raw_ty)
+    cur.add_incoming(old, pre)
+    as_value = b.bitcast(cur, storage_type(d)) if d == dt.float16 else cur
+    total = b.fadd(to_compute(b, as_value, d), to_compute(b, value, d))
+    new = from_compute(b, total, d)
+    new_raw = b.bitcast(new, raw_ty) if d == dt.float16 else new
+    pair = b.cmpxchg(ptr, cur, new_raw, "monotonic", "monotonic")
+    seen, ok = b.extract_value(pair, 0), b.extract_value(pair, 1)
+    cur.add_incoming(seen, b.block)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+
+
+def tload(cg, inst):
+    tensor, *offsets = inst.ins
+    _transfer(cg, tensor, offsets, inst.outs[0], to_tile=True, pad=inst.attrs["pad"])
+
+
+def tstore(cg, inst):
+    tensor, *offsets = inst.outs
+    _transfer(cg, tensor, offsets, inst.ins[0], to_tile=False, atomic=inst.attrs.get("atomic"))
+
+
+RULES = {"tload": tload, "tstore": tstore}

@@ -1,0 +1,73 @@
+"""The scalar unit: index arithmetic, comparisons and conversions on single values."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ....language import dtypes as dt
+from ..lowering_utils import (convert, safe_floordiv, safe_mod, safe_shift, storage_type)
+from .vector import BINARY_RULES, CMP_PREDICATES
+
+
+def _define(cg, inst, value):
+    cg.vals[id(inst.outs[0])] = value
+
+
+def constant(cg, inst):
+    d = inst.outs[0].dtype
+    v = inst.attrs["value"]
+    value = float(v) if d.is_floating else int(v)
+    _define(cg, inst, ir.Constant(storage_type(d), value))
+
+
+def cast(cg, inst):
+    src = inst.ins[0]
+    _define(cg, inst, convert(cg.b, cg.get(src), src.dtype, inst.outs[0].dtype))
+
+
+def compare(cg, inst):
+    a, c = inst.ins
+    bit = CMP_PREDICATES[inst.attrs["pred"]](cg.b, cg.get(a), cg.get(c), a.dtype)
+    _define(cg, inst, cg.b.zext(bit, storage_type(dt.bool_)))
+
+
+def select(cg, inst):
+    c, x, y = (cg.get(v) for v in inst.ins)
+    _define(cg, inst, cg.b.select(cg.truth(c), x, y))
+
+
+def _binop(name):
+    def rule(cg, inst):
+        x, y = (cg.get(v) for v in inst.ins)
+        d = inst.outs[0].dtype
+        b = cg.b
+        if name == "floordiv":
+            value = safe_floordiv(b, x, y)
+        elif name == "mod":
+            value = safe_mod(b, x, y)
+        elif name in ("shl", "shr"):
+            value = safe_shift(b, x, y, name == "shl", signed=True)
+        else:
+            value = BINARY_RULES[name](b, x, y, d)
+        _define(cg, inst, value)
+    return rule
+
+
+def _axis_value(kind):
+    def rule(cg, inst):
+        values = cg.pids if kind == "pid" else cg.nums
+        _define(cg, inst, values[inst.attrs["axis"]])
+    return rule
+
+
+def tensor_dim(cg, inst):
+    _, dims, _ = cg.get(inst.ins[0])
+    _define(cg, inst, dims[inst.attrs["axis"]])
+
+
+RULES = {
+    "arith.constant": constant, "arith.cast": cast, "arith.cmp": compare,
+    "arith.select": select, "pto.program_id": _axis_value("pid"),
+    "pto.num_programs": _axis_value("num"), "tensor.dim": tensor_dim,
+    **{f"arith.{n}": _binop(n) for n in ("add", "sub", "mul", "div", "floordiv", "mod", "min",
+                                          "max", "and", "or", "xor", "shl", "shr")},
+}

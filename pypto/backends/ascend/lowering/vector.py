@@ -1,0 +1,344 @@
+"""The vector unit: elementwise instructions, comparisons and selects, conversions, row and
+column broadcasts and reductions, and layout moves inside UB. Every rule is a counted loop over
+dense row-major tiles with static trip counts, so LLVM vectorises it."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ....compiler.elementwise import BINARY, UNARY
+from ....language import dtypes as dt
+from ..lowering_utils import (I1, I64, call_intrinsic, compute_dtype, const, convert,
+                              counted_loop, from_compute, i64, safe_shift, safe_truncdiv,
+                              safe_truncrem, storage_type, to_compute)
+
+
+# -- per-element rules on compute-type values ------------------------------------------------------
+
+def _float_or_int(fop, iop):
+    def rule(b, x, y, d):
+        return getattr(b, fop)(x, y) if d.is_floating else getattr(b, iop)(x, y)
+    return rule
+
+
+def _minmax(pred):
+    def rule(b, x, y, d):
+        if d.is_floating:   # numpy propagates NaN from either side
+            pick = b.fcmp_unordered(pred, x, y)
+            return b.select(b.fcmp_unordered("uno", x, x), x, b.select(pick, x, y))
+        cmp = b.icmp_signed(pred, x, y) if d.is_signed else b.icmp_unsigned(pred, x, y)
+        return b.select(cmp, x, y)
+    return rule
+
+
+def _div(b, x, y, d):
+    if d.is_floating:
+        return b.fdiv(x, y)
+    if d.is_signed:
+        return safe_truncdiv(b, x, y)
+    zero = ir.Constant(x.type, 0)
+    is_zero = b.icmp_unsigned("==", y, zero)
+    return b.select(is_zero, zero, b.udiv(x, b.select(is_zero, ir.Constant(x.type, 1), y)))
+
+
+def _fmod(b, x, y, d):
+    if d.is_floating:
+        return b.frem(x, y)
+    if d.is_signed:
+        return safe_truncrem(b, x, y)
+    zero = ir.Constant(x.type, 0)
+    is_zero = b.icmp_unsigned("==", y, zero)
+    return b.select(is_zero, zero, b.urem(x, b.select(is_zero, ir.Constant(x.type, 1), y)))
+
+
+BINARY_RULES = {
+    "add": _float_or_int("fadd", "add"), "sub": _float_or_int("fsub", "sub"),
+    "mul": _float_or_int("fmul", "mul"), "div": _div, "fmod": _fmod,
+    "max": _minmax(">"), "min": _minmax("<"),
+    "and": lambda b, x, y, d: b.and_(x, y), "or": lambda b, x, y, d: b.or_(x, y),
+    "xor": lambda b, x, y, d: b.xor(x, y),
+    "shl": lambda b, x, y, d: safe_shift(b, x, y, True, d.is_signed),
+    "shr": lambda b, x, y, d: safe_shift(b, x, y, False, d.is_signed),
+}
+
+
+def _cmp(fpred, ipred):
+    def rule(b, x, y, d):
+        if d.is_floating:
+            if fpred == "!=":
+                return b.fcmp_unordered("!=", x, y)
+            return b.fcmp_ordered(fpred, x, y)
+        return b.icmp_signed(ipred, x, y) if d.is_signed else b.icmp_unsigned(ipred, x, y)
+    return rule
+
+
+CMP_PREDICATES = {"lt": _cmp("<", "<"), "le": _cmp("<=", "<="), "gt": _cmp(">", ">"),
+                  "ge": _cmp(">=", ">="), "eq": _cmp("==", "=="), "ne": _cmp("!=", "!=")}
+
+
+def _zero(x):
+    return ir.Constant(x.type, 0.0 if isinstance(x.type, ir.FloatType) else 0)
+
+
+UNARY_RULES = {
+    "neg": lambda b, x, d: b.fneg(x) if d.is_floating else b.sub(_zero(x), x),
+    "abs": lambda b, x, d: call_intrinsic(b, "llvm.fabs", x) if d.is_floating else
+    (b.select(b.icmp_signed("<", x, _zero(x)), b.sub(_zero(x), x), x) if d.is_signed else x),
+    "not": lambda b, x, d: b.xor(x, ir.Constant(x.type, 1 if d == dt.bool_ else -1)),
+    "relu": lambda b, x, d: b.select(
+        b.fcmp_ordered("<", x, _zero(x)) if d.is_floating else b.icmp_signed("<", x, _zero(x)),
+        _zero(x), x),
+    "exp": lambda b, x, d: call_intrinsic(b, "llvm.exp", x),
+    "log": lambda b, x, d: call_intrinsic(b, "llvm.log", x),
+    "sqrt": lambda b, x, d: call_intrinsic(b, "llvm.sqrt", x),
+    "rsqrt": lambda b, x, d: b.fdiv(ir.Constant(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", x)),
+    "reciprocal": lambda b, x, d: b.fdiv(ir.Constant(x.type, 1.0), x),
+}
+
+ROUNDING_INTRINSICS = {"floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc",
+                       "rint": "llvm.rint"}
+
+PTO_UNARY = {spec.pto: name for name, spec in UNARY.items() if spec.pto}
+PTO_BINARY = {spec.pto: name for name, spec in BINARY.items() if spec.pto and spec.pto != "tcmp"}
+PTO_BINARY_SCALAR = {spec.pto_scalar: name for name, spec in BINARY.items()
+                     if spec.pto_scalar and spec.pto_scalar != "tcmps"}
+
+
+# -- instruction rules -----------------------------------------------------------------------------
+
+def _binary_rule(name, scalar_rhs):
+    def rule(cg, inst):
+        a, c = inst.ins
+        out = inst.outs[0]
+        op = inst.attrs.get("cmp", name)
+        cd = compute_dtype(a.dtype)
+        if op in CMP_PREDICATES:
+            fn = CMP_PREDICATES[op]
+
+            def body(x, y):
+                return cg.b.zext(fn(cg.b, x, y, cd), storage_type(dt.bool_))
+        else:
+            fn = BINARY_RULES[op]
+
+            def body(x, y):
+                return from_compute(cg.b, fn(cg.b, x, y, cd), out.dtype)
+        rhs = to_compute(cg.b, cg.get(c), c.dtype) if scalar_rhs else c
+        cg.elementwise(out, [a, rhs], body)
+    return rule
+
+
+def _unary_rule(name):
+    def rule(cg, inst):
+        src, out = inst.ins[0], inst.outs[0]
+        fn = UNARY_RULES[name]
+        cd = compute_dtype(src.dtype)
+        cg.elementwise(out, [src], lambda x: from_compute(cg.b, fn(cg.b, x, cd), out.dtype))
+    return rule
+
+
+def tsel(cg, inst):
+    mask, a, c = inst.ins
+    out = inst.outs[0]
+    b = cg.b
+    cg.elementwise(out, [mask, a, c], lambda m, x, y: from_compute(
+        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype))
+
+
+def tcvt(cg, inst):
+    """A requested ``rmode`` rounds to an integral value first; without one, conversions
+    follow numpy (round to nearest even between floats, truncation to ints)."""
+    src, out = inst.ins[0], inst.outs[0]
+    mode = inst.attrs.get("rmode")
+    b = cg.b
+
+    def body(x):
+        if mode is not None and src.dtype.is_floating:
+            x = call_intrinsic(b, ROUNDING_INTRINSICS[mode], x)
+        return convert(b, x, compute_dtype(src.dtype), out.dtype)
+    cg.elementwise(out, [src], body)
+
+
+def texpands(cg, inst):
+    out = inst.outs[0]
+    b = cg.b
+    if inst.ins:
+        s = inst.ins[0]
+        v = convert(b, cg.get(s), s.dtype, out.dtype)
+    else:
+        v = from_compute(b, const(out.dtype, inst.attrs["value"]), out.dtype)
+    cg.elementwise(out, [], lambda: v)
+
+
+def copy(cg, inst):
+    """TMOV and TRESHAPE: our tiles are dense row-major, so both are a straight copy (a
+    transposing TMOV, used for matmul(a_trans=True), swaps rows and columns)."""
+    if inst.attrs.get("transpose"):
+        return ttrans(cg, inst)
+    src, out = inst.ins[0], inst.outs[0]
+    cg.elementwise(out, [src], lambda x: from_compute(cg.b, x, out.dtype))
+
+
+def tci(cg, inst):
+    out = inst.outs[0]
+    b = cg.b
+    optr = cg.tile_ptr(out)
+    start = inst.attrs["start"]
+    with counted_loop(b, i64(0), i64(out.numel), name="ci") as i:
+        v = b.trunc(b.add(i, i64(start)), storage_type(out.dtype))
+        cg.store_elem(v, optr, out.dtype, i)
+
+
+def _expand(rows_from_src: bool):
+    def rule(cg, inst):
+        src, out = inst.ins[0], inst.outs[0]
+        b = cg.b
+        sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+        with counted_loop(b, i64(0), i64(out.rows), name="r") as r:
+            with counted_loop(b, i64(0), i64(out.cols), name="c") as c:
+                s_index = r if rows_from_src else c
+                v = cg.load_elem(sp, src.dtype, s_index)
+                cg.store_elem(convert(b, v, src.dtype, out.dtype), op_, out.dtype,
+                              b.add(b.mul(r, i64(out.cols)), c))
+    return rule
+
+
+def ttrans(cg, inst):
+    src, out = inst.ins[0], inst.outs[0]
+    b = cg.b
+    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+    with counted_loop(b, i64(0), i64(src.rows), name="r") as r:
+        with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+            v = cg.load_elem(sp, src.dtype, b.add(b.mul(r, i64(src.cols)), c))
+            cg.store_elem(v, op_, out.dtype, b.add(b.mul(c, i64(out.cols)), r))
+
+
+def textract(cg, inst):
+    src, out = inst.ins[0], inst.outs[0]
+    r0, c0 = inst.attrs["starts"]
+    b = cg.b
+    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+    with counted_loop(b, i64(0), i64(out.rows), name="r") as r:
+        with counted_loop(b, i64(0), i64(out.cols), name="c") as c:
+            si = b.add(b.mul(b.add(r, i64(r0)), i64(src.cols)), b.add(c, i64(c0)))
+            cg.store_elem(cg.load_elem(sp, src.dtype, si), op_, out.dtype,
+                          b.add(b.mul(r, i64(out.cols)), c))
+
+
+def tconcat(cg, inst):
+    out = inst.outs[0]
+    axis = inst.attrs["axis"]
+    b = cg.b
+    op_ = cg.tile_ptr(out)
+    at = 0
+    for src in inst.ins:
+        sp = cg.tile_ptr(src)
+        r0, c0 = (at, 0) if axis == 0 else (0, at)
+        with counted_loop(b, i64(0), i64(src.rows), name="r") as r:
+            with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+                di = b.add(b.mul(b.add(r, i64(r0)), i64(out.cols)), b.add(c, i64(c0)))
+                cg.store_elem(cg.load_elem(sp, src.dtype, b.add(b.mul(r, i64(src.cols)), c)),
+                              op_, out.dtype, di)
+        at += src.rows if axis == 0 else src.cols
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+def _identity(op: str, d: dt.dtype):
+    if op == "sum":
+        return const(d, 0)
+    if op == "prod":
+        return const(d, 1)
+    if d.is_floating:
+        return ir.Constant(storage_type(compute_dtype(d)), float("-inf" if op == "max" else "inf"))
+    bits = d.bits
+    if d.is_signed:
+        return ir.Constant(storage_type(d), -(1 << (bits - 1)) if op == "max"
+                           else (1 << (bits - 1)) - 1)
+    return ir.Constant(storage_type(d), 0 if op == "max" else (1 << bits) - 1)
+
+
+def _combine(b, op, acc, x, d):
+    if op == "sum":
+        return b.fadd(acc, x, flags=["reassoc"]) if d.is_floating else b.add(acc, x)
+    if op == "prod":
+        return b.fmul(acc, x, flags=["reassoc"]) if d.is_floating else b.mul(acc, x)
+    return BINARY_RULES[op](b, acc, x, d)
+
+
+def _reduce_rule(direction, op):
+    def rule(cg, inst):
+        src, out = inst.ins[0], inst.outs[0]
+        if op in ("argmax", "argmin"):
+            return _row_arg(cg, src, out, op)
+        (_row if direction == "row" else _col)(cg, src, out, op)
+    return rule
+
+
+def _row(cg, src, out, op):
+    b = cg.b
+    cd = compute_dtype(src.dtype)
+    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+    acc = cg.entry_alloca(storage_type(cd))
+    with counted_loop(b, i64(0), i64(src.rows), name="r") as r:
+        b.store(_identity(op, src.dtype), acc)
+        with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+            x = to_compute(b, cg.load_elem(sp, src.dtype, b.add(b.mul(r, i64(src.cols)), c)),
+                           src.dtype)
+            b.store(_combine(b, op, b.load(acc), x, cd), acc)
+        cg.store_elem(convert(b, b.load(acc), cd, out.dtype), op_, out.dtype, r)
+
+
+def _col(cg, src, out, op):
+    b = cg.b
+    cd = compute_dtype(src.dtype)
+    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+    accs = cg.entry_alloca(storage_type(cd), src.cols)
+    with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+        b.store(_identity(op, src.dtype), b.gep(accs, [c], source_etype=storage_type(cd)))
+    with counted_loop(b, i64(0), i64(src.rows), name="r") as r:
+        with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+            slot = b.gep(accs, [c], source_etype=storage_type(cd))
+            x = to_compute(b, cg.load_elem(sp, src.dtype, b.add(b.mul(r, i64(src.cols)), c)),
+                           src.dtype)
+            b.store(_combine(b, op, b.load(slot), x, cd), slot)
+    with counted_loop(b, i64(0), i64(src.cols), name="c") as c:
+        v = b.load(b.gep(accs, [c], source_etype=storage_type(cd)))
+        cg.store_elem(convert(b, v, cd, out.dtype), op_, out.dtype, c)
+
+
+def _row_arg(cg, src, out, op):
+    """First index of the row's extreme; a NaN wins over any number (numpy's rule)."""
+    b = cg.b
+    cd = compute_dtype(src.dtype)
+    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
+    best, best_i = cg.entry_alloca(storage_type(cd)), cg.entry_alloca(I64)
+    pred = ">" if op == "argmax" else "<"
+    with counted_loop(b, i64(0), i64(src.rows), name="r") as r:
+        row = b.mul(r, i64(src.cols))
+        b.store(to_compute(b, cg.load_elem(sp, src.dtype, row), src.dtype), best)
+        b.store(i64(0), best_i)
+        with counted_loop(b, i64(1), i64(src.cols), name="c") as c:
+            x = to_compute(b, cg.load_elem(sp, src.dtype, b.add(row, c)), src.dtype)
+            cur = b.load(best)
+            if cd.is_floating:
+                better = b.or_(b.fcmp_ordered(pred, x, cur),
+                               b.and_(b.fcmp_unordered("uno", x, x),
+                                      b.fcmp_ordered("ord", cur, cur)))
+            else:
+                better = b.icmp_signed(pred, x, cur) if cd.is_signed else \
+                    b.icmp_unsigned(pred, x, cur)
+            b.store(b.select(better, x, cur), best)
+            b.store(b.select(better, c, b.load(best_i)), best_i)
+        cg.store_elem(b.trunc(b.load(best_i), storage_type(out.dtype)), op_, out.dtype, r)
+
+
+RULES = {
+    **{pto: _binary_rule(name, False) for pto, name in PTO_BINARY.items()},
+    **{pto: _binary_rule(name, True) for pto, name in PTO_BINARY_SCALAR.items()},
+    "tcmp": _binary_rule(None, False), "tcmps": _binary_rule(None, True),
+    **{pto: _unary_rule(name) for pto, name in PTO_UNARY.items()},
+    "tsel": tsel, "tcvt": tcvt, "texpands": texpands, "tmov": copy, "treshape": copy,
+    "tci": tci, "trowexpand": _expand(True), "tcolexpand": _expand(False),
+    "ttrans": ttrans, "textract": textract, "tconcat": tconcat,
+    **{f"t{d}{op}": _reduce_rule(d, op) for d in ("row", "col")
+       for op in ("sum", "max", "min", "prod", "argmax", "argmin")},
+}

@@ -1,0 +1,303 @@
+"""Legalisation: rewrite ops PTO has no instruction for into ops it has.
+
+The rules are data: ``RULES`` maps an op (and, for unary/binary ops, its ``op`` attribute) to a
+function that rebuilds it from native ops with an ``Emitter``. Half-precision inputs are
+widened to float32 for the whole decomposition and rounded once at the end, as a hand-written
+Ascend C kernel would. The reference interpreter runs the IR from before this pass, so it keeps
+defining the exact meaning; the decompositions are tested against it within tolerances.
+"""
+from __future__ import annotations
+
+import math
+
+from ...language import dtypes as dt
+from ..elementwise import BINARY, UNARY
+from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
+
+HALF = (dt.float16, dt.bfloat16)
+
+
+class Emitter:
+    """Builds replacement ops in front of the op being legalised."""
+
+    def __init__(self, loc):
+        self.ops: list[Op] = []
+        self.loc = loc
+
+    def emit(self, name, operands, result_type, attrs=None) -> Value:
+        op = Op(name, operands, [result_type], attrs, loc=self.loc)
+        self.ops.append(op)
+        return op.result
+
+    def const(self, value, dtype) -> Value:
+        value = float(value) if dtype.is_floating else (bool(value) if dtype == dt.bool_
+                                                        else int(value))
+        return self.emit("arith.constant", [], ScalarType(dtype), {"value": value})
+
+    def unary(self, name, x) -> Value:
+        return self.emit("tile.unary", [x], x.type, {"op": name})
+
+    def binary(self, name, x, y) -> Value:
+        if not isinstance(y, Value):
+            y = self.const(y, x.type.dtype)
+        result = TileType(dt.bool_, x.type.shape) if BINARY[name].result == "bool" else x.type
+        return self.emit("tile.binary", [x, y], result, {"op": name})
+
+    def where(self, cond, x, y) -> Value:
+        if not isinstance(y, Value):
+            y = self.full(y, x.type)
+        if not isinstance(x, Value):
+            x = self.full(x, y.type)
+        return self.emit("tile.where", [cond, x, y], x.type)
+
+    def full(self, value, ttype) -> Value:
+        return self.emit("tile.full", [], ttype, {"value": value})
+
+    def cast(self, x, dtype, rounding=None) -> Value:
+        attrs = {"dtype": dtype}
+        if rounding:
+            attrs["rounding"] = rounding
+        return self.emit("tile.cast", [x], TileType(dtype, x.type.shape), attrs)
+
+    def poly(self, x, coeffs) -> Value:
+        """Horner: coeffs[0] + x*(coeffs[1] + x*(...))."""
+        acc = self.full(coeffs[-1], x.type)
+        for c in reversed(coeffs[:-1]):
+            acc = self.binary("add", self.binary("mul", acc, x), c)
+        return acc
+
+
+# -- unary decompositions (x is float32 here) --------------------------------------------------------
+
+def _exp2(e, x):
+    return e.unary("exp", e.binary("mul", x, math.log(2.0)))
+
+
+def _log2(e, x):
+    return e.binary("mul", e.unary("log", x), 1.0 / math.log(2.0))
+
+
+def _sigmoid(e, x):
+    return e.unary("reciprocal", e.binary("add", e.unary("exp", e.unary("neg", x)), 1.0))
+
+
+def _tanh(e, x):
+    # 1 - 2 / (exp(2x) + 1): saturates to ±1 without overflow trouble
+    t = e.unary("reciprocal", e.binary("add", e.unary("exp", e.binary("mul", x, 2.0)), 1.0))
+    return e.binary("sub", e.full(1.0, x.type), e.binary("mul", t, 2.0))
+
+
+def _gelu(e, x):
+    inner = e.binary("mul", e.binary("add", x, e.binary("mul", e.binary(
+        "mul", e.binary("mul", x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
+    return e.binary("mul", e.binary("mul", x, 0.5), e.binary("add", _tanh(e, inner), 1.0))
+
+
+_ERF = (0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _erf(e, x):
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
+    ax = e.unary("abs", x)
+    t = e.unary("reciprocal", e.binary("add", e.binary("mul", ax, 0.3275911), 1.0))
+    p = e.poly(t, list(_ERF))
+    y = e.binary("sub", e.full(1.0, x.type),
+                 e.binary("mul", p, e.unary("exp", e.unary("neg", e.binary("mul", x, x)))))
+    return e.where(e.binary("lt", x, 0.0), e.unary("neg", y), y)
+
+
+_SIN = [0.0, 1.0, 0.0, -1.0 / 6, 0.0, 1.0 / 120, 0.0, -1.0 / 5040, 0.0, 1.0 / 362880, 0.0,
+        -1.0 / 39916800]
+_PI_HI, _PI_LO = 3.140625, 9.67653589793e-4    # Cody–Waite split of pi
+
+
+def _sin(e, x):
+    k = e.cast(e.binary("mul", x, 1.0 / math.pi), dt.float32, "rint")
+    r = e.binary("sub", e.binary("sub", x, e.binary("mul", k, _PI_HI)), e.binary("mul", k, _PI_LO))
+    s = e.poly(r, _SIN)
+    half = e.cast(e.binary("mul", k, 0.5), dt.float32, "floor")
+    odd = e.binary("ne", e.binary("sub", k, e.binary("mul", half, 2.0)), 0.0)
+    return e.where(odd, e.unary("neg", s), s)
+
+
+def _cos(e, x):
+    return _sin(e, e.binary("add", x, math.pi / 2))
+
+
+def _rounding(mode):
+    return lambda e, x: e.cast(x, x.type.dtype, mode)
+
+
+UNARY_RULES = {"exp2": _exp2, "log2": _log2, "sigmoid": _sigmoid, "tanh": _tanh,
+               "gelu": _gelu, "erf": _erf, "sin": _sin, "cos": _cos,
+               "floor": _rounding("floor"), "ceil": _rounding("ceil")}
+
+
+# -- binary decompositions ------------------------------------------------------------------------------
+
+def _int_divmod(e, a, c):
+    q = e.binary("div", a, c)                          # truncating; x / 0 = 0
+    r = e.binary("sub", a, e.binary("mul", q, c))
+    fix = e.binary("and", e.binary("ne", r, 0),
+                   e.binary("xor", e.binary("lt", r, 0), e.binary("lt", c, 0)))
+    return q, r, fix
+
+
+def _float_divmod(e, a, c):
+    """numpy's npy_divmod: floor division consistent with fmod."""
+    mod = e.binary("fmod", a, c)
+    div = e.binary("div", e.binary("sub", a, mod), c)
+    fix = e.binary("and", e.binary("ne", mod, 0.0),
+                   e.binary("xor", e.binary("lt", mod, 0.0), e.binary("lt", c, 0.0)))
+    div = e.where(fix, e.binary("sub", div, 1.0), div)
+    mod = e.where(fix, e.binary("add", mod, c), mod)
+    fl = e.cast(div, div.type.dtype, "floor")
+    fl = e.where(e.binary("gt", e.binary("sub", div, fl), 0.5), e.binary("add", fl, 1.0), fl)
+    fl = e.where(e.binary("eq", c, 0.0), e.binary("div", a, c), fl)
+    return fl, mod
+
+
+def _floordiv(e, a, c):
+    if a.type.dtype.is_floating:
+        return _float_divmod(e, a, c)[0]
+    q, _, fix = _int_divmod(e, a, c)
+    return e.binary("sub", q, e.cast(fix, a.type.dtype))
+
+
+def _mod(e, a, c):
+    if a.type.dtype.is_floating:
+        return _float_divmod(e, a, c)[1]
+    _, r, fix = _int_divmod(e, a, c)
+    return e.where(fix, e.binary("add", r, c), r)
+
+
+def _pow(e, a, c):
+    mag = e.unary("exp", e.binary("mul", c, e.unary("log", e.unary("abs", a))))
+    is_int = e.binary("eq", e.cast(c, c.type.dtype, "floor"), c)
+    odd = e.binary("and", is_int, e.binary("ne", e.binary("fmod", c, 2.0), 0.0))
+    signed = e.where(odd, e.unary("neg", mag), mag)
+    neg_base = e.where(is_int, signed, e.full(float("nan"), a.type))
+    r = e.where(e.binary("lt", a, 0.0), neg_base, mag)
+    return e.where(e.binary("eq", c, 0.0), 1.0, r)
+
+
+BINARY_RULES = {"floordiv": _floordiv, "mod": _mod, "pow": _pow}
+
+
+# -- driver -----------------------------------------------------------------------------------------------
+
+def _as_tile(e, v, like):
+    """Decompositions work tile-to-tile: a scalar operand becomes a full tile."""
+    if v.is_tile:
+        return v
+    return e.emit("tile.full", [v], like)
+
+
+def _legalize_op(op: Op):
+    """Replacement ops and the value that replaces op's result, or None to keep op."""
+    name = op.name
+    if name == "tile.unary" and UNARY[op.attrs["op"]].pto is None:
+        rule = UNARY_RULES[op.attrs["op"]]
+        return _widened(op, lambda e, x: rule(e, x))
+    if name == "tile.binary" and BINARY[op.attrs["op"]].pto is None:
+        rule = BINARY_RULES[op.attrs["op"]]
+        return _widened(op, rule)
+    if name == "tile.reduce" and op.attrs["op"] in ("argmax", "argmin") and \
+            len(op.operands[0].type.shape) == 2 and op.attrs["axis"] == 0:
+        e = Emitter(op.loc)
+        x = op.operands[0]
+        xt = e.emit("tile.transpose", [x], TileType(x.type.dtype, x.type.shape[::-1]))
+        rows = e.emit("tile.reduce", [xt], TileType(dt.int32, (x.type.shape[1], 1)),
+                      dict(op.attrs, axis=1))
+        return e.ops, e.emit("tile.reshape", [rows], op.result.type,
+                             {"shape": op.result.type.shape})
+    if name == "tile.cumsum":
+        return _cumsum(op)
+    if name == "tile.broadcast":
+        return _split_broadcast(op)
+    return None
+
+
+def _widened(op: Op, rule):
+    """Run ``rule`` in float32 when the op's dtype is a half type, rounding once at the end."""
+    e = Emitter(op.loc)
+    x = op.operands[0]
+    out = op.result.type
+    work = dt.float32 if x.type.dtype in HALF else x.type.dtype
+    args = [e.cast(v, work) if v.type.dtype != work and v.is_tile else v for v in op.operands]
+    if len(args) == 2 and not args[1].is_tile:
+        c = args[1]
+        if c.type.dtype != work:
+            c = e.emit("arith.cast", [c], ScalarType(work), {"dtype": work})
+        args[1] = _as_tile(e, c, TileType(work, x.type.shape))
+    result = rule(e, *args)
+    if result.type.dtype != out.dtype:
+        result = e.cast(result, out.dtype)
+    return e.ops, result
+
+
+def _cumsum(op: Op):
+    """Hillis–Steele scan with window copies: log2(n) shifted adds along the last axis."""
+    e = Emitter(op.loc)
+    x = op.operands[0]
+    shape = x.type.shape
+    n = shape[-1]
+    shift = 1
+    while shift < n:
+        lead = shape[:-1] + (shift,)
+        kept = shape[:-1] + (n - shift,)
+        zeros = e.full(0, TileType(x.type.dtype, lead))
+        window = e.emit("tile.slice", [x], TileType(x.type.dtype, kept),
+                        {"starts": (0,) * len(shape), "stops": kept})
+        shifted = e.emit("tile.concat", [zeros, window], x.type, {"axis": len(shape) - 1})
+        x = e.binary("add", x, shifted)
+        shift *= 2
+    if not e.ops:
+        x = e.emit("tile.mov", [x], x.type)
+    return e.ops, x
+
+
+def _view2d(shape):
+    return (1, 1) if not shape else ((1,) + shape if len(shape) == 1 else shape)
+
+
+def _split_broadcast(op: Op):
+    """PTO expands rows (TROWEXPAND) or columns (TCOLEXPAND), one at a time."""
+    src = _view2d(op.operands[0].type.shape)
+    dst = _view2d(op.result.type.shape)
+    if src[0] == dst[0] or src[1] == dst[1]:
+        return None
+    e = Emitter(op.loc)
+    x = op.operands[0]
+    mid_shape = (dst[0], 1) if len(op.result.type.shape) == 2 else None
+    if mid_shape is None:
+        return None
+    mid = e.emit("tile.broadcast", [x], TileType(x.type.dtype, mid_shape), {"shape": mid_shape})
+    return e.ops, e.emit("tile.broadcast", [mid], op.result.type,
+                         {"shape": op.result.type.shape})
+
+
+def _legalize_block(block: Block, root: Block) -> bool:
+    changed = False
+    out = []
+    for op in block.ops:
+        for b in op.blocks:
+            changed |= _legalize_block(b, root)
+        replacement = _legalize_op(op)
+        if replacement is None:
+            out.append(op)
+            continue
+        new_ops, value = replacement
+        out.extend(new_ops)
+        replace_uses(root, op.result, value)
+        value.hint = value.hint or op.result.hint
+        changed = True
+    block.ops[:] = out
+    return changed
+
+
+def legalize(module: Module) -> Module:
+    body = module.kernel.body
+    while _legalize_block(body, body):   # rules may emit ops that need rules (gelu → tanh)
+        pass
+    return module
