@@ -77,7 +77,8 @@ def promote(a: dt.dtype, c: dt.dtype) -> dt.dtype:
         return a if a.bits > c.bits else c
     if a.is_floating or c.is_floating:
         return a if a.is_floating else c
-    return a if a.bits >= c.bits else c
+    import numpy as np
+    return dt.from_any(np.result_type(a.to_numpy(), c.to_numpy()))
 
 
 # -- scalar and tile arithmetic ----------------------------------------------------------------

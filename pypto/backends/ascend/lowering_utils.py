@@ -55,7 +55,7 @@ def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
         if dst == dt.bool_:
             return b.zext(b.fcmp_unordered("!=", v, ir.Constant(st, 0.0)), dt_)
         name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
-        fn = b.module.declare_intrinsic(name, [dt_, st])
+        fn = b.module.declare_intrinsic(name, [dt_, st], fnty=ir.FunctionType(dt_, [st]))
         return b.call(fn, [v])
     if dst.is_floating:
         if src == dt.bool_ or not src.is_signed:
