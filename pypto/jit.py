@@ -30,6 +30,7 @@ from .tensor_args import as_array, param_slots
 __version__ = "0.1.0"
 
 _compile_lock = threading.Lock()
+REQUIRED_FILES = ("kernel.o", "metadata.json")
 
 
 @functools.lru_cache(maxsize=1)
@@ -225,16 +226,17 @@ class JITFunction:
                                 envs.code_changing_environment()))
         use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
         disk = cache_mod.DiskCache() if use_disk else None
-        if disk is not None:
-            files = disk.get(key)
-            if files is None:
-                with disk.lock(key):
-                    files = disk.get(key)
-                    if files is None:
-                        files = self._compile(spec_args, tensor_specs, target, opt)
-                        disk.put(key, files)
-        else:
+        lock = disk.lock(key) if disk is not None else None
+        if lock is None:      # no usable cache directory: compile in memory only
             files = self._compile(spec_args, tensor_specs, target, opt)
+            return _kernel_from_files(files, runtime_params)
+        files = disk.get(key, REQUIRED_FILES)
+        if files is None:
+            with lock:
+                files = disk.get(key, REQUIRED_FILES)
+                if files is None:
+                    files = self._compile(spec_args, tensor_specs, target, opt)
+                    disk.put(key, files)
         return _kernel_from_files(files, runtime_params)
 
     def _compile(self, spec_args, tensor_specs, target, opt) -> dict:

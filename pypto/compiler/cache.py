@@ -45,32 +45,57 @@ class DiskCache:
     def _entry(self, key: str) -> str:
         return os.path.join(self.root, key[:2], key)
 
-    def lock(self, key: str) -> FileLock:
-        os.makedirs(os.path.join(self.root, "locks"), exist_ok=True)
+    def lock(self, key: str) -> FileLock | None:
+        """The compile lock for ``key``, or None when the cache directory is unusable."""
+        try:
+            os.makedirs(os.path.join(self.root, "locks"), exist_ok=True)
+        except OSError as e:
+            _log(f"cache directory {self.root} is unusable: {e}")
+            return None
         return FileLock(os.path.join(self.root, "locks", key + ".lock"))
 
-    def get(self, key: str) -> dict[str, bytes] | None:
+    def get(self, key: str, required=()) -> dict[str, bytes] | None:
+        """The entry's files, or None. ``required`` names files a usable entry must hold."""
         path = self._entry(key)
         try:
             with open(os.path.join(path, MANIFEST), "rb") as f:
-                manifest = json.loads(f.read())
-            files = {}
-            for name, digest in manifest["files"].items():
-                with open(os.path.join(path, name), "rb") as f:
-                    data = f.read()
-                if hashlib.sha256(data).hexdigest() != digest:
-                    raise ValueError(f"{name} does not match its digest")
-                files[name] = data
+                raw = f.read()
         except FileNotFoundError:
             STATS["disk_misses"] += 1
             return None
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except OSError as e:
+            _log(f"cannot read {key}: {e}")
+            STATS["disk_misses"] += 1
+            return None
+        try:
+            files = self._read_entry(path, raw, required)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             STATS["corrupt"] += 1
             _log(f"discarding corrupt entry {key}: {e}")
             self.discard(key)
             return None
         STATS["disk_hits"] += 1
         _log(f"hit {key}")
+        return files
+
+    @staticmethod
+    def _read_entry(path: str, raw: bytes, required) -> dict[str, bytes]:
+        listed = json.loads(raw)["files"]
+        if not isinstance(listed, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in listed.items()):
+            raise ValueError("manifest 'files' is not a mapping of names to digests")
+        missing = set(required) - set(listed)
+        if missing:
+            raise ValueError(f"manifest lacks {sorted(missing)}")
+        files = {}
+        for name, digest in listed.items():
+            if os.path.basename(name) != name:
+                raise ValueError(f"manifest names a path outside the entry: {name!r}")
+            with open(os.path.join(path, name), "rb") as f:
+                data = f.read()
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise ValueError(f"{name} does not match its digest")
+            files[name] = data
         return files
 
     def put(self, key: str, files: dict[str, bytes]) -> None:

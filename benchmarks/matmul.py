@@ -1,0 +1,142 @@
+"""Matrix multiply: PyPTO's cube kernel against numpy (OpenBLAS) and torch on the host CPU.
+
+    python benchmarks/matmul.py [--reps N] [--quick]
+
+Cases: fp32 x fp32 -> fp32 at 256^3, 512^3, 1024^3, and fp16 x fp16 -> fp32 (fp32 accumulate)
+at 512^3 and 1024^3. GFLOP/s counts 2*M*N*K flops.
+
+Baselines:
+  numpy  fp32 GEMM through its BLAS (OpenBLAS in the PyPI wheels). numpy has no fp16 GEMM (its
+         fp16 matmul is a slow generic loop), so for the fp16 rows the baseline is the fp32 GEMM
+         on fp32 copies of the inputs, made before timing: what a numpy user would do.
+  torch  torch.matmul with the same dtypes. torch's CPU fp16 @ fp16 has no fast kernel (a few
+         GFLOP/s, about 2 s at 1024^3), so it is timed once, without warm-up, marked '*'.
+
+Each library is measured for every case before the next one starts, with a pause in between,
+so only one thread pool is busy at a time.
+
+Tile sizes are fixed choices, from a sweep on a 2-core host (GFLOP/s at 1024^3, median of 9):
+  fp32: BMxBNxBK 64x64x64 186-193, 128x128x64 156-160, 64x128x64 150, 128x64x32 191-197,
+        128x64x64 186-196, 128x64x128 199-203, 256x64x64 195  ->  128x64x64
+  fp16: 64x64x64 75, 128x64x64 76, 128x128x64 135, 64x128x64 134, 128x128x32 138,
+        64x256x64 172, 128x256x32 171-177, 128x256x64 174-179  ->  128x256x64
+Wide tiles pay off for fp16 (each fp16 operand tile is half the bytes, and 128x256 fills
+exactly the 128 KiB L0C accumulator in fp32); for fp32 a 128x256 accumulator would not fit,
+and 128x64 was as good as any.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+
+from _harness import (fmt_num, fmt_time, import_torch, median_time, parse_args,
+                      print_environment, print_table, settle)
+
+TILES = {"float32": (128, 64, 64), "float16": (128, 256, 64)}   # BM, BN, BK
+
+
+@pypto.jit
+def matmul_kernel(a, b, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    pm = pl.program_id(0)
+    pn = pl.program_id(1)
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in range(0, K, BK):
+        ta = pl.load(a, offsets=(pm * BM, k), shape=(BM, BK))
+        tb = pl.load(b, offsets=(k, pn * BN), shape=(BK, BN))
+        acc = pl.matmul(ta, tb, acc=acc)
+    pl.store(c, offsets=(pm * BM, pn * BN), value=acc.to(c.dtype))
+
+
+def pypto_matmul(a, b, c):
+    (M, K), N = a.shape, b.shape[1]
+    BM, BN, BK = TILES[a.dtype.name]
+    matmul_kernel[(pl.cdiv(M, BM), pl.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK)
+
+
+def check(a, b, c) -> None:
+    """|C - A@B| <= (K+1) u (|A| @ |B|) elementwise, u = 2^-24: the worst-case bound of any
+    fp32 summation order (inputs are exact in fp32, the accumulator is fp32)."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = (a.shape[1] + 1) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64))
+    err = np.abs(c.astype(np.float64) - a64 @ b64)
+    assert np.all(err <= bound), f"PyPTO matmul {a.dtype} {a.shape}: max error {err.max()}"
+
+
+def print_blas() -> None:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            print(f"BLAS loaded: {info.get('internal_api')} {info.get('version')}, "
+                  f"kernel {info.get('architecture')}, {info.get('num_threads')} threads "
+                  f"({info.get('filepath', '').rsplit('/', 1)[-1]})")
+
+
+def main(argv=None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    print_environment(torch)
+    print_blas()
+
+    if args.quick:
+        cases = [("float32", 128), ("float16", 128)]
+    else:
+        cases = [("float32", 256), ("float32", 512), ("float32", 1024),
+                 ("float16", 512), ("float16", 1024)]
+
+    rng = np.random.default_rng(0)
+    data = []
+    for dtype, n in cases:
+        a = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
+        b = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
+        data.append((dtype, n, a, b, np.empty((n, n), np.float32)))
+
+    # Phase 1: PyPTO, checked first.
+    t_pypto = []
+    for _, _, a, b, c in data:
+        pypto_matmul(a, b, c)
+        check(a, b, c)
+        t_pypto.append(median_time(lambda: pypto_matmul(a, b, c), args.reps))
+    settle()
+
+    # Phase 2: numpy, fp32 GEMM (fp16 inputs upcast before timing).
+    t_numpy = []
+    for _, _, a, b, c in data:
+        a32, b32 = a.astype(np.float32), b.astype(np.float32)
+        t_numpy.append(median_time(lambda: np.matmul(a32, b32, out=c), args.reps))
+    settle()
+
+    # Phase 3: torch with the inputs' own dtype.
+    t_torch = [None] * len(data)
+    if torch is not None:
+        for i, (dtype, _, a, b, _) in enumerate(data):
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            if dtype == "float16":
+                t_torch[i] = median_time(lambda: torch.matmul(ta, tb), 1, warmup=0)
+            else:
+                tc = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float32)
+                t_torch[i] = median_time(lambda: torch.matmul(ta, tb, out=tc), args.reps)
+        settle()
+
+    rows = []
+    for (dtype, n, _, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
+        flops = 2.0 * n ** 3
+        best = min(t for t in (tn, tt) if t is not None)
+        star = "*" if dtype == "float16" and tt is not None else ""
+        kernel = "fp32" if dtype == "float32" else "fp16 in, fp32 acc"
+        rows.append([kernel, f"{n}^3", "x".join(map(str, TILES[dtype])), fmt_time(tp),
+                     fmt_time(tn), fmt_time(tt) + star, f"{tp / best:.2f}",
+                     fmt_num(flops / tp / 1e9), fmt_num(flops / tn / 1e9),
+                     fmt_num(None if tt is None else flops / tt / 1e9) + star])
+    print(f"\nmatmul, median of {args.reps} after a warm-up; PyPTO/best = PyPTO time / faster "
+          "baseline (< 1: PyPTO is faster); * = torch fp16, one rep, no warm-up")
+    print_table(["kernel", "size", "tile", "PyPTO", "numpy", "torch", "PyPTO/best",
+                 "PyPTO GFLOP/s", "numpy GFLOP/s", "torch GFLOP/s"], rows)
+
+
+if __name__ == "__main__":
+    main()
