@@ -39,6 +39,10 @@ PYPTO_NUM_THREADS = register("PYPTO_NUM_THREADS", "", False,
 PYPTO_LOG = register("PYPTO_LOG", "", False,
                      "comma-separated log topics: compile, cache, recompile")
 PYPTO_DUMP_IR = register("PYPTO_DUMP_IR", "", False, "print the IR after every pass")
+PYPTO_INTERPRET = register("PYPTO_INTERPRET", "", False,
+                           "1: run kernels in the reference interpreter, blocks in order")
+PYPTO_DEBUG = register("PYPTO_DEBUG", "", False,
+                       "1: keep the compiler's own frames in CompilationError tracebacks")
 PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")
 
 

@@ -21,7 +21,9 @@ from . import envs, runtime
 from .backends.ascend.llvm_driver import LAUNCH_SIGNATURE, LoadedObject, host_identity
 from .backends.ascend.targets import get_target
 from .compiler import cache as cache_mod
-from .compiler.frontend import KernelSource, scalar_param, tensor_param
+from .compiler.errors import CompilationError
+from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
+from .compiler.ir import walk
 from .compiler.pipeline import compile_kernel
 from .language import dtypes as dt
 from .language.core import constexpr
@@ -89,7 +91,7 @@ class CompiledKernel:
 
 
 class JITFunction:
-    def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None):
+    def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=()):
         self.fn = fn
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
@@ -100,6 +102,7 @@ class JITFunction:
         unknown = self.do_not_specialize - set(self.arg_names)
         if unknown:
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
+        self.dynamic = _dynamic_dims(dynamic, self.arg_names)
         self.target_name = target
         self.opt_level = opt_level
         self._source = None
@@ -154,17 +157,39 @@ class JITFunction:
         return bound
 
     def _run(self, grid, args, kwargs):
-        bound = self._bind(args, kwargs)
-        kernel, target = self._get_kernel(bound)
+        try:
+            bound = self._bind(args, kwargs)
+            if envs.PYPTO_INTERPRET.get() not in ("", "0"):
+                return self._interpret(grid, bound)
+            kernel, target = self._get_kernel(bound)
+        except CompilationError as e:
+            if envs.PYPTO_DEBUG.get() in ("", "0"):
+                raise e.with_traceback(None) from None   # the user's frames, not ours
+            raise
+        self._launch(kernel, target, grid, bound)
+
+    def _interpret(self, grid, bound):
+        """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
+        from .interpreter import run_function
+        target = get_target(self.target_name or envs.PTO_TARGET.get())
+        spec = self._spec(bound)
+        spec_args, _, runtime_params = self._specialise(spec, bound)
+        fn = build_function(self.source, spec_args, self.source.node.name)
+        uses_cube = any(op.name == "tile.matmul" for op in walk(fn.body))
+        grid = self._grid(grid, bound, {"uses_cube": uses_cube}, target)
+        args = {name: bound[name] for name, _, _ in runtime_params}
+        run_function(fn, args, tuple(grid) + (1,) * (3 - len(grid)))
+
+    def _launch(self, kernel, target, grid, bound):
         for name in kernel.metadata["written_tensors"]:
             if not bound[name].flags.writeable:
                 raise ValueError(f"{self.__name__}(): argument '{name}' is stored to but is a "
                                  "read-only array")
-        kernel.launch(bound, self._grid(grid, bound, kernel, target))
+        kernel.launch(bound, self._grid(grid, bound, kernel.metadata, target))
 
-    def _grid(self, grid, bound, kernel, target) -> tuple:
+    def _grid(self, grid, bound, metadata, target) -> tuple:
         if grid is None:
-            return (target.cores_for(kernel.metadata["uses_cube"]),)
+            return (target.cores_for(metadata["uses_cube"]),)
         if callable(grid):
             grid = grid(dict(bound))
         if isinstance(grid, (int, np.integer)):
@@ -184,9 +209,10 @@ class JITFunction:
             if name in self.constexprs:
                 key.append(("c", _hashable(v)))
             elif isinstance(v, np.ndarray):
-                contiguous = v.flags.c_contiguous
-                key.append(("t", _dtype_of(v).name, v.shape, contiguous,
-                            v.ctypes.data % 32 == 0))
+                dynamic = self.dynamic.get(name, ())
+                shape = tuple(None if i in dynamic else s for i, s in enumerate(v.shape))
+                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous,
+                            v.ctypes.data % 32 == 0, v.ndim))
             elif isinstance(v, float):
                 key.append(("f",))
             elif name in self.do_not_specialize:
@@ -262,8 +288,7 @@ class JITFunction:
             elif s[0] == "t":
                 dtype = _dtype_of(v)
                 spec_args[name] = tensor_param(name, dtype, v.ndim)
-                strides = tuple(st // v.itemsize for st in v.strides) if s[3] else (None,) * v.ndim
-                tensor_specs[name] = (tuple(v.shape), strides)
+                tensor_specs[name] = (s[2], _static_strides(s[2], s[3]))
                 runtime_params.append((name, "tensor", v.ndim))
             elif s[0] == "f":
                 spec_args[name] = scalar_param(name, dt.float32)
@@ -274,6 +299,31 @@ class JITFunction:
                 spec_args[name] = scalar_param(name, dt.int64)
                 runtime_params.append((name, "int", 0))
         return spec_args, tensor_specs, runtime_params
+
+
+def _static_strides(shape: tuple, contiguous: bool) -> tuple:
+    """Element strides known at compile time: those of a C-contiguous tensor that do not depend
+    on a dynamic dimension. The rest are read from the arguments."""
+    if not contiguous:
+        return (None,) * len(shape)
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step = None if step is None or extent is None else step * extent
+    return tuple(reversed(strides))
+
+
+def _dynamic_dims(dynamic, arg_names) -> dict:
+    """``dynamic=["x"]`` (every dimension of x) or ``{"x": (0,)}`` → {name: set of dims}."""
+    if isinstance(dynamic, (list, tuple, set)):
+        dynamic = {name: None for name in dynamic}
+    out = {}
+    for name, dims in dict(dynamic).items():
+        if name not in arg_names:
+            raise ValueError(f"dynamic names an unknown parameter: {name!r}")
+        out[name] = set(range(8)) if dims is None else {dims} if isinstance(dims, int) \
+            else set(dims)
+    return out
 
 
 def _kernel_from_files(files: dict, runtime_params) -> CompiledKernel:
@@ -323,9 +373,13 @@ def _normalise_arg(fn_name: str, name: str, value):
     return arr
 
 
-def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None):
-    """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it."""
+def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=()):
+    """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it.
+
+    ``do_not_specialize`` lists int parameters whose value must not split the cache (== 1,
+    divisible by 16); ``dynamic`` lists tensor parameters (or ``{name: dims}``) whose extents
+    are read at run time, so one binary serves every size of those dimensions."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
-                           opt_level=opt_level)
+                           opt_level=opt_level, dynamic=dynamic)
     return wrap(fn) if fn is not None else wrap

@@ -35,6 +35,9 @@ class CompilationError(Exception):
         self.call_chain = tuple(call_chain)
         super().__init__(self._render())
 
+    def __reduce__(self):
+        return (type(self), (self.message, self.loc, self.call_chain))
+
     def _render(self) -> str:
         if self.loc is None:
             return self.message

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir import Block, Module, users
 
-SIDE_EFFECTS = {"tile.store", "scf.for", "scf.yield"}
+SIDE_EFFECTS = {"tile.store", "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition"}
 
 
 def _sweep(block: Block, used) -> bool:

@@ -137,7 +137,7 @@ UNARY_RULES = {"exp2": _exp2, "log2": _log2, "sigmoid": _sigmoid, "tanh": _tanh,
 
 def _int_divmod(e, a, c):
     q = e.binary("div", a, c)                          # truncating; x / 0 = 0
-    r = e.binary("sub", a, e.binary("mul", q, c))
+    r = e.binary("fmod", a, c)                         # sign of the dividend; x % 0 = 0
     fix = e.binary("and", e.binary("ne", r, 0),
                    e.binary("xor", e.binary("lt", r, 0), e.binary("lt", c, 0)))
     return q, r, fix

@@ -1,6 +1,7 @@
 """The scalar unit: index arithmetic, comparisons and conversions on single values."""
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from ....language import dtypes as dt
@@ -15,7 +16,10 @@ def _define(cg, inst, value):
 def constant(cg, inst):
     d = inst.outs[0].dtype
     v = inst.attrs["value"]
-    value = float(v) if d.is_floating else int(v)
+    if d == dt.bfloat16:      # kept as raw bits: round the value the way the dtype does
+        value = int(np.array(v, np.float32).astype(d.to_numpy()).view(np.uint16))
+    else:
+        value = float(v) if d.is_floating else int(v)
     _define(cg, inst, ir.Constant(storage_type(d), value))
 
 
