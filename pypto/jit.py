@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from . import envs, runtime
-from .backends.ascend.llvm_driver import LAUNCH_SIGNATURE, LoadedObject, host_identity
+from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.targets import get_target
 from .compiler import cache as cache_mod
 from .compiler.errors import CompilationError
@@ -27,7 +27,8 @@ from .compiler.ir import walk
 from .compiler.pipeline import compile_kernel
 from .language import dtypes as dt
 from .language.core import constexpr
-from .tensor_args import as_array, param_slots
+from .binder import NoFastPath, make_caller, make_launcher
+from .tensor_args import as_array
 
 __version__ = "0.1.0"
 
@@ -65,29 +66,21 @@ class CompiledKernel:
         self.asm = asm
         self.metadata = metadata
         self.runtime_params = runtime_params       # [(name, kind, rank)]
+        runtime.pool()             # kernels link against the pool's launch routine
         self._object = LoadedObject(asm["obj"])
-        self._entry = LAUNCH_SIGNATURE(self._object.address(metadata["entry"]))
-        self.slots = sum(param_slots(kind, rank) for _, kind, rank in runtime_params)
+        ctypes_params = [ctypes.c_double if kind == "float" else ctypes.c_int64
+                         for _, kind, _ in runtime_params]
+        signature = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                     ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                     *ctypes_params)
+        self.entry = signature(self._object.address(f"{metadata['name']}_py"))
 
     def launch(self, bound: dict, grid: tuple) -> None:
-        args = np.zeros(max(1, self.slots), dtype=np.int64)
-        keep = []
-        slot = 0
-        for name, kind, rank in self.runtime_params:
-            v = bound[name]
-            if kind == "tensor":
-                args[slot] = v.ctypes.data
-                args[slot + 1:slot + 1 + rank] = v.shape
-                args[slot + 1 + rank:slot + 1 + 2 * rank] = [s // v.itemsize for s in v.strides]
-                keep.append(v)
-            elif kind == "float":
-                args[slot:slot + 1] = np.array([float(v)], dtype=np.float64).view(np.int64)
-            else:
-                args[slot] = int(v)
-            slot += param_slots(kind, rank)
-        g = np.ones(3, dtype=np.int64)
-        g[:len(grid)] = grid
-        runtime.launch(self._entry, args.ctypes.data, g, self.metadata["scratch_bytes"])
+        """Launch with numpy arrays for tensors (their objects are read natively)."""
+        args = tuple(id(bound[name]) if kind == "tensor" else bound[name]
+                     for name, kind, _ in self.runtime_params)
+        if runtime.run(self.entry, tuple(grid), args):
+            raise ValueError(f"grid dimensions must be >= 0, got {tuple(grid)}")
 
 
 class JITFunction:
@@ -107,7 +100,9 @@ class JITFunction:
         self.opt_level = opt_level
         self._source = None
         self._kernels: dict = {}
+        self._fast: dict = {}          # launcher key -> per-specialisation caller
         self._last_spec = None
+        self._launch, self._key = make_launcher(self, self._slow_run)
 
     @property
     def source(self) -> KernelSource:
@@ -130,10 +125,11 @@ class JITFunction:
 
     # -- calling ---------------------------------------------------------------------------
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self._run(grid, args, kwargs)
+        launch = self._launch
+        return lambda *args, **kwargs: launch(*args, _pypto_grid=grid, **kwargs)
 
     def __call__(self, *args, **kwargs):
-        return self._run(None, args, kwargs)
+        return self._launch(*args, _pypto_grid=None, **kwargs)
 
     def compile(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Build (or fetch) the kernel for these arguments without running it."""
@@ -156,7 +152,8 @@ class JITFunction:
             bound[name] = _normalise_arg(self.__name__, name, value)
         return bound
 
-    def _run(self, grid, args, kwargs):
+    def _slow_run(self, grid, args, kwargs):
+        """Bind, specialise, compile or fetch, register for the fast path, launch."""
         try:
             bound = self._bind(args, kwargs)
             if envs.PYPTO_INTERPRET.get() not in ("", "0"):
@@ -166,7 +163,19 @@ class JITFunction:
             if envs.PYPTO_DEBUG.get() in ("", "0"):
                 raise e.with_traceback(None) from None   # the user's frames, not ours
             raise
-        self._launch(kernel, target, grid, bound)
+        caller = self._caller(kernel, target)
+        key = self._key(*args, **kwargs)
+        if not any(isinstance(part, NoFastPath) for part in key):
+            self._fast[key] = caller
+        caller(grid, *(bound[n] for n in self.arg_names))
+
+    def _caller(self, kernel, target):
+        caller = getattr(kernel, "caller", None)
+        if caller is None:
+            normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
+            caller = make_caller(self, kernel, kernel.runtime_params, normalise)
+            kernel.caller = caller
+        return caller
 
     def _interpret(self, grid, bound):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
@@ -180,12 +189,6 @@ class JITFunction:
         args = {name: bound[name] for name, _, _ in runtime_params}
         run_function(fn, args, tuple(grid) + (1,) * (3 - len(grid)))
 
-    def _launch(self, kernel, target, grid, bound):
-        for name in kernel.metadata["written_tensors"]:
-            if not bound[name].flags.writeable:
-                raise ValueError(f"{self.__name__}(): argument '{name}' is stored to but is a "
-                                 "read-only array")
-        kernel.launch(bound, self._grid(grid, bound, kernel.metadata, target))
 
     def _grid(self, grid, bound, metadata, target) -> tuple:
         if grid is None:

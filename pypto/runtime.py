@@ -1,23 +1,26 @@
-"""Simulated AI Cores: host threads that run a launch's blocks.
+"""Simulated AI Cores: the process-wide host pool and each thread's own core buffers.
 
-Each host thread owns one scratch area (its AI Core's UB, L1, L0A, L0B, L0C). A launch hands the
-compiled entry point a shared block counter; every participating thread calls it and takes
-blocks until the grid is exhausted. The ctypes call releases the GIL, so blocks run in parallel.
-Small grids run on the calling thread alone.
+A launch is one native call (see ``backends/ascend/host_pool.py``): the calling thread runs
+blocks itself and, when the grid has more than one block, wakes the pool's workers to take the
+rest. One launch owns the pool at a time; a launch from another Python thread meanwhile runs
+all its blocks on its own thread rather than wait.
 """
 from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import envs
+from .backends.ascend.codegen import scratch_layout
+from .backends.ascend.targets import TARGETS
+
+SCRATCH_BYTES = max(scratch_layout(t)[1] for t in TARGETS.values())
 
 _local = threading.local()
-_pool_lock = threading.Lock()
-_pool: dict = {}
+_lock = threading.Lock()
+_state: dict = {}
 
 
 def num_threads() -> int:
@@ -34,42 +37,71 @@ def num_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
-def _scratch(nbytes: int) -> int:
-    """This thread's AI Core buffers (64-byte aligned), grown on demand."""
-    buf = getattr(_local, "scratch", None)
-    if buf is None or buf.nbytes < nbytes + 64:
-        buf = np.zeros(nbytes + 64, dtype=np.uint8)
+def pool():
+    """The host pool, started on first use with ``PYPTO_NUM_THREADS`` threads (default: one per
+    host core); ``set_num_threads`` changes it later."""
+    p = _state.get("pool")
+    if p is None:
+        with _lock:
+            p = _state.get("pool")
+            if p is None:
+                p = _start_pool(num_threads())
+    return p
+
+
+def set_num_threads(n: int) -> None:
+    """Simulate the AI Cores with ``n`` host threads from now on."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_threads() takes a positive int, got {n!r}")
+    with _lock:
+        old = _state.get("pool")
+        if old is not None and old.threads == n:
+            return
+        _start_pool(n)
+        if old is not None:
+            old.stop()
+
+
+def _start_pool(threads: int):
+    from .backends.ascend.host_pool import HostPool
+    p = HostPool(threads, SCRATCH_BYTES)
+    _state["pool"] = p
+    return p
+
+
+def own_scratch() -> int:
+    """This thread's AI Core buffers (64-byte aligned)."""
+    addr = getattr(_local, "scratch_addr", None)
+    if addr is None:
+        buf = np.zeros(SCRATCH_BYTES + 64, dtype=np.uint8)
         _local.scratch = buf
-    addr = buf.ctypes.data
-    return addr + (-addr % 64)
+        addr = buf.ctypes.data + (-buf.ctypes.data % 64)
+        _local.scratch_addr = addr
+    return addr
 
 
-def _executor(workers: int) -> ThreadPoolExecutor:
-    with _pool_lock:
-        ex = _pool.get("executor")
-        if ex is None or _pool.get("workers") != workers:
-            ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pypto-core")
-            _pool["executor"], _pool["workers"] = ex, workers
-        return ex
+_PAD = (1, 1, 1)
 
 
-def launch(entry, args_addr: int, grid: np.ndarray, scratch_bytes: int) -> None:
-    """Run every block of ``grid`` through ``entry`` (a ctypes function pointer)."""
-    blocks = int(grid[0]) * int(grid[1]) * int(grid[2])
-    if blocks <= 0:
-        return
-    counter = np.zeros(1, dtype=np.int64)
-    grid_addr, counter_addr = grid.ctypes.data, counter.ctypes.data
-    threads = min(num_threads(), blocks)
+def run(entry, grid: tuple, args: tuple) -> int:
+    """One launch through a kernel's native entry ``entry(state, g0, g1, g2, helpers, own,
+    *args)``; returns its status (non-zero: a negative grid dimension)."""
+    p = _state.get("pool") or pool()
+    own = getattr(_local, "scratch_addr", None) or own_scratch()
+    g = grid + _PAD[len(grid):]
+    if p.helpers and p.lock.acquire(False):
+        try:
+            return entry(p.state_addr, g[0], g[1], g[2], p.helpers, own, *args)
+        finally:
+            p.lock.release()
+    return entry(p.state_addr, g[0], g[1], g[2], 0, own, *args)
 
-    def work():
-        entry(args_addr, grid_addr, _scratch(scratch_bytes), counter_addr)
 
-    if threads == 1:
-        work()
-        return
-    ex = _executor(max(1, num_threads() - 1))
-    futures = [ex.submit(work) for _ in range(threads - 1)]
-    work()
-    for f in futures:
-        f.result()
+def _after_fork_in_child() -> None:
+    """The pool's threads do not survive a fork: the child starts its own on first use."""
+    _state.clear()
+    _local.__dict__.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

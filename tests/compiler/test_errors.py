@@ -82,9 +82,9 @@ def test_unsupported_construct_points_at_line_with_caret():
 
 
 def test_wrong_number_of_arguments():
-    with pytest.raises(TypeError, match=r"add_kernel\(\): missing a required argument: 'n'"):
+    with pytest.raises(TypeError, match=r"add_kernel\(\).* missing .*'n'"):
         add_kernel[(1,)](x16, x16, x16, BLOCK=16)
-    with pytest.raises(TypeError, match="too many positional arguments"):
+    with pytest.raises(TypeError, match=r"add_kernel\(\) takes 5 positional arguments but 6"):
         add_kernel[(1,)](x16, x16, x16, 16, 16, 16)
 
 

@@ -21,6 +21,7 @@ from .lowering_utils import I1, I64, PTR, counted_loop, i64, storage_type, to_co
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
+POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 
 
 def scratch_layout(target: Target) -> tuple[dict, int]:
@@ -48,7 +49,8 @@ class Codegen:
 
     # -- module ------------------------------------------------------------------------------
     def build(self) -> str:
-        self._launch_function(self._block_function())
+        launch = self._launch_function(self._block_function())
+        self._python_entry(launch)
         return str(self.mod)
 
     def _block_function(self):
@@ -111,6 +113,57 @@ class Codegen:
         b.branch(loop)
         b.position_at_end(done)
         b.ret_void()
+        return fn
+
+    def _python_entry(self, launch):
+        """``<name>_py(pool_state, g0, g1, g2, helpers, own_scratch, params...)``:
+        the launch as one native call. Tensors come as the addresses of numpy array objects,
+        whose data pointer, dims and strides are read straight from the object (numpy's
+        PyArrayObject layout); ints as i64, floats as double."""
+        params = [I64 if isinstance(p, TensorArg) or not p.dtype.is_floating else
+                  ir.DoubleType() for p in self.p.params]
+        fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, PTR] + params)
+        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_py")
+        state, g0, g1, g2, helpers, own = fn.args[:6]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        nslots = max(1, sum(args_slots(p) for p in self.p.params))
+        args = b.alloca(I64, size=nslots)
+        slot = 0
+        for p, value in zip(self.p.params, fn.args[6:]):
+            if isinstance(p, TensorArg):
+                obj = b.inttoptr(value, PTR)
+                field = lambda off: b.load(b.gep(obj, [i64(off)], source_etype=ir.IntType(8)),
+                                           typ=I64)
+                data, dims, strides = field(16), field(32), field(40)
+                b.store(data, b.gep(args, [i64(slot)], source_etype=I64))
+                for i in range(p.rank):
+                    dim = b.load(b.gep(b.inttoptr(dims, PTR), [i64(i)], source_etype=I64), typ=I64)
+                    st = b.load(b.gep(b.inttoptr(strides, PTR), [i64(i)], source_etype=I64),
+                                typ=I64)
+                    b.store(dim, b.gep(args, [i64(slot + 1 + i)], source_etype=I64))
+                    b.store(b.sdiv(st, i64(p.dtype.itemsize)),
+                            b.gep(args, [i64(slot + 1 + p.rank + i)], source_etype=I64))
+            else:
+                raw = b.bitcast(value, I64) if p.dtype.is_floating else value
+                b.store(raw, b.gep(args, [i64(slot)], source_etype=I64))
+            slot += args_slots(p)
+        grid = b.alloca(I64, size=3)
+        for k, g in enumerate((g0, g1, g2)):
+            b.store(g, b.gep(grid, [i64(k)], source_etype=I64))
+        counter = b.alloca(I64)
+        b.store(i64(0), counter)
+        negative = b.or_(b.or_(b.icmp_signed("<", g0, i64(0)), b.icmp_signed("<", g1, i64(0))),
+                         b.icmp_signed("<", g2, i64(0)))
+        with b.if_then(negative):
+            b.ret(ir.Constant(ir.IntType(32), 1))
+        total = b.mul(b.mul(g0, g1), g2)
+        with b.if_then(b.icmp_signed(">", total, i64(0))):
+            spare = b.sub(total, i64(1))
+            helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
+            ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
+            pool_launch = ir.Function(self.mod, ty, name=POOL_LAUNCH_SYMBOL)
+            b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
+        b.ret(ir.Constant(ir.IntType(32), 0))
 
     # -- helpers for rules -------------------------------------------------------------------
     def get(self, x):

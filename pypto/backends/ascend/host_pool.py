@@ -1,0 +1,313 @@
+"""The native worker pool that runs a launch's blocks on host threads.
+
+Threads are started once (pthread_create from compiled code) and handed work through a shared
+state block: the launching thread publishes a job and bumps a generation counter; workers spin
+briefly on it (waking a sleeping thread costs ~45 us on this kind of VM) and then sleep on a
+futex. Every participant calls the kernel's launch entry with its own scratch area (its AI
+Core's buffers); blocks are claimed from an atomic counter inside the entry. The whole launch
+happens inside one ctypes call, so the GIL is released throughout and a launch costs a few
+microseconds instead of a Python thread-pool round trip.
+
+The pool is written in LLVM IR and compiled with the same llvmlite driver as kernels.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+
+import numpy as np
+
+import llvmlite.binding as llvm
+
+from .codegen import POOL_LAUNCH_SYMBOL
+from .llvm_driver import LoadedObject, compile_to_object
+
+# State block layout: int64 slots, hot fields on separate cache lines.
+GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN = (
+    0, 8, 16, 17, 18, 19, 20, 21, 24, 32, 33)
+STATE_SLOTS = 40
+MAX_THREADS = 256
+
+SYS_FUTEX = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine())
+
+_IR = r"""
+declare i32 @pthread_create(ptr, ptr, ptr, ptr)
+declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
+
+define private ptr @slot(ptr %state, i64 %i) alwaysinline {
+  %p = getelementptr i64, ptr %state, i64 %i
+  ret ptr %p
+}
+
+define private void @pause() alwaysinline {
+  PAUSE
+  ret void
+}
+
+; a spin step: pause, and every 16th step let another thread on this core run (a waiting
+; thread sharing a core with the one it waits for would otherwise burn its whole time slice)
+define private void @relax(i64 %step) {
+entry:
+  call void @pause()
+  %low = and i64 %step, 15
+  %yield = icmp eq i64 %low, 15
+  br i1 %yield, label %give, label %done
+give:
+  %r = call i32 @sched_yield()
+  br label %done
+done:
+  ret void
+}
+
+define private void @futex_wait(ptr %state, i32 %seen) {
+  %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
+  FUTEX_WAIT
+  ret void
+}
+
+define private void @futex_wake(ptr %state) {
+  %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
+  FUTEX_WAKE
+  ret void
+}
+
+; run the published job as participant %me with the given scratch area
+define private void @run_job(ptr %state, ptr %scratch) {
+  %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
+  %fn = load atomic ptr, ptr %fnp acquire, align 8
+  %ap = call ptr @slot(ptr %state, i64 ARGS_SLOT)
+  %args = load ptr, ptr %ap
+  %gp = call ptr @slot(ptr %state, i64 GRID_SLOT)
+  %grid = load ptr, ptr %gp
+  %cp = call ptr @slot(ptr %state, i64 COUNTER_SLOT)
+  %counter = load ptr, ptr %cp
+  call void %fn(ptr %args, ptr %grid, ptr %scratch, ptr %counter)
+  ret void
+}
+
+define private ptr @worker(ptr %arg) {
+entry:
+  %state = load ptr, ptr %arg
+  %idp = getelementptr i64, ptr %arg, i64 1
+  %me = load i64, ptr %idp
+  %genp = call ptr @slot(ptr %state, i64 GEN_SLOT)
+  %spinp = call ptr @slot(ptr %state, i64 SPIN_SLOT)
+  br label %wait
+wait:
+  ; jobs are numbered from 1: a worker that starts late still runs the first one
+  %seen = phi i64 [0, %entry], [%gen, %work], [%gen, %run], [%seen, %spin], [%seen, %sleep]
+  %spins = phi i64 [0, %entry], [0, %work], [0, %run], [%spins1, %spin], [%spins, %sleep]
+  %downp = call ptr @slot(ptr %state, i64 SHUTDOWN_SLOT)
+  %down = load atomic i64, ptr %downp acquire, align 8
+  %stop = icmp ne i64 %down, 0
+  br i1 %stop, label %exit, label %check
+check:
+  %gen = load atomic i64, ptr %genp acquire, align 8
+  %new = icmp ne i64 %gen, %seen
+  br i1 %new, label %work, label %idle
+idle:
+  %limit = load i64, ptr %spinp
+  %tired = icmp sgt i64 %spins, %limit
+  br i1 %tired, label %sleep, label %spin
+spin:
+  call void @relax(i64 %spins)
+  %spins1 = add i64 %spins, 1
+  br label %wait
+sleep:
+  %seen32 = trunc i64 %seen to i32
+  call void @futex_wait(ptr %state, i32 %seen32)
+  br label %wait
+work:
+  %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
+  %n = load atomic i64, ptr %pp acquire, align 8
+  %joins = icmp sle i64 %me, %n
+  br i1 %joins, label %run, label %wait
+run:
+  %sp = call ptr @slot(ptr %state, i64 SCRATCH_SLOT)
+  %table = load ptr, ptr %sp
+  %mine = getelementptr ptr, ptr %table, i64 %me
+  %scratch = load ptr, ptr %mine
+  call void @run_job(ptr %state, ptr %scratch)
+  %dp = call ptr @slot(ptr %state, i64 DONE_SLOT)
+  %old = atomicrmw add ptr %dp, i64 1 release
+  br label %wait
+exit:
+  ret ptr null
+}
+
+; start workers 1..%n; %args holds (state, index) pairs, one per worker
+define i32 @pool_start(ptr %state, ptr %handles, ptr %args, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [1, %entry], [%i1, %body]
+  %more = icmp sle i64 %i, %n
+  br i1 %more, label %body, label %done
+body:
+  %h = getelementptr i64, ptr %handles, i64 %i
+  %a = getelementptr [2 x i64], ptr %args, i64 %i
+  %rc = call i32 @pthread_create(ptr %h, ptr null, ptr @worker, ptr %a)
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  ret i32 0
+}
+
+; publish a job for %helpers workers, run it here too (in %own scratch), wait for them
+define void @pool_launch(ptr %state, ptr %fn, ptr %args, ptr %grid, ptr %counter, i64 %helpers,
+                         ptr %own) {
+entry:
+  %direct = icmp eq i64 %helpers, 0
+  br i1 %direct, label %alone, label %publish
+alone:
+  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter)
+  ret void
+publish:
+  %ap = call ptr @slot(ptr %state, i64 ARGS_SLOT)
+  store ptr %args, ptr %ap
+  %gp = call ptr @slot(ptr %state, i64 GRID_SLOT)
+  store ptr %grid, ptr %gp
+  %cp = call ptr @slot(ptr %state, i64 COUNTER_SLOT)
+  store ptr %counter, ptr %cp
+  %dp = call ptr @slot(ptr %state, i64 DONE_SLOT)
+  store atomic i64 0, ptr %dp release, align 8
+  %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
+  store atomic i64 %helpers, ptr %pp release, align 8
+  %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
+  store atomic ptr %fn, ptr %fnp release, align 8
+  %genp = call ptr @slot(ptr %state, i64 GEN_SLOT)
+  %g = atomicrmw add ptr %genp, i64 1 acq_rel
+  %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
+  %g1 = add i64 %g, 1
+  %g32 = trunc i64 %g1 to i32
+  store atomic i32 %g32, ptr %w release, align 4
+  call void @futex_wake(ptr %state)
+  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter)
+  br label %wait
+wait:
+  %k = phi i64 [0, %publish], [%k1, %spin]
+  %d = load atomic i64, ptr %dp acquire, align 8
+  %all = icmp sge i64 %d, %helpers
+  br i1 %all, label %out, label %spin
+spin:
+  call void @relax(i64 %k)
+  %k1 = add i64 %k, 1
+  br label %wait
+out:
+  ret void
+}
+
+declare i32 @pthread_join(i64, ptr)
+
+; wait for workers 1..%n to leave (after pool_stop)
+define void @pool_join(ptr %handles, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [1, %entry], [%i1, %body]
+  %more = icmp sle i64 %i, %n
+  br i1 %more, label %body, label %done
+body:
+  %hp = getelementptr i64, ptr %handles, i64 %i
+  %h = load i64, ptr %hp
+  %rc = call i32 @pthread_join(i64 %h, ptr null)
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  ret void
+}
+
+define void @pool_stop(ptr %state) {
+  %downp = call ptr @slot(ptr %state, i64 SHUTDOWN_SLOT)
+  store atomic i64 1, ptr %downp release, align 8
+  %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
+  %old = atomicrmw add ptr %w, i32 1 acq_rel
+  call void @futex_wake(ptr %state)
+  ret void
+}
+"""
+
+
+def _pool_ir() -> str:
+    machine = platform.machine()
+    pause = "call void @llvm.x86.sse2.pause()" if machine in ("x86_64", "AMD64") else \
+        "call void asm sideeffect \"yield\", \"\"()"
+    if SYS_FUTEX is not None:
+        # FUTEX_WAIT_PRIVATE = 128, FUTEX_WAKE_PRIVATE = 129; a 100 ms timeout bounds any lost
+        # wake-up (workers then re-check the generation, and go back to sleep if idle)
+        wait = ("%ts = alloca [2 x i64]\n  store [2 x i64] [i64 0, i64 100000000], ptr %ts\n"
+                f"  %r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr %w, i64 128, "
+                "i32 %seen, ptr %ts, ptr null, i64 0)")
+        wake = (f"%r = call i64 (i64, ...) @syscall(i64 {SYS_FUTEX}, ptr %w, i64 129, "
+                "i32 2147483647, ptr null, ptr null, i64 0)")
+    else:
+        wait = "%r = call i32 @sched_yield()"
+        wake = "%r = call i32 @sched_yield()"
+    text = _IR.replace("PAUSE", pause).replace("FUTEX_WAIT", wait).replace("FUTEX_WAKE", wake)
+    for name, value in (("GEN", GEN), ("FUTEX", FUTEX), ("FN", FN), ("ARGS", ARGS),
+                        ("GRID", GRID), ("COUNTER", COUNTER), ("SCRATCH", SCRATCH),
+                        ("PARTICIPANTS", PARTICIPANTS), ("DONE", DONE),
+                        ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN)):
+        text = text.replace(f"{name}_SLOT", str(value))
+    if "llvm.x86.sse2.pause" in text:
+        text = "declare void @llvm.x86.sse2.pause()\n" + text
+    return text
+
+
+class HostPool:
+    """``threads`` simulated AI Cores: the calling thread plus ``threads - 1`` workers."""
+
+    def __init__(self, threads: int, scratch_bytes: int, spin: int = 20000):
+        if not 1 <= threads <= MAX_THREADS:
+            raise ValueError(f"the host pool takes 1 to {MAX_THREADS} threads, got {threads}")
+        self.threads = threads
+        self.lock = threading.Lock()
+        self._object = _pool_code()
+        self.state = np.zeros(STATE_SLOTS, dtype=np.int64)
+        self.state[SPIN] = spin
+        self._scratch = [np.zeros(scratch_bytes + 64, dtype=np.uint8) for _ in range(threads)]
+        self._table = np.array([_aligned(s) for s in self._scratch], dtype=np.int64)
+        self.state[SCRATCH] = self._table.ctypes.data
+        self._handles = np.zeros(threads + 1, dtype=np.int64)
+        self._thread_args = np.zeros((threads + 1, 2), dtype=np.int64)
+        self._thread_args[:, 0] = self.state.ctypes.data
+        self._thread_args[:, 1] = np.arange(threads + 1)
+        start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p, ctypes.c_int64)(self._object.address("pool_start"))
+        start(self.state.ctypes.data, self._handles.ctypes.data, self._thread_args.ctypes.data,
+              threads - 1)
+        self._stop = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self._object.address("pool_stop"))
+        self._join = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
+            self._object.address("pool_join"))
+        self.state_addr = self.state.ctypes.data
+        self.helpers = threads - 1
+
+    def stop(self) -> None:
+        """Stop and join the workers; waits for a launch in progress to finish first."""
+        with self.lock:
+            self._stop(self.state.ctypes.data)
+            self._join(self._handles.ctypes.data, self.threads - 1)
+
+
+_code: dict = {}
+_code_lock = threading.Lock()
+
+
+def _pool_code() -> LoadedObject:
+    """The pool's code, compiled and loaded once per process and never freed: kernels link to
+    its launch routine by address when they load, and pools share it (it keeps no state)."""
+    with _code_lock:
+        code = _code.get("object")
+        if code is None:
+            code = LoadedObject(compile_to_object(_pool_ir(), "O3")[0])
+            llvm.add_symbol(POOL_LAUNCH_SYMBOL, code.address("pool_launch"))
+            _code["object"] = code
+        return code
+
+
+def _aligned(buf: np.ndarray) -> int:
+    addr = buf.ctypes.data
+    return addr + (-addr % 64)

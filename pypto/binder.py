@@ -1,0 +1,118 @@
+"""The warm launch path, generated per kernel with ``exec`` (as Triton's launcher is).
+
+``make_launcher`` writes a Python function with the kernel's own signature that computes the
+specialisation key with inline expressions, finds the compiled kernel in a dict and calls its
+native entry with the tensors' object addresses: no ``inspect`` binding, no per-argument
+helper calls, no numpy allocation. Anything unusual (a new specialisation, a torch tensor, a
+callable grid) falls back to the slow path in ``jit.py``, which compiles, registers the kernel
+under the same key, and launches.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+from . import envs, runtime
+from .compiler.cache import STATS as cache_stats
+
+
+class NoFastPath:
+    """Key part for arguments the fast path does not handle: never equal to a stored key."""
+
+    def __eq__(self, other):
+        return False
+
+    def __hash__(self):
+        return 0
+
+
+def other_key(v):
+    """Key of a non-ndarray argument: ints by == 1 and % 16 (bools count as ints), floats by
+    kind; anything else (torch tensors, DLPack objects) takes the slow path."""
+    if isinstance(v, (bool, np.bool_, np.integer)):
+        v = int(v)
+        return (v == 1, v % 16 == 0)
+    if isinstance(v, (float, np.floating)):
+        return "f"
+    return NoFastPath()
+
+
+def _param_key(name: str, jitfn) -> str:
+    if name in jitfn.constexprs:
+        return name
+    dynamic = jitfn.dynamic.get(name)
+    if dynamic:
+        shape = f"tuple(None if i in {sorted(dynamic)!r} else s for i, s in enumerate({name}.shape))"
+        tensor = f"({name}.dtype, {shape}, {name}.flags.c_contiguous)"
+    else:
+        tensor = f"({name}.dtype, {name}.shape, {name}.strides)"
+    if name in jitfn.do_not_specialize:
+        scalar = "0"
+    else:
+        scalar = f"({name} == 1, {name} % 16 == 0)"
+    return (f"({tensor} if type({name}) is _nd else {scalar} if type({name}) is int "
+            f"else _other({name}))")
+
+
+def make_launcher(jitfn, slow_path):
+    """Returns (launch(*args, _pypto_grid=grid, **kwargs), key(*args, **kwargs))."""
+    params = jitfn.signature.parameters
+    for p in params.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            raise TypeError(f"@pypto.jit kernels take plain named parameters; "
+                            f"{jitfn.__name__} has {p}")
+    names = list(params)
+    defaults = {f"_d_{n}": p.default for n, p in params.items() if p.default is not p.empty}
+    signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
+    key = ", ".join(_param_key(n, jitfn) for n in names)
+    env_key = ", ".join(f"_env.get({v.name!r})" for v in envs.registry().values()
+                        if v.changes_code or v is envs.PYPTO_INTERPRET)
+    call_args = ", ".join(names)
+    kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
+    source = f"""
+def key({signature}):
+    return ({key}, {env_key})
+
+def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
+    k = _table.get(({key}, {env_key}))
+    if k is None:
+        return _slow(_pypto_grid, ({call_args}{"," if names else ""}), {{}})
+    _stats["memory_hits"] += 1
+    return k(_pypto_grid, {call_args})
+"""
+    scope = {"_nd": np.ndarray, "_other": other_key, "_env": os.environ, "_table": jitfn._fast,
+             "_slow": slow_path, "_stats": cache_stats, **defaults}
+    exec(compile(source, f"<pypto launcher for {jitfn.__name__}>", "exec"), scope)
+    return scope[kernel], scope["key"]
+
+
+def make_caller(jitfn, kernel, runtime_params, normalise_grid):
+    """The per-specialisation call: checks written tensors, launches with object addresses.
+    ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple."""
+    names = list(jitfn.signature.parameters)
+    values = ", ".join(f"id({n})" if kind == "tensor" else n for n, kind, _ in runtime_params)
+    meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+    checks = "".join(
+        f"    if not {n}.flags.writeable:\n"
+        f"        raise ValueError(\"{jitfn.__name__}(): argument '{n}' is stored to but is a "
+        f"read-only array\")\n" for n in kernel.metadata["written_tensors"])
+    source = f"""
+def call(__grid, {", ".join(names)}):
+{checks}    if type(__grid) is not tuple or not 0 < len(__grid) <= 3 or \\
+            type(__grid[0]) is not int or len(__grid) > 1 and type(__grid[1]) is not int or \\
+            len(__grid) > 2 and type(__grid[2]) is not int:
+        __grid = _normalise(__grid, {meta})
+    try:
+        status = _run(_entry, __grid, ({values}{"," if runtime_params else ""}))
+    except _ctypes_error:
+        raise ValueError("{jitfn.__name__}: grid must be a tuple of 1 to 3 ints, got " +
+                         repr(__grid)) from None
+    if status:
+        raise ValueError("{jitfn.__name__}: grid dimensions must be >= 0, got " + repr(__grid))
+"""
+    scope = {"_entry": kernel.entry, "_normalise": normalise_grid, "_run": runtime.run,
+             "_ctypes_error": ctypes.ArgumentError}
+    exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)
+    return scope["call"]
