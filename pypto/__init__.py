@@ -7,9 +7,14 @@ from . import language
 from .backends.ascend.targets import get_target
 from .compiler.cache import STATS as cache_stats
 from .compiler.errors import CompilationError, InternalError
+from . import testing
+from .device import Context, Tensor, empty, get_backend, set_target, zeros as device_zeros
 from .jit import CompiledKernel, JITFunction, __version__, jit
+from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
 
 __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
-           "language", "get_target", "cache_stats", "__version__"] + list(_language_all)
+           "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
+           "empty", "get_backend", "set_target", "set_num_threads", "testing"] + \
+    list(_language_all)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import envs, runtime
 from .compiler.cache import STATS as cache_stats
+from .device import Tensor, _current_target
 
 
 class NoFastPath:
@@ -52,8 +53,9 @@ def _param_key(name: str, jitfn) -> str:
         scalar = "0"
     else:
         scalar = f"({name} == 1, {name} % 16 == 0)"
+    device = tensor.replace(f"{name}.", f"{name}._data.")
     return (f"({tensor} if type({name}) is _nd else {scalar} if type({name}) is int "
-            f"else _other({name}))")
+            f"else {device} if type({name}) is _T else _other({name}))")
 
 
 def make_launcher(jitfn, slow_path):
@@ -68,7 +70,7 @@ def make_launcher(jitfn, slow_path):
     signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
     key = ", ".join(_param_key(n, jitfn) for n in names)
     env_key = ", ".join(f"_env.get({v.name!r})" for v in envs.registry().values()
-                        if v.changes_code or v is envs.PYPTO_INTERPRET)
+                        if v.changes_code or v is envs.PYPTO_INTERPRET) + ", _target.get('name')"
     call_args = ", ".join(names)
     kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
     source = f"""
@@ -82,7 +84,7 @@ def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
     _stats["memory_hits"] += 1
     return k(_pypto_grid, {call_args})
 """
-    scope = {"_nd": np.ndarray, "_other": other_key, "_env": os.environ, "_table": jitfn._fast,
+    scope = {"_nd": np.ndarray, "_T": Tensor, "_other": other_key, "_target": _current_target, "_env": os.environ, "_table": jitfn._fast,
              "_slow": slow_path, "_stats": cache_stats, **defaults}
     exec(compile(source, f"<pypto launcher for {jitfn.__name__}>", "exec"), scope)
     return scope[kernel], scope["key"]
@@ -92,7 +94,8 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid):
     """The per-specialisation call: checks written tensors, launches with object addresses.
     ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple."""
     names = list(jitfn.signature.parameters)
-    values = ", ".join(f"id({n})" if kind == "tensor" else n for n, kind, _ in runtime_params)
+    values = ", ".join(f"id({n} if type({n}) is _nd else {n}._data)" if kind == "tensor" else n
+                       for n, kind, _ in runtime_params)
     meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
     checks = "".join(
         f"    if not {n}.flags.writeable:\n"
@@ -113,6 +116,7 @@ def call(__grid, {", ".join(names)}):
         raise ValueError("{jitfn.__name__}: grid dimensions must be >= 0, got " + repr(__grid))
 """
     scope = {"_entry": kernel.entry, "_normalise": normalise_grid, "_run": runtime.run,
+             "_nd": np.ndarray,
              "_ctypes_error": ctypes.ArgumentError}
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)
     return scope["call"]

@@ -20,6 +20,7 @@ import numpy as np
 from . import envs, runtime
 from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.targets import get_target
+from .device import current_target
 from .compiler import cache as cache_mod
 from .compiler.errors import CompilationError
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
@@ -180,7 +181,7 @@ class JITFunction:
     def _interpret(self, grid, bound):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
         from .interpreter import run_function
-        target = get_target(self.target_name or envs.PTO_TARGET.get())
+        target = get_target(self.target_name) if self.target_name else current_target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)
         fn = build_function(self.source, spec_args, self.source.node.name)
@@ -225,7 +226,7 @@ class JITFunction:
         return tuple(key)
 
     def _get_kernel(self, bound: dict):
-        target = get_target(self.target_name or envs.PTO_TARGET.get())
+        target = get_target(self.target_name) if self.target_name else current_target()
         opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
         spec = self._spec(bound)
         mem_key = (spec, target.name, opt, envs.code_changing_environment())

@@ -11,6 +11,9 @@ def as_array(value):
     """A numpy view of ``value`` sharing its memory, or None if it is not a tensor."""
     if isinstance(value, np.ndarray):
         return value
+    from .device import Tensor
+    if isinstance(value, Tensor):
+        return value._data
     if type(value).__module__.startswith("torch"):
         return _from_torch(value)
     if hasattr(value, "__array_interface__"):

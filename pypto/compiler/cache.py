@@ -54,27 +54,29 @@ class DiskCache:
             return None
         return FileLock(os.path.join(self.root, "locks", key + ".lock"))
 
-    def get(self, key: str, required=()) -> dict[str, bytes] | None:
-        """The entry's files, or None. ``required`` names files a usable entry must hold."""
+    def get(self, key: str, required=(), record: bool = True) -> dict[str, bytes] | None:
+        """The entry's files, or None. ``required`` names files a usable entry must hold;
+        ``record=False`` keeps the lookup out of ``STATS`` (which counts kernels)."""
+        stats = STATS if record else {}
         path = self._entry(key)
         try:
             with open(os.path.join(path, MANIFEST), "rb") as f:
                 raw = f.read()
         except FileNotFoundError:
-            STATS["disk_misses"] += 1
+            _count(stats, "disk_misses")
             return None
         except OSError as e:
             _log(f"cannot read {key}: {e}")
-            STATS["disk_misses"] += 1
+            _count(stats, "disk_misses")
             return None
         try:
             files = self._read_entry(path, raw, required)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            STATS["corrupt"] += 1
+            _count(stats, "corrupt")
             _log(f"discarding corrupt entry {key}: {e}")
             self.discard(key)
             return None
-        STATS["disk_hits"] += 1
+        _count(stats, "disk_hits")
         _log(f"hit {key}")
         return files
 
@@ -128,6 +130,10 @@ class DiskCache:
         except OSError:
             return
         shutil.rmtree(trash, ignore_errors=True)
+
+
+def _count(stats: dict, what: str) -> None:
+    stats[what] = stats.get(what, 0) + 1
 
 
 def digest(parts) -> str:

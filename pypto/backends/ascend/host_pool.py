@@ -22,7 +22,7 @@ import numpy as np
 import llvmlite.binding as llvm
 
 from .codegen import POOL_LAUNCH_SYMBOL
-from .llvm_driver import LoadedObject, compile_to_object
+from .llvm_driver import LoadedObject, compile_to_object, host_identity
 
 # State block layout: int64 slots, hot fields on separate cache lines.
 GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN = (
@@ -292,6 +292,19 @@ class HostPool:
             self._join(self._handles.ctypes.data, self.threads - 1)
 
 
+def _cached_object(text: str) -> bytes:
+    """The pool's object code from the kernel cache (a fresh process must not pay ~20 ms to
+    compile it before its first launch)."""
+    from ...compiler import cache
+    key = cache.digest(("host-pool", text, host_identity()))
+    disk = cache.DiskCache()
+    files = disk.get(key, ("pool.o",), record=False) if disk.lock(key) is not None else None
+    if files is None:
+        files = {"pool.o": compile_to_object(text, "O3")[0]}
+        disk.put(key, files)
+    return files["pool.o"]
+
+
 _code: dict = {}
 _code_lock = threading.Lock()
 
@@ -302,7 +315,7 @@ def _pool_code() -> LoadedObject:
     with _code_lock:
         code = _code.get("object")
         if code is None:
-            code = LoadedObject(compile_to_object(_pool_ir(), "O3")[0])
+            code = LoadedObject(_cached_object(_pool_ir()))
             llvm.add_symbol(POOL_LAUNCH_SYMBOL, code.address("pool_launch"))
             _code["object"] = code
         return code

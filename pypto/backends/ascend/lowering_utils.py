@@ -190,3 +190,33 @@ def safe_shift(b, x, n, left: bool, signed: bool):
 def call_intrinsic(b, name, value):
     fn = b.module.declare_intrinsic(name, [value.type])
     return b.call(fn, [value])
+
+
+# exp(r) on [-ln2/2, ln2/2]: Taylor coefficients to r^7 (error < 2e-9 on the interval)
+_EXP_POLY = (1.0, 1.0, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040)
+
+
+def fast_exp_f32(b, x):
+    """e**x for float32 in straight-line arithmetic, so loops over tiles vectorise (a libm call
+    per element does not): x = n·ln2 + r, e**r by polynomial, 2**n by building the exponent
+    bits. Results below the normal range flush to 0; overflow gives inf; NaN stays NaN."""
+    f32 = ir.FloatType()
+    c = lambda v: ir.Constant(f32, v)
+    lo, hi = -87.33654, 88.72283
+    xc = b.select(b.fcmp_ordered("<", x, c(lo)), c(lo), x)
+    xc = b.select(b.fcmp_ordered(">", xc, c(hi)), c(hi), xc)
+    n = call_intrinsic(b, "llvm.rint", b.fmul(xc, c(1.4426950408889634)))
+    r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
+    p = c(_EXP_POLY[-1])
+    for coef in reversed(_EXP_POLY[:-1]):
+        p = b.fadd(b.fmul(p, r), c(coef))
+    ni = b.fptosi(n, I32)
+    # 2**n split in two factors so n = 128 (x near the top of the range) stays finite
+    half = b.ashr(ni, ir.Constant(I32, 1))
+    s1 = b.bitcast(b.shl(b.add(half, ir.Constant(I32, 127)), ir.Constant(I32, 23)), f32)
+    s2 = b.bitcast(b.shl(b.add(b.sub(ni, half), ir.Constant(I32, 127)), ir.Constant(I32, 23)),
+                   f32)
+    y = b.fmul(b.fmul(p, s1), s2)
+    y = b.select(b.fcmp_ordered("<", x, c(lo)), c(0.0), y)
+    y = b.select(b.fcmp_ordered(">", x, c(hi)), c(float("inf")), y)
+    return b.select(b.fcmp_unordered("uno", x, x), x, y)

@@ -8,6 +8,7 @@ from llvmlite import ir
 from ....compiler.elementwise import BINARY, UNARY
 from ....language import dtypes as dt
 from ..lowering_utils import (I1, I64, call_intrinsic, compute_dtype, const, convert,
+                              fast_exp_f32,
                               counted_loop, from_compute, i64, safe_shift, safe_truncdiv,
                               safe_truncrem, storage_type, to_compute)
 
@@ -87,7 +88,8 @@ UNARY_RULES = {
     "relu": lambda b, x, d: b.select(
         b.fcmp_ordered("<", x, _zero(x)) if d.is_floating else b.icmp_signed("<", x, _zero(x)),
         _zero(x), x),
-    "exp": lambda b, x, d: call_intrinsic(b, "llvm.exp", x),
+    "exp": lambda b, x, d: fast_exp_f32(b, x) if x.type == ir.FloatType() else
+    call_intrinsic(b, "llvm.exp", x),
     "log": lambda b, x, d: call_intrinsic(b, "llvm.log", x),
     "sqrt": lambda b, x, d: call_intrinsic(b, "llvm.sqrt", x),
     "rsqrt": lambda b, x, d: b.fdiv(ir.Constant(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", x)),
