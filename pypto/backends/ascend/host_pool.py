@@ -297,7 +297,7 @@ def _cached_object(text: str) -> bytes:
     compile it before its first launch)."""
     from ...compiler import cache
     key = cache.digest(("host-pool", text, host_identity()))
-    disk = cache.DiskCache()
+    disk = cache.DiskCache(os.path.join(cache.default_dir(), "host"))  # apart from kernels
     files = disk.get(key, ("pool.o",), record=False) if disk.lock(key) is not None else None
     if files is None:
         files = {"pool.o": compile_to_object(text, "O3")[0]}
