@@ -30,7 +30,12 @@ class KernelSource:
     def __init__(self, fn):
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or "<unknown>"
-        lines, self.first_line = inspect.getsourcelines(fn)
+        try:
+            lines, self.first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            raise TypeError(f"@pypto.jit cannot read the source of {fn.__qualname__}: kernels "
+                            "are compiled from their source text, so define them in a file "
+                            "(not with exec or in an interactive prompt)") from None
         self.text = textwrap.dedent("".join(lines))
         self.indent = len(lines[0]) - len(lines[0].lstrip())
         self.lines = self.text.splitlines()

@@ -196,6 +196,7 @@ class _Lowering:
         if rule is None:
             raise InternalError(f"no PTO lowering for {name}", str(self.module))
         opcode, attrs = rule(op)
+        attrs.update(_host_hints(op))
         out.append(Inst(opcode, ins, [self.tile(op.result)], attrs))
 
     def _scf_for(self, op, out):
@@ -237,7 +238,7 @@ class _Lowering:
     def _tile_mov(self, op, out):
         src, dst = self.get(op.operands[0]), self.tile(op.result)
         if dst is not src:
-            out.append(Inst("tmov", [src], [dst], dict(op.attrs)))
+            out.append(Inst("tmov", [src], [dst], {**dict(op.attrs), **_host_hints(op)}))
 
     def _tile_matmul(self, op, out):
         ins = [self.get(v) for v in op.operands]
@@ -248,6 +249,11 @@ class _Lowering:
             out.append(Inst("tmatmul.acc", [dst, ins[0], ins[1]], [dst]))
         else:
             out.append(Inst("tmatmul", ins, [dst]))
+
+
+def _host_hints(op) -> dict:
+    """Attributes starting with "_" (fusion groups) guide our simulator only; .pto omits them."""
+    return {k: v for k, v in op.attrs.items() if k.startswith("_")}
 
 
 def view2d(shape) -> tuple[int, int]:

@@ -239,6 +239,7 @@ _ATTR_SPELLING = {
 
 
 def _attrs(attrs: dict) -> str:
+    attrs = {k: v for k, v in attrs.items() if not k.startswith("_")}   # host-only hints
     if not attrs:
         return ""
     parts = [f"{k} = {_ATTR_SPELLING.get(k, str)(v)}" for k, v in attrs.items()]

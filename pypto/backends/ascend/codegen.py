@@ -200,9 +200,57 @@ class Codegen:
                     for p, x in zip(ptrs, inputs)]
             self.store_elem(fn(*args), optr, out.dtype, i)
 
+    def fused(self, insts):
+        """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
+        each instruction's element rule runs on values held in registers; sources are read
+        with broadcasting indices; internal results are never stored."""
+        from .lowering.vector import ELEMENT_RULES
+        b = self.b
+        out = insts[0].outs[0]
+        rules = [ELEMENT_RULES[inst.op](self, inst) for inst in insts]
+        ptrs = {}
+        with counted_loop(b, i64(0), i64(out.rows), name="fr") as r:
+            with counted_loop(b, i64(0), i64(out.cols), name="fc") as c:
+                regs = {}
+                for inst, (inputs, body) in zip(insts, rules):
+                    values = []
+                    for x in inputs:
+                        if not isinstance(x, Tile):
+                            values.append(x)
+                            continue
+                        raw = regs.get(id(x))
+                        if raw is None:
+                            if id(x) not in ptrs:
+                                ptrs[id(x)] = self.tile_ptr(x)
+                            row = r if x.rows > 1 else i64(0)
+                            col = c if x.cols > 1 else i64(0)
+                            index = b.add(b.mul(row, i64(x.cols)), col)
+                            raw = self.load_elem(ptrs[id(x)], x.dtype, index)
+                        values.append(to_compute(b, raw, x.dtype))
+                    dst = inst.outs[0]
+                    value = body(*values)
+                    regs[id(dst)] = value
+                    if not inst.attrs.get("_internal"):
+                        if id(dst) not in ptrs:
+                            ptrs[id(dst)] = self.tile_ptr(dst)
+                        self.store_elem(value, ptrs[id(dst)], dst.dtype,
+                                        b.add(b.mul(r, i64(dst.cols)), c))
+
     # -- control flow -------------------------------------------------------------------------
     def body(self, insts):
-        for inst in insts:
+        insts = list(insts)
+        i = 0
+        while i < len(insts):
+            inst = insts[i]
+            group = getattr(inst, "attrs", {}).get("_fuse")
+            if group is not None:
+                j = i
+                while j < len(insts) and getattr(insts[j], "attrs", {}).get("_fuse") == group:
+                    j += 1
+                self.fused(insts[i:j])
+                i = j
+                continue
+            i += 1
             if isinstance(inst, For):
                 self._for(inst)
             elif isinstance(inst, If):

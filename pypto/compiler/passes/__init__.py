@@ -8,6 +8,7 @@ from ... import envs
 from ..verifier import verify
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .fuse_elementwise import fuse_elementwise
 from .legalize import legalize
 from .memory_plan import plan_memory
 from .memory_space import infer_memory_space
@@ -18,6 +19,7 @@ PIPELINE = (
     ("legalize", legalize),
     ("infer-memory-space", infer_memory_space),
     ("plan-memory", plan_memory),
+    ("fuse-elementwise", fuse_elementwise),
 )
 
 

@@ -105,10 +105,13 @@ PTO_BINARY_SCALAR = {spec.pto_scalar: name for name, spec in BINARY.items()
                      if spec.pto_scalar and spec.pto_scalar != "tcmps"}
 
 
-# -- instruction rules -----------------------------------------------------------------------------
+# -- elementwise instructions -----------------------------------------------------------------
+# Each element rule returns (inputs, body): inputs are tiles or ready LLVM scalars; body maps
+# the inputs' compute-type values to the stored value of one output element. The same rule
+# serves a standalone instruction and a fused group (codegen.Codegen.fused).
 
-def _binary_rule(name, scalar_rhs):
-    def rule(cg, inst):
+def _binary_elem(name, scalar_rhs):
+    def elem(cg, inst):
         a, c = inst.ins
         out = inst.outs[0]
         op = inst.attrs.get("cmp", name)
@@ -124,28 +127,28 @@ def _binary_rule(name, scalar_rhs):
             def body(x, y):
                 return from_compute(cg.b, fn(cg.b, x, y, cd), out.dtype)
         rhs = to_compute(cg.b, cg.get(c), c.dtype) if scalar_rhs else c
-        cg.elementwise(out, [a, rhs], body)
-    return rule
+        return [a, rhs], body
+    return elem
 
 
-def _unary_rule(name):
-    def rule(cg, inst):
+def _unary_elem(name):
+    def elem(cg, inst):
         src, out = inst.ins[0], inst.outs[0]
         fn = UNARY_RULES[name]
         cd = compute_dtype(src.dtype)
-        cg.elementwise(out, [src], lambda x: from_compute(cg.b, fn(cg.b, x, cd), out.dtype))
-    return rule
+        return [src], lambda x: from_compute(cg.b, fn(cg.b, x, cd), out.dtype)
+    return elem
 
 
-def tsel(cg, inst):
+def tsel_elem(cg, inst):
     mask, a, c = inst.ins
     out = inst.outs[0]
     b = cg.b
-    cg.elementwise(out, [mask, a, c], lambda m, x, y: from_compute(
-        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype))
+    return [mask, a, c], lambda m, x, y: from_compute(
+        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
 
 
-def tcvt(cg, inst):
+def tcvt_elem(cg, inst):
     """A requested ``rmode`` rounds to an integral value first; without one, conversions
     follow numpy (round to nearest even between floats, truncation to ints)."""
     src, out = inst.ins[0], inst.outs[0]
@@ -156,10 +159,10 @@ def tcvt(cg, inst):
         if mode is not None and src.dtype.is_floating:
             x = call_intrinsic(b, ROUNDING_INTRINSICS[mode], x)
         return convert(b, x, compute_dtype(src.dtype), out.dtype)
-    cg.elementwise(out, [src], body)
+    return [src], body
 
 
-def texpands(cg, inst):
+def texpands_elem(cg, inst):
     out = inst.outs[0]
     b = cg.b
     if inst.ins:
@@ -167,7 +170,31 @@ def texpands(cg, inst):
         v = convert(b, cg.get(s), s.dtype, out.dtype)
     else:
         v = from_compute(b, const(out.dtype, inst.attrs["value"]), out.dtype)
-    cg.elementwise(out, [], lambda: v)
+    return [], lambda: v
+
+
+def copy_elem(cg, inst):
+    """TMOV within UB and the row/column expands: fused loops read the source with
+    broadcasting indices, so all three are a copy of the element."""
+    src, out = inst.ins[0], inst.outs[0]
+    return [src], lambda x: from_compute(cg.b, x, out.dtype)
+
+
+ELEMENT_RULES = {
+    **{pto: _binary_elem(name, False) for pto, name in PTO_BINARY.items()},
+    **{pto: _binary_elem(name, True) for pto, name in PTO_BINARY_SCALAR.items()},
+    "tcmp": _binary_elem(None, False), "tcmps": _binary_elem(None, True),
+    **{pto: _unary_elem(name) for pto, name in PTO_UNARY.items()},
+    "tsel": tsel_elem, "tcvt": tcvt_elem, "texpands": texpands_elem, "tmov": copy_elem,
+    "trowexpand": copy_elem, "tcolexpand": copy_elem,
+}
+
+
+def _standalone(elem):
+    def rule(cg, inst):
+        inputs, body = elem(cg, inst)
+        cg.elementwise(inst.outs[0], inputs, body)
+    return rule
 
 
 def copy(cg, inst):
@@ -175,8 +202,7 @@ def copy(cg, inst):
     transposing TMOV, used for matmul(a_trans=True), swaps rows and columns)."""
     if inst.attrs.get("transpose"):
         return ttrans(cg, inst)
-    src, out = inst.ins[0], inst.outs[0]
-    cg.elementwise(out, [src], lambda x: from_compute(cg.b, x, out.dtype))
+    _standalone(copy_elem)(cg, inst)
 
 
 def tci(cg, inst):
@@ -334,12 +360,9 @@ def _row_arg(cg, src, out, op):
 
 
 RULES = {
-    **{pto: _binary_rule(name, False) for pto, name in PTO_BINARY.items()},
-    **{pto: _binary_rule(name, True) for pto, name in PTO_BINARY_SCALAR.items()},
-    "tcmp": _binary_rule(None, False), "tcmps": _binary_rule(None, True),
-    **{pto: _unary_rule(name) for pto, name in PTO_UNARY.items()},
-    "tsel": tsel, "tcvt": tcvt, "texpands": texpands, "tmov": copy, "treshape": copy,
-    "tci": tci, "trowexpand": _expand(True), "tcolexpand": _expand(False),
+    **{op: _standalone(elem) for op, elem in ELEMENT_RULES.items()},
+    "tmov": copy, "treshape": copy, "tci": tci,
+    "trowexpand": _expand(True), "tcolexpand": _expand(False),
     "ttrans": ttrans, "textract": textract, "tconcat": tconcat,
     **{f"t{d}{op}": _reduce_rule(d, op) for d in ("row", "col")
        for op in ("sum", "max", "min", "prod", "argmax", "argmin")},

@@ -1,0 +1,114 @@
+"""Elementwise fusion for the host simulation.
+
+Runs of consecutive vector instructions over tiles of one shape (elementwise ops, casts,
+selects, fills, row/column expands) are marked as one group; the backend then computes the
+whole run in a single loop with values kept in registers, so a softmax reads its row once.
+The PTO program is unchanged (one instruction each, every tile in UB as the real chip needs):
+this is how our simulator executes the instructions, not a change to what the NPU would do.
+
+A result is "internal" (never stored) when every reader is later in the same group. Groups are
+split where fusing would change results: a buffer written in the group that overlaps, at a
+different element mapping, a buffer the group reads.
+"""
+from __future__ import annotations
+
+from ..ir import VEC, Block, Module, Op, users, walk
+from ..pto import view2d
+
+FUSABLE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.full",
+           "tile.broadcast", "tile.mov"}
+
+
+def _shape2d(v):
+    return view2d(v.type.shape)
+
+
+def _fusable(op: Op) -> bool:
+    if op.name not in FUSABLE or len(op.results) != 1:
+        return False
+    r = op.result
+    if not r.is_tile or r.type.space != VEC:
+        return False
+    if op.name == "tile.mov" and (op.attrs.get("transpose") or
+                                  op.operands[0].type.space != VEC):
+        return False
+    return all(not v.is_tile or v.type.space == VEC for v in op.operands)
+
+
+def _region(v):
+    from .memory_plan import tile_bytes
+    return v.addr, v.addr + v.type.numel * v.type.dtype.itemsize, v
+
+
+def _conflicts(group: list, op: Op) -> bool:
+    """Would adding ``op`` make some element be read after a different element overwrote it?"""
+    members = group + [op]
+    writes = [m.result for m in members]
+    reads = [v for m in members for v in m.operands if v.is_tile]
+    for w in writes:
+        wlo, whi, _ = _region(w)
+        for r in reads:
+            rlo, rhi, _ = _region(r)
+            if wlo < rhi and rlo < whi:
+                same_mapping = (wlo == rlo and _shape2d(w) == _shape2d(r)
+                                and w.type.dtype.itemsize == r.type.dtype.itemsize)
+                if not same_mapping:
+                    return True
+    return False
+
+
+def _groups(block: Block):
+    """Split the block's ops into groups (lists of fusable ops) and single ops, keeping pure
+    scalar ops that a group does not depend on in front of it."""
+    out, group, hoisted = [], [], []
+
+    def close():
+        nonlocal group, hoisted
+        out.extend(hoisted)
+        if len(group) > 1:
+            out.append(group)
+        else:
+            out.extend(group)
+        group, hoisted = [], []
+
+    for op in block.ops:
+        if _fusable(op) and (not group or (_shape2d(op.result) == _shape2d(group[0].result)
+                                           and not _conflicts(group, op))):
+            group.append(op)
+        elif group and op.name.startswith("arith.") and not any(
+                v.owner in group for v in op.operands):
+            hoisted.append(op)
+        else:
+            close()
+            if _fusable(op):
+                group.append(op)
+            else:
+                out.append(op)
+    close()
+    return out
+
+
+def _mark(block: Block, uses, counter: list) -> None:
+    new_ops = []
+    for item in _groups(block):
+        if isinstance(item, list):
+            counter[0] += 1
+            members = set(map(id, item))
+            for op in item:
+                op.attrs["_fuse"] = counter[0]
+                readers = uses.get(op.result, [])
+                if readers and all(id(u) in members and item.index(u) > item.index(op)
+                                   for u in readers):
+                    op.attrs["_internal"] = True
+            new_ops.extend(item)
+        else:
+            new_ops.append(item)
+            for b in item.blocks:
+                _mark(b, uses, counter)
+    block.ops[:] = new_ops
+
+
+def fuse_elementwise(module: Module) -> Module:
+    body = module.kernel.body
+    _mark(body, users(body), [0])
+    return module
