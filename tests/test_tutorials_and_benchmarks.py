@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # script -> a regular expression for its table's header line
 SCRIPTS = {
     "tutorials/01_vector_add.py": r"^\s*size\s+PyPTO\s+numpy\s+ratio\s*$",
+    "tutorials/02_fused_softmax.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
     "tutorials/03_matmul.py": r"^\s*size\s+PyPTO\s+numpy\s+ratio\s+PyPTO GFLOP/s\s*$",
+    "tutorials/04_layer_norm.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
     "benchmarks/vector_add.py":
         r"^kernel\s+size\s+PyPTO\s+numpy\s+torch\s+PyPTO/best\s+PyPTO GB/s$",
     "benchmarks/matmul.py":
@@ -48,8 +50,10 @@ def test_script_runs_and_prints_its_table(script):
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"
 
 
-@pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py"])
-def test_benchmark_runs_without_torch(script):
+@pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py",
+                                    "tutorials/02_fused_softmax.py",
+                                    "tutorials/04_layer_norm.py"])
+def test_script_runs_without_torch(script):
     out = _run(["-c", WITHOUT_TORCH, script])
     assert "torch: not installed" in out
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"

@@ -130,7 +130,7 @@ class CodeGenerator(ast.NodeVisitor):
     def run(self, body):
         for stmt in body:
             if self.returned is not None:
-                raise self.b.error("code after 'return' is not supported")
+                return          # Python semantics: nothing after a return runs
             self.visit(stmt)
 
     # -- statements --------------------------------------------------------------------------
@@ -240,14 +240,15 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise self.b.error("'while ... else' is not supported")
-        cond = self.visit(node.test)
-        if not isinstance(cond, Value):
-            if not cond:
-                return
-            raise self.b.error("'while' on a constant true condition would never end; the "
-                               "condition must depend on values the loop changes")
         carried = [n for n in _assigned_names(node.body) if n in self.env
                    and not isinstance(self.env[n], _OneBranch)]
+        if not carried:
+            cond = self.visit(node.test)
+            if not isinstance(cond, Value):
+                if not cond:
+                    return
+                raise self.b.error("this 'while' loop would never end: its condition is a "
+                                   "compile-time constant and the loop changes no variable")
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
         before = Block([Value(v.type, n) for n, v in zip(carried, inits)])
         after = Block([Value(v.type, n) for n, v in zip(carried, inits)])
@@ -255,6 +256,9 @@ class CodeGenerator(ast.NodeVisitor):
         before_env.update(zip(carried, before.args))
         with self.b.at(before):
             test = CodeGenerator(self.source, self.b, before_env).visit(node.test)
+            if not isinstance(test, Value):
+                raise self.b.error("the 'while' condition does not depend on the values the "
+                                   "loop changes, so it is a constant; use an if, or a for")
             self.b.emit("scf.condition", [semantics.to_bool(self.b, test)] + before.args)
         body_env = dict(self.env)
         body_env.update(zip(carried, after.args))

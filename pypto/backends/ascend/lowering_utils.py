@@ -58,6 +58,9 @@ def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
         return convert(b, _bf16_to_f32(b, v), dt.float32, dst)
     if dst == dt.bfloat16:
         return _f32_to_bf16(b, convert(b, v, src, dt.float32))
+    if src == dt.float64 and dst == dt.float16:
+        # no libcall for double → half is available to loaded code: go through float32
+        return convert(b, convert(b, v, src, dt.float32), dt.float32, dst)
     st, dt_ = storage_type(src), storage_type(dst)
     if src.is_floating and dst.is_floating:
         return b.fpext(v, dt_) if dst.bits > src.bits else b.fptrunc(v, dt_)

@@ -112,10 +112,10 @@ _PI_HI, _PI_LO = 3.140625, 9.67653589793e-4    # Cody–Waite split of pi
 
 
 def _sin(e, x):
-    k = e.cast(e.binary("mul", x, 1.0 / math.pi), dt.float32, "rint")
+    k = e.cast(e.binary("mul", x, 1.0 / math.pi), x.type.dtype, "rint")
     r = e.binary("sub", e.binary("sub", x, e.binary("mul", k, _PI_HI)), e.binary("mul", k, _PI_LO))
     s = e.poly(r, _SIN)
-    half = e.cast(e.binary("mul", k, 0.5), dt.float32, "floor")
+    half = e.cast(e.binary("mul", k, 0.5), x.type.dtype, "floor")
     odd = e.binary("ne", e.binary("sub", k, e.binary("mul", half, 2.0)), 0.0)
     return e.where(odd, e.unary("neg", s), s)
 
@@ -212,7 +212,7 @@ def _legalize_op(op: Op):
         return e.ops, e.emit("tile.reshape", [rows], op.result.type,
                              {"shape": op.result.type.shape})
     if name == "tile.cumsum":
-        return _cumsum(op)
+        return _widened(op, lambda e, x: _scan(e, x))
     if name == "tile.broadcast":
         return _split_broadcast(op)
     return None
@@ -236,10 +236,8 @@ def _widened(op: Op, rule):
     return e.ops, result
 
 
-def _cumsum(op: Op):
+def _scan(e, x):
     """Hillis–Steele scan with window copies: log2(n) shifted adds along the last axis."""
-    e = Emitter(op.loc)
-    x = op.operands[0]
     shape = x.type.shape
     n = shape[-1]
     shift = 1
@@ -254,7 +252,7 @@ def _cumsum(op: Op):
         shift *= 2
     if not e.ops:
         x = e.emit("tile.mov", [x], x.type)
-    return e.ops, x
+    return x
 
 
 def _view2d(shape):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import CompilationError
 from ..ir import ACC, LEFT, MAT, RIGHT, Block, Module, Op, Value, walk
+from ..pto import view2d
 from .memory_space import loop_classes
 
 # Ops that read each input element only to write the same output element, so their result
@@ -21,7 +22,7 @@ LOOPS = ("scf.for", "scf.while")
 
 def tile_bytes(ttype, target) -> int:
     """Bytes a tile occupies: cube-side tiles are padded to whole fractals."""
-    rows, cols = (1,) + ttype.shape if len(ttype.shape) == 1 else ttype.shape
+    rows, cols = view2d(ttype.shape)
     item = ttype.dtype.itemsize
     if ttype.space in (MAT, LEFT, RIGHT):
         frac_cols = target.fractal_bytes // item

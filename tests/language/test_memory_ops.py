@@ -1,0 +1,216 @@
+"""Memory and cube ops: ``store(atomic="add")`` accumulating from many blocks into the same
+elements, and the matmul variants (``a @ b``, ``a_trans``, ``b_trans``, ``acc``,
+``out_dtype``, int8 → int32).
+
+Atomic adds. Blocks run concurrently on the simulated AI Cores, so the order of the adds is
+arbitrary. Each add computes in the tensor's compute dtype and rounds to the tensor dtype
+(float16/bfloat16 round after every add). Two kinds of data:
+- values whose every partial sum is exactly representable (small integers, multiples of 1/4):
+  the result is exact in any order, so a lost or doubled update shows as a wrong value;
+- random values, compared with the float64 sum within the bound of K rounded adds,
+  sum_k ulp/2(partial_k) <= eps/2 * K * S (S = sum of |terms|), and with the interpreter
+  (blocks in order) within twice that.
+
+Matmul error bound (as tests/test_matmul.py): products of float16/bfloat16 operands are exact
+in float32 and the sum of K terms is accumulated in float32, so
+|c - a @ b| <= (K + 1) * 2**-23 * (|a| @ |b|); a float16 output adds 2**-11 * |c| plus half
+the smallest subnormal. int8 x int8 → int32 is exact.
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto.compiler.errors import CompilationError
+
+from .utils import assert_exact, npd, run_both
+
+# -- atomic add --------------------------------------------------------------------------------
+
+TM, TN = 8, 32        # tile shape of the atomic kernels
+BLOCKS = 48
+
+
+@pypto.jit
+def atomic_add_kernel(x, out, TM: pl.constexpr, TN: pl.constexpr):
+    """Block p adds x[p] at (0, 0) and again at (2, 5): the second window overlaps the first
+    and reaches past the tensor's edge, where nothing may be written."""
+    pid = pl.program_id(0)
+    t = pl.load(x, offsets=(pid * TM, 0), shape=(TM, TN))
+    pl.store(out, offsets=(0, 0), value=t, atomic="add")
+    pl.store(out, offsets=(2, 5), value=t, atomic="add")
+
+
+def atomic_reference(out0, x, shape):
+    """float64 result and S = sum of |terms| per element."""
+    tiles = x.astype(np.float64).reshape(BLOCKS, TM, TN)
+    total = out0.astype(np.float64).copy()
+    absum = np.abs(total).copy()
+    r, c = shape
+    total += tiles[:, :r, :c].sum(0)
+    absum += np.abs(tiles[:, :r, :c]).sum(0)
+    total[2:, 5:] += tiles[:, :r - 2, :c - 5].sum(0)
+    absum[2:, 5:] += np.abs(tiles[:, :r - 2, :c - 5]).sum(0)
+    return total, absum
+
+
+def run_atomic(name, x, out0):
+    got, interp = run_both(atomic_add_kernel, (BLOCKS,), {"x": x, "out": out0}, TM=TM, TN=TN)
+    return got["out"], interp["out"]
+
+
+ATOMIC_DTYPES = ["float32", "int32", "int64", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize("shape", [(TM, TN), (TM - 1, TN - 3)], ids=["whole", "partial"])
+@pytest.mark.parametrize("name", ATOMIC_DTYPES)
+def test_atomic_add_exact_values(name, shape):
+    """Every partial sum is representable: the result is exact whatever the order."""
+    rng = np.random.default_rng(1)
+    if name in ("int32", "int64"):
+        x = rng.integers(-2 ** 31, 2 ** 31, size=(BLOCKS * TM, TN)).astype(npd(name))
+        out0 = rng.integers(-1000, 1000, size=shape).astype(npd(name))
+    else:
+        # |partial sums| < 2 * 48 + 8 = 104: multiples of 1/4 are exact in float16 there
+        # (11 significant bits), whole numbers in bfloat16 (8 bits)
+        step = 1.0 if name == "bfloat16" else 0.25
+        x = (rng.integers(-1, 2, size=(BLOCKS * TM, TN)) if name == "bfloat16" else
+             rng.integers(-4, 5, size=(BLOCKS * TM, TN))) * step
+        x = x.astype(np.float32).astype(npd(name))
+        out0 = rng.integers(-8, 8, size=shape).astype(np.float32).astype(npd(name))
+    got, interp = run_atomic(name, x, out0)
+    if name in ("int32", "int64"):
+        # exact sums in Python ints, wrapped to the dtype
+        tiles = x.astype(object).reshape(BLOCKS, TM, TN)
+        r, c = shape
+        ref = out0.astype(object)
+        ref = ref + tiles[:, :r, :c].sum(0)
+        ref[2:, 5:] = ref[2:, 5:] + tiles[:, :r - 2, :c - 5].sum(0)
+        bits = npd(name).itemsize * 8
+        wrap = np.vectorize(lambda v: (v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1),
+                            otypes=[object])
+        want = wrap(ref).astype(npd(name))
+    else:
+        total, _ = atomic_reference(out0, x, shape)
+        want = total.astype(np.float32).astype(npd(name))
+        assert np.array_equal(want.astype(np.float64), total), "test data not exact"
+    assert_exact(got, want, f"atomic add {name}: compiled")
+    assert_exact(interp, want, f"atomic add {name}: interpreter")
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16"])
+def test_atomic_add_random_values(name):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, size=(BLOCKS * TM, TN)).astype(np.float32).astype(npd(name))
+    out0 = rng.uniform(-1, 1, size=(TM, TN)).astype(np.float32).astype(npd(name))
+    got, interp = run_atomic(name, x, out0)
+    total, absum = atomic_reference(out0, x, (TM, TN))
+    eps = 2.0 ** -23 if name == "float32" else float(ml_dtypes.finfo(npd(name)).eps)
+    adds = 2 * BLOCKS
+    tol = eps / 2 * adds * absum
+    g, i = got.astype(np.float64), interp.astype(np.float64)
+    assert np.all(np.abs(g - total) <= tol), np.max(np.abs(g - total) - tol)
+    assert np.all(np.abs(i - total) <= tol), np.max(np.abs(i - total) - tol)
+    assert np.all(np.abs(g - i) <= 2 * tol)
+    # the bound is loose; in practice the error is a small fraction of it
+    assert np.mean(np.abs(g - total)) <= np.mean(tol) / 4
+
+
+def test_atomic_add_unsupported_dtype_rejected():
+    x = np.zeros((BLOCKS * TM, TN), np.int8)
+    with pytest.raises(CompilationError, match="atomic"):
+        atomic_add_kernel[(1,)](x, np.zeros((TM, TN), np.int8), TM=TM, TN=TN)
+
+
+# -- matmul ------------------------------------------------------------------------------------
+
+MM, MK, MN = 16, 32, 48
+
+
+@pypto.jit
+def matmul_kernel(a, b, out, M: pl.constexpr, K: pl.constexpr, N: pl.constexpr,
+                  VARIANT: pl.constexpr, OUT: pl.constexpr):
+    """a is (M, K) or, transposed, (K, M); b is (K, N) or (N, K)."""
+    if VARIANT == "a_trans" or VARIANT == "both":
+        ta = pl.load(a, offsets=(0, 0), shape=(K, M))
+    else:
+        ta = pl.load(a, offsets=(0, 0), shape=(M, K))
+    if VARIANT == "b_trans" or VARIANT == "both":
+        tb = pl.load(b, offsets=(0, 0), shape=(N, K))
+    else:
+        tb = pl.load(b, offsets=(0, 0), shape=(K, N))
+    if VARIANT == "at":
+        r = ta @ tb
+    elif VARIANT == "a_trans":
+        r = pl.matmul(ta, tb, a_trans=True)
+    elif VARIANT == "b_trans":
+        r = pl.matmul(ta, tb, b_trans=True)
+    elif VARIANT == "both":
+        r = pl.matmul(ta, tb, a_trans=True, b_trans=True)
+    elif VARIANT == "acc":           # K in two halves, accumulated on the cube
+        acc = pl.zeros((M, N), dtype=OUT)
+        for k in pl.static_range(2):
+            pa = pl.load(a, offsets=(0, k * (K // 2)), shape=(M, K // 2))
+            pb = pl.load(b, offsets=(k * (K // 2), 0), shape=(K // 2, N))
+            acc = pl.matmul(pa, pb, acc=acc)
+        r = acc
+    elif VARIANT == "out_dtype":
+        r = pl.matmul(ta, tb, out_dtype=OUT)
+    pl.static_assert(r.dtype == OUT, "matmul result dtype")
+    pl.store(out, offsets=(0, 0), value=r)
+
+
+ACC = {"float16": "float32", "bfloat16": "float32", "float32": "float32", "int8": "int32"}
+MATMUL_CASES = [("at", d) for d in ACC] + \
+    [(v, d) for v in ("a_trans", "b_trans", "both") for d in ("float16", "int8")] + \
+    [("acc", "float32"), ("acc", "int8"), ("acc", "bfloat16"),
+     ("out_dtype", "float16"), ("out_dtype", "bfloat16")]
+
+
+def matmul_inputs(rng, name):
+    if name == "int8":
+        a = rng.integers(-128, 128, size=(MM, MK)).astype(np.int8)
+        b = rng.integers(-128, 128, size=(MK, MN)).astype(np.int8)
+        return a, b
+    a = rng.standard_normal((MM, MK)).astype(np.float32).astype(npd(name))
+    b = rng.standard_normal((MK, MN)).astype(np.float32).astype(npd(name))
+    return a, b
+
+
+@pytest.mark.parametrize("variant,name", MATMUL_CASES, ids=[f"{v}-{d}" for v, d in MATMUL_CASES])
+def test_matmul(variant, name):
+    rng = np.random.default_rng(len(variant) * 10 + len(name))
+    a, b = matmul_inputs(rng, name)
+    out_name = ("float16" if name == "float16" else "bfloat16") if variant == "out_dtype" \
+        else ACC[name]
+    a_arg = a.T.copy() if variant in ("a_trans", "both") else a
+    b_arg = b.T.copy() if variant in ("b_trans", "both") else b
+    out = np.zeros((MM, MN), npd(out_name))
+    got, interp = run_both(matmul_kernel, (1,), {"a": a_arg, "b": b_arg, "out": out},
+                           M=MM, K=MK, N=MN, VARIANT=variant, OUT=getattr(pl, out_name))
+    g, i = got["out"], interp["out"]
+    if name == "int8":
+        want = a.astype(np.int64) @ b.astype(np.int64)
+        assert_exact(g, want.astype(np.int32), f"{variant} int8: compiled")
+        assert_exact(i, want.astype(np.int32), f"{variant} int8: interpreter")
+        return
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 @ b64
+    bound = (MK + 1) * 2.0 ** -23 * (np.abs(a64) @ np.abs(b64))
+    if out_name != "float32":
+        info = ml_dtypes.finfo(npd(out_name))
+        bound = bound + float(info.eps) * np.abs(want) + float(info.smallest_subnormal)
+    for res, what in ((g, "compiled"), (i, "interpreter")):
+        err = np.abs(res.astype(np.float64) - want)
+        assert np.all(err <= bound), f"{variant} {name} {what}: max excess " \
+                                     f"{np.max(err - bound)}"
+    assert np.all(np.abs(g.astype(np.float64) - i.astype(np.float64)) <= 2 * bound)
+
+
+def test_matmul_illegal_operands_rejected():
+    a = np.zeros((MM, MK), np.int16)
+    b = np.zeros((MK, MN), np.int16)
+    with pytest.raises(CompilationError, match="legal cube pair"):
+        matmul_kernel[(1,)](a, b, np.zeros((MM, MN), np.int32), M=MM, K=MK, N=MN,
+                            VARIANT="at", OUT=pl.int32)
