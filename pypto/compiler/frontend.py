@@ -118,7 +118,7 @@ class CodeGenerator(ast.NodeVisitor):
             return super().visit(node)
         except CompilationError:
             raise
-        except (TypeError, ValueError) as e:  # raised by semantics with the user's mistake
+        except (TypeError, ValueError, IndexError) as e:  # the user's mistake, from semantics
             raise self.b.error(str(e)) from None
         finally:
             if not isinstance(node, ast.stmt):

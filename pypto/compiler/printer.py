@@ -17,10 +17,17 @@ class _Names:
 
 
 def _attrs(op: Op) -> str:
-    if not op.attrs:
+    attrs = {k: v for k, v in op.attrs.items() if not k.startswith("_")}
+    if not attrs:
         return ""
-    items = ", ".join(f"{k} = {v}" for k, v in op.attrs.items())
+    items = ", ".join(f"{k} = {v}" for k, v in attrs.items())
     return f" {{{items}}}"
+
+
+def _hints(op: Op) -> str:
+    """Host-simulation hints (attributes starting with "_") as a trailing comment."""
+    hints = [f"{k[1:]}={v}" for k, v in op.attrs.items() if k.startswith("_")]
+    return f"  // {' '.join(hints)}" if hints else ""
 
 
 def _where(v: Value) -> str:
@@ -49,7 +56,8 @@ def _print_block(block: Block, name, indent: int, out: list[str]) -> None:
         types = ", ".join(f"{r.type}{_where(r)}" for r in op.results)
         lhs = f"{res} = " if res else ""
         rhs = f" : {types}" if types else ""
-        out.append(f"{pad}{lhs}{op.name} {operands}{_attrs(op)}{rhs}".replace("  {", " {"))
+        out.append(f"{pad}{lhs}{op.name} {operands}{_attrs(op)}{rhs}".replace("  {", " {")
+                   + _hints(op))
 
 
 def print_function(fn: Function) -> str:

@@ -570,7 +570,8 @@ def reduce(b, x, op: str, axis=None, keepdims=False):
     if axis is None:
         if op in ("argmax", "argmin") and len(t.shape) > 1:
             raise ValueError(f"{op}() on a 2-D tile needs an axis")
-        x = cast(b, x, _reduce_dtype(op, t.dtype))
+        if op not in ("argmax", "argmin"):
+            x = cast(b, x, _reduce_dtype(op, t.dtype))
         for ax in reversed(range(len(t.shape))):
             x = _reduce_axis(b, x, "sum" if op == "mean" else op, ax)
         return x if keepdims else reshape(b, x, ())

@@ -266,9 +266,6 @@ def check_unary(op, x, got, interp, rname):
             assert_close(got, other, 1e-5, atol, f"{op} compiled vs {what}", x)
 
 
-RELU_UINT8_BUG = "BUG: relu on uint8 zeroes values >= 128 (lowering/vector.py compares with " \
-    "icmp_signed for every int dtype)"
-
 
 def _default_unary(op, name):
     """Int and bool inputs of float-only ops are converted to float32 before the op; that
@@ -279,8 +276,6 @@ def _default_unary(op, name):
 
 
 def _unary_marks(op, name):
-    if (op, name) == ("relu", "uint8"):
-        return pytest.mark.xfail(strict=True, reason=RELU_UINT8_BUG)
     return () if _default_unary(op, name) else pytest.mark.slow
 
 
@@ -332,10 +327,6 @@ def test_unary_float32_special_values(op):
         assert_close(g, i, 1e-5, 1e-6, f"{op} compiled vs interpreter", x)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sin/cos of large finite arguments leave [-1, 1] "
-                                       "(sin(1e9) = -1.4e6, sin(1e12) = -inf): the "
-                                       "Cody-Waite reduction in legalize.py has no range "
-                                       "limit")
 @pytest.mark.parametrize("op", ["sin", "cos"])
 def test_sin_cos_stay_in_range(op):
     x = np.array([10.0 ** k for k in range(6, 38)] * 2, np.float32).reshape(M, N)
@@ -347,8 +338,6 @@ def test_sin_cos_stay_in_range(op):
     assert not bad.any(), f"{op}({x[bad][:4]}) = {got['out'][bad][:4]}"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: relu(-0.0) is -0.0 compiled (select(x < 0, 0, x)) "
-                                       "but +0.0 in the interpreter (np.maximum(x, 0))")
 def test_relu_negative_zero():
     x = np.full((M, N), -0.0, np.float32)
     got, interp = run_both(unary_kernel, (1,), {"x": x, "out": np.ones((M, N), np.float32)},
@@ -356,7 +345,6 @@ def test_relu_negative_zero():
     assert_exact(got["out"], interp["out"], "relu(-0.0) compiled vs interpreter")
 
 
-@pytest.mark.xfail(strict=True, reason=RELU_UINT8_BUG)
 def test_relu_unsigned_keeps_large_values():
     """uint8 values >= 128 are positive: relu leaves every uint8 value alone."""
     x = np.arange(M * N, dtype=np.int64).reshape(M, N).astype(np.uint8) * 4 + 3
@@ -635,10 +623,6 @@ def test_binary_float32_special_values(op):
                  signed_zero=op not in ("floordiv", "mod"))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: maximum/minimum on floats return the first "
-                                       "operand when only the second is NaN (the float rule "
-                                       "in lowering/vector.py _minmax selects on an unordered "
-                                       "compare); numpy and the interpreter give NaN")
 @pytest.mark.parametrize("op", ["maximum", "minimum"])
 def test_maximum_minimum_nan_from_either_side(op):
     x = np.tile(np.array([1.0, np.nan, -2.0, np.nan], np.float32), M * N // 4).reshape(M, N)
@@ -648,10 +632,6 @@ def test_maximum_minimum_nan_from_either_side(op):
     assert_exact(got["o_tt"], interp["o_tt"], f"{op} compiled vs interpreter", (x, y))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: float // and % give -0.0 where numpy and the "
-                                       "interpreter give +0.0 (e.g. -0.5 // -3.0 and "
-                                       "-5.0 % 2.5); the legalised npy_divmod lacks numpy's "
-                                       "copysign fix-up for zero results")
 def test_float_floordiv_mod_zero_sign():
     x = np.tile(np.array([-0.5, 0.5, -5.0, 5.0], np.float32), M * N // 4).reshape(M, N)
     y = np.tile(np.array([-3.0, 3.0, 2.5, -2.5], np.float32), M * N // 4).reshape(M, N)
@@ -661,12 +641,6 @@ def test_float_floordiv_mod_zero_sign():
         assert_exact(got["o_tt"], interp["o_tt"], f"{op} compiled vs interpreter", (x, y))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: pow's exp(y*log|x|) decomposition gives NaN for "
-                                       "1 ** nan, 1 ** ±inf, (-1) ** ±inf (numpy: 1), NaN for "
-                                       "(-inf) ** 2.5 and (-inf) ** -2.5 (numpy: inf, 0), "
-                                       "-inf for (-inf) ** inf (numpy: inf) and "
-                                       "loses the sign of (-0.0) ** 3 and (-0.0) ** -5 "
-                                       "(numpy: -0.0, -inf)")
 def test_pow_special_cases():
     x = np.tile(np.array([1.0, 1.0, 1.0, -1.0, -1.0, -np.inf, -np.inf, -np.inf, -0.0, -0.0,
                           2.0], np.float32), 6)[:M * N].reshape(M, N)

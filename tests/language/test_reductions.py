@@ -267,11 +267,6 @@ def test_arg_reductions_pick_first_nan(op):
     assert got["p0"].tolist() == [5]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: argmax/argmin with axis=None convert the tile to "
-                                       "the int32 result dtype before reducing "
-                                       "(semantics.reduce casts to _reduce_dtype), so 0.1 and "
-                                       "0.9 tie at 0 and NaN becomes 0; compiled and "
-                                       "interpreted agree with each other, not with numpy")
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 def test_argmax_axis_none_1d(op):
     x1 = np.array([0.1, 0.9, -0.4, 0.5] * (N // 4), np.float32)
@@ -282,9 +277,6 @@ def test_argmax_axis_none_1d(op):
     assert_exact(got["p0"], want, f"{op}(x) on 1-D")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: max/min reductions skip NaN (they combine with "
-                                       "the maximum/minimum rule that drops a NaN second "
-                                       "operand); numpy and the interpreter return NaN")
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_max_min_propagate_nan(op):
     x, x1 = nan_input()

@@ -290,10 +290,7 @@ def bad_shape_kernel(x, out, WHAT: pl.constexpr):
 @pytest.mark.parametrize("what,match", [
     ("reshape", "cannot reshape"), ("reshape2", "at most one -1"), ("step", "step 1"),
     ("concat", "differ outside axis"), ("broadcast", "cannot be broadcast"),
-    pytest.param("index", "out of range", marks=pytest.mark.xfail(
-        strict=True, reason="BUG: t[4] on a 4-row tile raises a bare IndexError from "
-        "semantics.getitem instead of a CompilationError at the kernel's line (the frontend "
-        "converts only TypeError/ValueError)")),
+    ("index", "out of range"),
     ("rank3", "rank 3")])
 def test_bad_shapes_rejected(what, match):
     x = np.zeros((4, 16), np.float32)

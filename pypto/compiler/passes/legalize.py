@@ -108,16 +108,21 @@ def _erf(e, x):
 
 _SIN = [0.0, 1.0, 0.0, -1.0 / 6, 0.0, 1.0 / 120, 0.0, -1.0 / 5040, 0.0, 1.0 / 362880, 0.0,
         -1.0 / 39916800]
-_PI_HI, _PI_LO = 3.140625, 9.67653589793e-4    # Cody–Waite split of pi
+# Cody–Waite split of pi in three parts (exact products for |k| < 2**12); beyond that the
+# reduction loses accuracy, and the result is clamped to [-1, 1] so it stays a sine.
+_PI_PARTS = (3.140625, 9.67502593994140625e-4, 1.509957990978376432e-7)
 
 
 def _sin(e, x):
     k = e.cast(e.binary("mul", x, 1.0 / math.pi), x.type.dtype, "rint")
-    r = e.binary("sub", e.binary("sub", x, e.binary("mul", k, _PI_HI)), e.binary("mul", k, _PI_LO))
+    r = x
+    for part in _PI_PARTS:
+        r = e.binary("sub", r, e.binary("mul", k, part))
     s = e.poly(r, _SIN)
     half = e.cast(e.binary("mul", k, 0.5), x.type.dtype, "floor")
     odd = e.binary("ne", e.binary("sub", k, e.binary("mul", half, 2.0)), 0.0)
-    return e.where(odd, e.unary("neg", s), s)
+    s = e.where(odd, e.unary("neg", s), s)
+    return e.binary("max", e.binary("min", s, 1.0), -1.0)
 
 
 def _cos(e, x):
@@ -143,17 +148,29 @@ def _int_divmod(e, a, c):
     return q, r, fix
 
 
+def _negative(e, x):
+    """x < 0 or x is -0.0 (1/x is -inf): the sign bit, without a bit-cast instruction."""
+    return e.binary("or", e.binary("lt", x, 0.0), e.binary("lt", e.unary("reciprocal", x), 0.0))
+
+
+def _signed_zero(e, negative, like):
+    return e.where(negative, e.full(-0.0, like.type), e.full(0.0, like.type))
+
+
 def _float_divmod(e, a, c):
-    """numpy's npy_divmod: floor division consistent with fmod."""
+    """numpy's npy_divmod: floor division consistent with fmod, with its signed zeros."""
     mod = e.binary("fmod", a, c)
     div = e.binary("div", e.binary("sub", a, mod), c)
     fix = e.binary("and", e.binary("ne", mod, 0.0),
                    e.binary("xor", e.binary("lt", mod, 0.0), e.binary("lt", c, 0.0)))
     div = e.where(fix, e.binary("sub", div, 1.0), div)
     mod = e.where(fix, e.binary("add", mod, c), mod)
+    mod = e.where(e.binary("eq", mod, 0.0), _signed_zero(e, _negative(e, c), mod), mod)
     fl = e.cast(div, div.type.dtype, "floor")
     fl = e.where(e.binary("gt", e.binary("sub", div, fl), 0.5), e.binary("add", fl, 1.0), fl)
-    fl = e.where(e.binary("eq", c, 0.0), e.binary("div", a, c), fl)
+    quotient = e.binary("div", a, c)
+    fl = e.where(e.binary("eq", div, 0.0), _signed_zero(e, _negative(e, quotient), fl), fl)
+    fl = e.where(e.binary("eq", c, 0.0), quotient, fl)
     return fl, mod
 
 
@@ -172,13 +189,23 @@ def _mod(e, a, c):
 
 
 def _pow(e, a, c):
+    """exp(c·log|a|) with the sign and special cases of C's pow (and numpy's)."""
     mag = e.unary("exp", e.binary("mul", c, e.unary("log", e.unary("abs", a))))
+    finite_c = e.binary("lt", e.unary("abs", c), float(2 ** 24))
     is_int = e.binary("eq", e.cast(c, c.type.dtype, "floor"), c)
-    odd = e.binary("and", is_int, e.binary("ne", e.binary("fmod", c, 2.0), 0.0))
+    odd = e.binary("and", e.binary("and", is_int, finite_c),
+                   e.binary("ne", e.binary("fmod", c, 2.0), 0.0))
     signed = e.where(odd, e.unary("neg", mag), mag)
-    neg_base = e.where(is_int, signed, e.full(float("nan"), a.type))
-    r = e.where(e.binary("lt", a, 0.0), neg_base, mag)
-    return e.where(e.binary("eq", c, 0.0), 1.0, r)
+    finite_a = e.binary("lt", e.unary("abs", a), float("inf"))
+    non_int_of_negative = e.binary("and", e.binary("and", finite_a, e.binary("lt", a, 0.0)),
+                                   e.binary("xor", is_int, e.full(True, is_int.type)))
+    r = e.where(_negative(e, a), signed, mag)
+    r = e.where(non_int_of_negative, e.full(float("nan"), a.type), r)
+    minus_one_to_inf = e.binary("and", e.binary("eq", a, -1.0),
+                                e.binary("eq", e.unary("abs", c), float("inf")))
+    one = e.binary("or", e.binary("or", e.binary("eq", c, 0.0), e.binary("eq", a, 1.0)),
+                   minus_one_to_inf)
+    return e.where(one, 1.0, r)
 
 
 BINARY_RULES = {"floordiv": _floordiv, "mod": _mod, "pow": _pow}

@@ -23,9 +23,10 @@ def _float_or_int(fop, iop):
 
 def _minmax(pred):
     def rule(b, x, y, d):
-        if d.is_floating:   # numpy propagates NaN from either side
-            pick = b.fcmp_unordered(pred, x, y)
-            return b.select(b.fcmp_unordered("uno", x, x), x, b.select(pick, x, y))
+        if d.is_floating:   # numpy propagates a NaN from either side
+            pick = b.select(b.fcmp_ordered(pred, x, y), x, y)
+            return b.select(b.fcmp_unordered("uno", x, x), x,
+                            b.select(b.fcmp_unordered("uno", y, y), y, pick))
         cmp = b.icmp_signed(pred, x, y) if d.is_signed else b.icmp_unsigned(pred, x, y)
         return b.select(cmp, x, y)
     return rule
@@ -80,14 +81,21 @@ def _zero(x):
     return ir.Constant(x.type, 0.0 if isinstance(x.type, ir.FloatType) else 0)
 
 
+def _relu(b, x, d):
+    """max(x, 0) as numpy computes it: NaN stays NaN, -0.0 becomes +0.0, unsigned is kept."""
+    if d.is_floating:
+        return b.select(b.fcmp_unordered(">", x, _zero(x)), x, _zero(x))
+    if not d.is_signed:
+        return x
+    return b.select(b.icmp_signed("<", x, _zero(x)), _zero(x), x)
+
+
 UNARY_RULES = {
     "neg": lambda b, x, d: b.fneg(x) if d.is_floating else b.sub(_zero(x), x),
     "abs": lambda b, x, d: call_intrinsic(b, "llvm.fabs", x) if d.is_floating else
     (b.select(b.icmp_signed("<", x, _zero(x)), b.sub(_zero(x), x), x) if d.is_signed else x),
     "not": lambda b, x, d: b.xor(x, ir.Constant(x.type, 1 if d == dt.bool_ else -1)),
-    "relu": lambda b, x, d: b.select(
-        b.fcmp_ordered("<", x, _zero(x)) if d.is_floating else b.icmp_signed("<", x, _zero(x)),
-        _zero(x), x),
+    "relu": lambda b, x, d: _relu(b, x, d),
     "exp": lambda b, x, d: fast_exp_f32(b, x) if x.type == ir.FloatType() else
     call_intrinsic(b, "llvm.exp", x),
     "log": lambda b, x, d: call_intrinsic(b, "llvm.log", x),
