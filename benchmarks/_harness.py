@@ -39,7 +39,9 @@ def median_time(fn, reps: int, warmup: int = 1) -> float:
 
 def settle(seconds: float = 0.2) -> None:
     """Pause between two libraries' runs so the previous thread pool's spinning workers
-    (OpenMP, OpenBLAS) go idle before the next one starts: one thread pool at a time."""
+    (OpenMP, OpenBLAS) go idle before the next one starts: one thread pool at a time.
+    (Measured: right after a numpy BLAS call, PyPTO's 1024^3 matmul runs at ~100 GFLOP/s
+    instead of ~190 for the next 50-100 ms, while OpenBLAS's workers spin.)"""
     time.sleep(seconds)
 
 
@@ -91,22 +93,52 @@ def import_torch():
     return torch
 
 
+class OtherLoad:
+    """Cores kept busy by OTHER processes since ``start()``: the machine's busy time (from
+    /proc/stat) minus this process's own CPU time, over the wall time. None where /proc/stat
+    does not exist."""
+
+    def start(self) -> "OtherLoad":
+        self._t0, self._busy0, self._own0 = time.monotonic(), self._machine_busy(), _own_cpu()
+        return self
+
+    def cores(self):
+        if self._busy0 is None:
+            return None
+        busy = self._machine_busy()
+        wall = time.monotonic() - self._t0
+        if busy is None or wall <= 0:
+            return None
+        return max(0.0, ((busy - self._busy0) - (_own_cpu() - self._own0)) / wall)
+
+    @staticmethod
+    def _machine_busy():
+        """Seconds of CPU time all cores spent not idle since boot."""
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:9]]
+            return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+def _own_cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def busy_cores(seconds: float = 0.5):
-    """How many cores other processes kept busy while this one slept for ``seconds``
-    (from /proc/stat; None where that file does not exist)."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        return sum(v[:8]), idle
-    try:
-        total0, idle0 = sample()
-        time.sleep(seconds)
-        total1, idle1 = sample()
-    except (OSError, ValueError, IndexError):
-        return None
-    ticks = os.sysconf("SC_CLK_TCK") * seconds
-    return max(0.0, ((total1 - total0) - (idle1 - idle0)) / ticks)
+    """How many cores other processes kept busy while this one slept for ``seconds``."""
+    load = OtherLoad().start()
+    time.sleep(seconds)
+    return load.cores()
+
+
+_run_load = None
+
+
+def _load_note(busy) -> str:
+    return " -- the machine is shared, expect noisy numbers" if busy >= 0.25 else ""
 
 
 def print_environment(torch=None) -> None:
@@ -120,11 +152,20 @@ def print_environment(torch=None) -> None:
     print(f"PyPTO: {runtime.num_threads()} host threads simulate the AI Cores "
           f"(PYPTO_NUM_THREADS={os.environ.get('PYPTO_NUM_THREADS', '') or 'unset'})")
     if torch is None:
-        print("torch: not installed, its column is skipped (pip install -e '.[torch]')")
+        print("torch: not installed, its column is skipped")
     else:
         print(f"torch {torch.__version__}: {torch.get_num_threads()} threads "
               "(torch.get_num_threads())")
+    global _run_load
     busy = busy_cores()
     if busy is not None:
-        note = " -- the machine is shared, expect noisy numbers" if busy >= 0.25 else ""
-        print(f"other processes kept {busy:.1f} cores busy just before the run{note}")
+        print(f"other processes kept {busy:.1f} cores busy just before the run{_load_note(busy)}")
+    _run_load = OtherLoad().start()
+
+
+def print_load_during_run() -> None:
+    """After the tables: how busy other processes kept the cores while we measured."""
+    busy = None if _run_load is None else _run_load.cores()
+    if busy is not None:
+        print(f"other processes kept {busy:.1f} cores busy during the measurements"
+              f"{_load_note(busy)}")

@@ -32,7 +32,7 @@ import pypto
 import pypto.language as pl
 
 from _harness import (fmt_num, fmt_time, import_torch, median_time, parse_args,
-                      print_environment, print_table, settle)
+                      print_environment, print_load_during_run, print_table, settle)
 
 TILES = {"float32": (128, 64, 64), "float16": (128, 256, 64)}   # BM, BN, BK
 
@@ -100,6 +100,7 @@ def main(argv=None) -> None:
     for _, _, a, b, c in data:
         pypto_matmul(a, b, c)
         check(a, b, c)
+        settle()    # check() ran BLAS: let its spinning worker threads go idle first
         t_pypto.append(median_time(lambda: pypto_matmul(a, b, c), args.reps))
     settle()
 
@@ -136,6 +137,7 @@ def main(argv=None) -> None:
           "baseline (< 1: PyPTO is faster); * = torch fp16, one rep, no warm-up")
     print_table(["kernel", "size", "tile", "PyPTO", "numpy", "torch", "PyPTO/best",
                  "PyPTO GFLOP/s", "numpy GFLOP/s", "torch GFLOP/s"], rows)
+    print_load_during_run()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import pypto
 import pypto.language as pl
 
 from _harness import (fmt_num, fmt_size, fmt_time, import_torch, median_time, parse_args,
-                      print_environment, print_table, settle)
+                      print_environment, print_load_during_run, print_table, settle)
 
 BLOCK = 8192
 
@@ -91,6 +91,7 @@ def main(argv=None) -> None:
     print(f"\nvector add, median of {args.reps} after a warm-up; "
           "PyPTO/best = PyPTO time / faster baseline (< 1: PyPTO is faster)")
     print_table(["kernel", "size", "PyPTO", "numpy", "torch", "PyPTO/best", "PyPTO GB/s"], rows)
+    print_load_during_run()
 
 
 if __name__ == "__main__":

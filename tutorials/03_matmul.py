@@ -151,6 +151,9 @@ def main():
         c = np.empty((n, n), dtype=np.float32)
         check(a, b, matmul(a, b, c))
         a32, b32 = a.astype(np.float32), b.astype(np.float32)
+        # check() used numpy's BLAS, whose worker threads keep spinning for ~0.1 s after a
+        # call and would steal cores from PyPTO's threads: let them go idle before timing.
+        time.sleep(0.2)
         t_pypto = median_time(lambda: matmul(a, b, c), args.reps)
         t_numpy = median_time(lambda: np.matmul(a32, b32, out=c), args.reps)
         rows.append((n, t_pypto, t_numpy))
