@@ -215,8 +215,7 @@ class JITFunction:
             elif isinstance(v, np.ndarray):
                 dynamic = self.dynamic.get(name, ())
                 shape = tuple(None if i in dynamic else s for i, s in enumerate(v.shape))
-                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous,
-                            v.ctypes.data % 32 == 0, v.ndim))
+                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous, v.ndim))
             elif isinstance(v, float):
                 key.append(("f",))
             elif name in self.do_not_specialize:
