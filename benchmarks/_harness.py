@@ -13,15 +13,21 @@ import sys
 import time
 
 
-def parse_args(description: str, argv=None) -> argparse.Namespace:
+def parse_args(description: str, argv=None, extra=None) -> argparse.Namespace:
+    """--reps and --quick; ``extra(parser)`` may add a script's own options."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--reps", type=int, default=5,
                    help="timed repetitions per measurement, after one warm-up call (default 5)")
     p.add_argument("--quick", action="store_true",
                    help="small sizes only (used by the smoke test)")
+    if extra is not None:
+        extra(p)
     args = p.parse_args(argv)
     if args.reps < 1:
         p.error("--reps must be >= 1")
+    if args.quick:                  # a smoke run: its figures mean nothing, save the pauses
+        global _settle_seconds
+        _settle_seconds = 0.02
     return args
 
 
@@ -37,17 +43,23 @@ def median_time(fn, reps: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def settle(seconds: float = 0.2) -> None:
+_settle_seconds = 0.2
+
+
+def settle(seconds: float | None = None) -> None:
     """Pause between two libraries' runs so the previous thread pool's spinning workers
     (OpenMP, OpenBLAS) go idle before the next one starts: one thread pool at a time.
     (Measured: right after a numpy BLAS call, PyPTO's 1024^3 matmul runs at ~100 GFLOP/s
-    instead of ~190 for the next 50-100 ms, while OpenBLAS's workers spin.)"""
-    time.sleep(seconds)
+    instead of ~190 for the next 50-100 ms, while OpenBLAS's workers spin.) 0.2 s by default,
+    0.02 s under --quick."""
+    time.sleep(_settle_seconds if seconds is None else seconds)
 
 
 def fmt_time(seconds) -> str:
     if seconds is None:
         return "-"
+    if seconds < 1e-6:
+        return f"{seconds * 1e9:.0f} ns"
     if seconds < 1e-3:
         return f"{seconds * 1e6:.1f} us"
     if seconds < 1.0:
@@ -169,3 +181,210 @@ def print_load_during_run() -> None:
     if busy is not None:
         print(f"other processes kept {busy:.1f} cores busy during the measurements"
               f"{_load_note(busy)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows: what every family's run(args) returns, so run_all.py can print them as one table.
+#
+# ratio: PyPTO's speed relative to the baseline its goal names (baseline time / PyPTO time, so
+# > 1 means PyPTO is faster), or for the scaling rows the 1 -> 2 thread speedup; None for
+# absolute goals (a time limit). limit_pct: PyPTO's rate as a % of the machine's limit
+# measured in the same run (machine.py): STREAM bandwidth for memory-bound kernels, the fp32
+# FMA peak for matmul.
+
+ROW_KEYS = ("kernel", "size", "pypto_s", "numpy_s", "torch_s", "ratio", "limit_pct", "goal",
+            "met")
+
+
+def make_row(kernel, size, pypto_s, numpy_s=None, torch_s=None, *, ratio=None, limit_pct=None,
+             goal="", met=None, work=None, unit=None, family="", note="", **extra):
+    """One result row. ``work`` (bytes or flops of one call) and ``unit`` ("GB/s" or
+    "GFLOP/s") give the rates; ``note`` is printed as a footnote under the table; ``extra``
+    keys are kept for the plots."""
+    row = {"kernel": kernel, "size": size, "pypto_s": pypto_s, "numpy_s": numpy_s,
+           "torch_s": torch_s, "ratio": ratio, "limit_pct": limit_pct, "goal": goal,
+           "met": met, "work": work, "unit": unit, "family": family, "note": note,
+           "rate": rate_text(work, pypto_s, unit) if work else None}
+    row.update(extra)
+    return row
+
+
+def speedup(base_s, pypto_s):
+    """base time / PyPTO time: > 1 when PyPTO is faster. None when either is missing."""
+    if base_s is None or pypto_s is None or pypto_s <= 0:
+        return None
+    return base_s / pypto_s
+
+
+def at_least(ratio, target):
+    return None if ratio is None else ratio >= target
+
+
+def fmt_met(met) -> str:
+    return "" if met is None else ("yes" if met else "NO")
+
+
+TABLE_HEADERS = ["kernel", "size", "PyPTO", "numpy", "torch", "PyPTO rate", "ratio",
+                 "% limit", "goal", "met"]
+
+
+def print_rows(rows, title: str = "") -> None:
+    """The goal table: one line per row, then the rows' notes as numbered footnotes."""
+    if title:
+        print(f"\n{title}")
+    cells, notes = [], []
+    for r in rows:
+        kernel = r["kernel"]
+        if r.get("note"):
+            notes.append(r["note"])
+            kernel += f" [{len(notes)}]"
+        cells.append([kernel, r["size"], fmt_time(r["pypto_s"]), fmt_time(r["numpy_s"]),
+                      fmt_time(r["torch_s"]), r.get("rate") or "-",
+                      "-" if r["ratio"] is None else f"{r['ratio']:.2f}x",
+                      "-" if r["limit_pct"] is None else f"{r['limit_pct']:.0f}%",
+                      r["goal"] or "-", fmt_met(r["met"])])
+    print_table(TABLE_HEADERS, cells)
+    for i, note in enumerate(notes, 1):
+        print(f"  [{i}] {note}")
+    print("ratio: PyPTO's speed relative to the baseline the goal names (its time / PyPTO's; "
+          "> 1: PyPTO faster); % limit: PyPTO's rate as a share of the machine's limit "
+          "measured in this run (machine.py)", flush=True)
+
+
+def rate_text(work, seconds, unit: str) -> str:
+    """'12.3 GB/s' for work in bytes (unit GB/s) or flops (unit GFLOP/s)."""
+    if seconds is None or seconds <= 0:
+        return "-"
+    return f"{work / seconds / 1e9:.1f} {unit}"
+
+
+def pct_of(work, seconds, limit_per_s):
+    """PyPTO's rate (work / seconds) as a percentage of a limit given in work per second."""
+    if not limit_per_s or seconds is None or seconds <= 0:
+        return None
+    return 100.0 * work / seconds / limit_per_s
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread counts: every library gets the thread count PyPTO uses.
+
+def default_threads() -> int:
+    from pypto import runtime
+    return runtime.num_threads()
+
+
+def use_threads(n: int, torch=None) -> None:
+    """PyPTO, torch and numpy's BLAS all on ``n`` threads (numpy's elementwise ufuncs are
+    single-threaded whatever this says)."""
+    import pypto
+    pypto.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+    blas_set_threads(n)
+
+
+def _openblas_libs():
+    """ctypes handles of the OpenBLAS libraries loaded in this process (numpy's included)."""
+    import ctypes
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1]
+                if "openblas" in path.lower() and (path.endswith(".so") or ".so." in path) \
+                        and path not in paths:
+                    paths.append(path)
+    except OSError:
+        return []
+    libs = []
+    for p in paths:
+        try:
+            libs.append(ctypes.CDLL(p))
+        except OSError:
+            pass
+    return libs
+
+
+def _openblas_fn(lib, name):
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            fn = getattr(lib, f"{prefix}{name}{suffix}", None)
+            if fn is not None:
+                return fn
+    return None
+
+
+def _numpy_blas_loaded() -> None:
+    import numpy as np
+    a = np.ones((8, 8), np.float32)
+    a @ a                                   # make sure numpy's BLAS is loaded
+
+
+def blas_set_threads(n: int) -> bool:
+    """numpy's BLAS on ``n`` threads: threadpoolctl when installed, else OpenBLAS's own
+    openblas_set_num_threads through ctypes. False when neither worked."""
+    _numpy_blas_loaded()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass
+    else:
+        threadpool_limits(limits=n, user_api="blas")
+        return True
+    import ctypes
+    done = False
+    for lib in _openblas_libs():
+        fn = _openblas_fn(lib, "openblas_set_num_threads")
+        if fn is not None:
+            fn.argtypes = [ctypes.c_int]
+            fn.restype = None
+            fn(n)
+            done = True
+    return done
+
+
+def blas_info() -> str:
+    """Which BLAS numpy uses, its kernel (core type) and threads, as one line."""
+    _numpy_blas_loaded()
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        pass
+    else:
+        infos = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if infos:
+            i = infos[0]
+            return (f"{i.get('internal_api')} {i.get('version')}, kernel {i.get('architecture')}"
+                    f", {i.get('num_threads')} threads (threadpoolctl; "
+                    f"{i.get('filepath', '').rsplit('/', 1)[-1]})")
+    import ctypes
+    for lib in _openblas_libs():
+        core, config, threads = (_openblas_fn(lib, n) for n in (
+            "openblas_get_corename", "openblas_get_config", "openblas_get_num_threads"))
+        if core is None:
+            continue
+        core.restype = config.restype = ctypes.c_char_p
+        version = ""
+        if config is not None:
+            words = config().decode().split()
+            version = " " + words[1] if len(words) > 1 else ""
+        parts = [f"OpenBLAS{version}, kernel {core().decode()}"]
+        if threads is not None:
+            threads.restype = ctypes.c_int
+            parts.append(f"{threads()} threads")
+        return ", ".join(parts) + " (openblas_get_corename; threadpoolctl is not installed)"
+    return "unknown (not OpenBLAS, and threadpoolctl is not installed)"
+
+
+def per_call_time(fn, calls: int, reps: int) -> float:
+    """Median over ``reps`` batches of the mean time of one ``fn()`` in a batch of ``calls``
+    (for calls too short to time one by one), after one warm-up batch."""
+    for _ in range(calls):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times)

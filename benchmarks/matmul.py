@@ -12,8 +12,13 @@ Baselines:
   torch  torch.matmul with the same dtypes. torch's CPU fp16 @ fp16 has no fast kernel (a few
          GFLOP/s, about 2 s at 1024^3), so it is timed once, without warm-up, marked '*'.
 
+Goals (printed, not asserted): fp32 1024^3 >= 0.75x numpy's GFLOP/s; fp16 in / fp32 accumulate
+1024^3 >= 0.6x numpy's fp32 GFLOP/s and >= 50x torch's fp16 (two rows). % limit: of the fp32
+FMA peak measured in the same run (machine.py).
+
 Each library is measured for every case before the next one starts, with a pause in between,
-so only one thread pool is busy at a time.
+so only one thread pool is busy at a time; all three use PyPTO's thread count (torch through
+torch.set_num_threads, numpy's OpenBLAS through threadpoolctl or openblas_set_num_threads).
 
 Tile sizes are fixed choices, from a sweep on a 2-core host (GFLOP/s at 1024^3, median of 9):
   fp32: BMxBNxBK 64x64x64 186-193, 128x128x64 156-160, 64x128x64 150, 128x64x32 191-197,
@@ -26,13 +31,16 @@ and 128x64 was as good as any.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import pypto
 import pypto.language as pl
 
-from _harness import (fmt_num, fmt_time, import_torch, median_time, parse_args,
-                      print_environment, print_load_during_run, print_table, settle)
+from _harness import (at_least, blas_info, default_threads, import_torch, make_row,
+                      median_time, parse_args, pct_of, print_environment, print_load_during_run,
+                      print_rows, settle, speedup, use_threads)
 
 TILES = {"float32": (128, 64, 64), "float16": (128, 256, 64)}   # BM, BN, BK
 
@@ -64,33 +72,22 @@ def check(a, b, c) -> None:
     assert np.all(err <= bound), f"PyPTO matmul {a.dtype} {a.shape}: max error {err.max()}"
 
 
-def print_blas() -> None:
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return
-    for info in threadpool_info():
-        if info.get("user_api") == "blas":
-            print(f"BLAS loaded: {info.get('internal_api')} {info.get('version')}, "
-                  f"kernel {info.get('architecture')}, {info.get('num_threads')} threads "
-                  f"({info.get('filepath', '').rsplit('/', 1)[-1]})")
+def cases(quick: bool):
+    if quick:
+        return [("float32", 128), ("float16", 128)]
+    return [("float32", 256), ("float32", 512), ("float32", 1024),
+            ("float16", 512), ("float16", 1024)]
 
 
-def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv)
+def run(args, limits=None) -> list[dict]:
+    """One row per case (two for fp16 1024^3, one per goal); ``limits`` from machine.measure()
+    fills the % limit column."""
+    from machine import flops as flops_limit
     torch = import_torch()
-    print_environment(torch)
-    print_blas()
-
-    if args.quick:
-        cases = [("float32", 128), ("float16", 128)]
-    else:
-        cases = [("float32", 256), ("float32", 512), ("float32", 1024),
-                 ("float16", 512), ("float16", 1024)]
-
+    use_threads(default_threads(), torch)
     rng = np.random.default_rng(0)
     data = []
-    for dtype, n in cases:
+    for dtype, n in cases(args.quick):
         a = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
         b = rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
         data.append((dtype, n, a, b, np.empty((n, n), np.float32)))
@@ -124,19 +121,53 @@ def main(argv=None) -> None:
         settle()
 
     rows = []
+    limit = flops_limit(limits)
+    blas = f"numpy's BLAS: {blas_info()}"
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        blas += (f" -- OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set and forces "
+                 "that kernel (machine.py's sgemm line shows OpenBLAS's own choice)")
+    fp16_noted = False
     for (dtype, n, _, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
-        flops = 2.0 * n ** 3
-        best = min(t for t in (tn, tt) if t is not None)
-        star = "*" if dtype == "float16" and tt is not None else ""
-        kernel = "fp32" if dtype == "float32" else "fp16 in, fp32 acc"
-        rows.append([kernel, f"{n}^3", "x".join(map(str, TILES[dtype])), fmt_time(tp),
-                     fmt_time(tn), fmt_time(tt) + star, f"{tp / best:.2f}",
-                     fmt_num(flops / tp / 1e9), fmt_num(flops / tn / 1e9),
-                     fmt_num(None if tt is None else flops / tt / 1e9) + star])
-    print(f"\nmatmul, median of {args.reps} after a warm-up; PyPTO/best = PyPTO time / faster "
-          "baseline (< 1: PyPTO is faster); * = torch fp16, one rep, no warm-up")
-    print_table(["kernel", "size", "tile", "PyPTO", "numpy", "torch", "PyPTO/best",
-                 "PyPTO GFLOP/s", "numpy GFLOP/s", "torch GFLOP/s"], rows)
+        fl = 2.0 * n ** 3
+        common = dict(limit_pct=pct_of(fl, tp, limit), work=fl, unit="GFLOP/s",
+                      family="matmul")
+        goal = n == 1024
+        ratio = speedup(tn, tp)
+        if dtype == "float32":
+            rows.append(make_row("matmul fp32", f"{n}^3", tp, tn, tt, ratio=ratio,
+                                 goal=">= 0.75x numpy" if goal else "",
+                                 met=at_least(ratio, 0.75) if goal else None,
+                                 note=f"matmul fp32 {n}^3: {blas}" if goal else "", **common))
+            continue
+        note = ""
+        if not fp16_noted:
+            fp16_noted = True
+            note = ("matmul fp16->fp32: numpy runs the fp32 GEMM on fp32 copies (it has no fp16 "
+                    "GEMM); torch runs fp16 @ fp16, one rep without warm-up (it has no fast "
+                    "CPU kernel for it)")
+        rows.append(make_row(
+            "matmul fp16->fp32", f"{n}^3", tp, tn, tt, ratio=ratio,
+            goal=">= 0.6x numpy fp32" if goal else "", met=at_least(ratio, 0.6) if goal else None,
+            note=note, **common))
+        if goal:
+            ratio = speedup(tt, tp)
+            rows.append(make_row("matmul fp16->fp32", f"{n}^3", tp, tn, tt, ratio=ratio,
+                                 goal=">= 50x torch fp16", met=at_least(ratio, 50.0), **common))
+    return rows
+
+
+def main(argv=None) -> None:
+    import machine
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    print_environment(torch)
+    limits = machine.measure(args, patterns=(), flops=True)
+    machine.print_limits(limits)
+    rows = run(args, limits)
+    tiles = ", ".join(f"{d} {'x'.join(map(str, t))}" for d, t in TILES.items())
+    print_rows(rows, f"matmul, median of {args.reps} after a warm-up; tiles BMxBNxBK: {tiles}; "
+                     "% limit: of the fp32 FMA peak")
     print_load_during_run()
 
 

@@ -3,13 +3,19 @@
     python benchmarks/vector_add.py [--reps N] [--quick]
 
 out = x + y is memory bound: every element moves 3 x itemsize bytes (two loads, one store), so
-the GB/s column (3 arrays x bytes / PyPTO time) is the figure to compare with the machine's
-memory bandwidth. For small arrays the time is dominated by the fixed cost of one launch
-(argument binding and handing the grid to the worker threads), not by the add.
+the rate column (3 arrays x bytes / PyPTO time) is the figure to compare with the machine's
+memory bandwidth, measured in the same run (STREAM add, machine.py): that is the % limit
+column. For small arrays the time is dominated by the fixed cost of one launch (argument
+binding and handing the grid to the worker threads), not by the add.
+
+Goals (printed, not asserted): fp32 at 16 M elements >= 0.95x the faster of numpy
+(np.add(..., out=)) and torch; fp16 at 1 M elements >= 1.0x torch (numpy has no fp16 vector
+kernels, ~1 GB/s).
 
 Each library is measured for every size before the next library starts, with a pause in
 between, so only one thread pool is ever busy (torch's OpenMP workers keep spinning for a while
-after a call and would otherwise steal cores from PyPTO's).
+after a call and would otherwise steal cores from PyPTO's). torch runs on as many threads as
+PyPTO (torch.set_num_threads); numpy's add is single-threaded.
 
 BLOCK: 8192 elements per program, a fixed choice. Swept on a 2-core host (fp32, 1 M / 16 M
 elements, median of 7): BLOCK=1024 355 us / 7.3 ms, 4096 322 us / 5.9 ms, 8192 296 us / 5.1 ms,
@@ -23,10 +29,14 @@ import numpy as np
 import pypto
 import pypto.language as pl
 
-from _harness import (fmt_num, fmt_size, fmt_time, import_torch, median_time, parse_args,
-                      print_environment, print_load_during_run, print_table, settle)
+from _harness import (at_least, default_threads, fmt_size, import_torch, make_row, median_time,
+                      parse_args, pct_of, print_environment, print_load_during_run, print_rows,
+                      settle, speedup, use_threads)
 
 BLOCK = 8192
+
+# (dtype, n) -> (baseline the goal names, target ratio)
+GOALS = {("float32", 1 << 24): ("best", 0.95), ("float16", 1 << 20): ("torch", 1.0)}
 
 
 @pypto.jit
@@ -41,56 +51,87 @@ def pypto_add(x, y, out):
     add_kernel[(pl.cdiv(x.size, BLOCK),)](x, y, out, BLOCK=BLOCK)
 
 
-def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    print_environment(torch)
+def cases(quick: bool):
+    if quick:
+        return [(np.float32, 1 << 16), (np.float32, 100_003), (np.float16, 1 << 16)]
+    return [(np.float32, 1 << 16), (np.float32, 1 << 20), (np.float32, 1 << 24),
+            (np.float16, 1 << 20)]
 
-    if args.quick:
-        cases = [(np.float32, 1 << 16), (np.float32, 100_003), (np.float16, 1 << 16)]
-    else:
-        cases = [(np.float32, 1 << 16), (np.float32, 1 << 20), (np.float32, 1 << 24),
-                 (np.float16, 1 << 20)]
 
-    rng = np.random.default_rng(0)
-    data = []
-    for dtype, n in cases:
-        x = rng.standard_normal(n, dtype=np.float32).astype(dtype)
-        y = rng.standard_normal(n, dtype=np.float32).astype(dtype)
-        data.append((dtype, n, x, y, np.empty_like(x)))
-
+def time_add(data, reps, torch):
+    """(PyPTO, numpy, torch) median times per (x, y, out) in ``data``, one library at a time.
+    PyPTO's result is checked against numpy first."""
     # Phase 1: PyPTO, checked against numpy. An add is exactly rounded in both (fp16 is added
     # in fp32 and rounded once more, which for fp16 gives the same bits), so equality is exact.
     t_pypto = []
-    for dtype, n, x, y, out in data:
+    for x, y, out in data:
         out.fill(0)
         pypto_add(x, y, out)
-        np.testing.assert_array_equal(out, np.add(x, y), err_msg=f"PyPTO add {dtype} {n}")
-        t_pypto.append(median_time(lambda: pypto_add(x, y, out), args.reps))
+        np.testing.assert_array_equal(out, np.add(x, y), err_msg=f"PyPTO add {x.dtype} {x.size}")
+        t_pypto.append(median_time(lambda: pypto_add(x, y, out), reps))
     settle()
 
     # Phase 2: numpy.
-    t_numpy = [median_time(lambda: np.add(x, y, out=out), args.reps)
-               for _, _, x, y, out in data]
+    t_numpy = [median_time(lambda: np.add(x, y, out=out), reps) for x, y, out in data]
     settle()
 
     # Phase 3: torch, on the same memory (torch.from_numpy shares it).
     t_torch = [None] * len(data)
     if torch is not None:
-        for i, (_, _, x, y, out) in enumerate(data):
+        for i, (x, y, out) in enumerate(data):
             tx, ty, tout = (torch.from_numpy(a) for a in (x, y, out))
-            t_torch[i] = median_time(lambda: torch.add(tx, ty, out=tout), args.reps)
+            t_torch[i] = median_time(lambda: torch.add(tx, ty, out=tout), reps)
         settle()
+    return t_pypto, t_numpy, t_torch
+
+
+def run(args, limits=None) -> list[dict]:
+    """One row per (dtype, size); ``limits`` from machine.measure() fills the % limit column."""
+    from machine import bandwidth
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    rng = np.random.default_rng(0)
+    data, meta = [], []
+    for dtype, n in cases(args.quick):
+        x = rng.standard_normal(n, dtype=np.float32).astype(dtype)
+        y = rng.standard_normal(n, dtype=np.float32).astype(dtype)
+        data.append((x, y, np.empty_like(x)))
+        meta.append((np.dtype(dtype).name, n))
+    t_pypto, t_numpy, t_torch = time_add(data, args.reps, torch)
 
     rows = []
-    for (dtype, n, x, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
-        best = min(t for t in (tn, tt) if t is not None)
-        gbps = 3 * n * x.itemsize / tp / 1e9
-        rows.append([f"add {np.dtype(dtype).name}", fmt_size(n), fmt_time(tp), fmt_time(tn),
-                     fmt_time(tt), f"{tp / best:.2f}", fmt_num(gbps)])
-    print(f"\nvector add, median of {args.reps} after a warm-up; "
-          "PyPTO/best = PyPTO time / faster baseline (< 1: PyPTO is faster)")
-    print_table(["kernel", "size", "PyPTO", "numpy", "torch", "PyPTO/best", "PyPTO GB/s"], rows)
+    for (name, n), (x, _, _), tp, tn, tt in zip(meta, data, t_pypto, t_numpy, t_torch):
+        nbytes = 3 * n * x.itemsize
+        base, target = GOALS.get((name, n), ("best", None))
+        if base == "torch":
+            ratio, goal = speedup(tt, tp), f">= {target:.2f}x torch"
+        else:
+            best = min(t for t in (tn, tt) if t is not None)
+            ratio = speedup(best, tp)
+            goal = f">= {target:.2f}x best(numpy, torch)" if target else ""
+        note = ""
+        if name == "float16":
+            note = (f"vector add fp16 {fmt_size(n)}: numpy has no fp16 vector kernels "
+                    "(it converts element by element)")
+        rows.append(make_row(f"vector add {name}", fmt_size(n), tp, tn, tt, ratio=ratio,
+                             limit_pct=pct_of(nbytes, tp, bandwidth(limits, "add")),
+                             goal=goal, met=at_least(ratio, target) if target else None,
+                             work=nbytes, unit="GB/s", family="vector_add",
+                             note=note))
+    return rows
+
+
+def main(argv=None) -> None:
+    import machine
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    print_environment(torch)
+    limits = machine.measure(args, patterns=("add",), flops=False)
+    machine.print_limits(limits)
+    rows = run(args, limits)
+    print_rows(rows, f"vector add, median of {args.reps} after a warm-up; % limit: of the "
+                     "STREAM add bandwidth (3 arrays)")
     print_load_during_run()
 
 

@@ -1,6 +1,7 @@
 """Smoke test: every tutorial and benchmark runs to the end with --quick --reps 1 and prints its
 table. Each runs in a subprocess (the interpreter running the tests), in the repository root,
-with this session's PYPTO_CACHE_DIR (set by conftest.py) so nothing lands in the user's cache."""
+with this session's PYPTO_CACHE_DIR (set by conftest.py) so nothing lands in the user's cache.
+benchmarks/run_all.py runs every benchmark family in one process, with and without torch."""
 import os
 import re
 import subprocess
@@ -11,18 +12,31 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The benchmarks' goal table (benchmarks/_harness.py print_rows)
+GOAL_TABLE = (r"^kernel\s+size\s+PyPTO\s+numpy\s+torch\s+PyPTO rate\s+ratio\s+% limit"
+              r"\s+goal\s+met$")
+
 # script -> a regular expression for its table's header line
 SCRIPTS = {
     "tutorials/01_vector_add.py": r"^\s*size\s+PyPTO\s+numpy\s+ratio\s*$",
     "tutorials/02_fused_softmax.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
     "tutorials/03_matmul.py": r"^\s*size\s+PyPTO\s+numpy\s+ratio\s+PyPTO GFLOP/s\s*$",
     "tutorials/04_layer_norm.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
-    "benchmarks/vector_add.py":
-        r"^kernel\s+size\s+PyPTO\s+numpy\s+torch\s+PyPTO/best\s+PyPTO GB/s$",
-    "benchmarks/matmul.py":
-        r"^kernel\s+size\s+tile\s+PyPTO\s+numpy\s+torch\s+PyPTO/best\s+PyPTO GFLOP/s"
-        r"\s+numpy GFLOP/s\s+torch GFLOP/s$",
+    "benchmarks/vector_add.py": GOAL_TABLE,
+    "benchmarks/matmul.py": GOAL_TABLE,
+    "benchmarks/softmax.py": GOAL_TABLE,
+    "benchmarks/layer_norm.py": GOAL_TABLE,
+    "benchmarks/launch.py": GOAL_TABLE,
+    "benchmarks/startup.py": GOAL_TABLE,
+    "benchmarks/scaling.py": GOAL_TABLE,
+    "benchmarks/machine.py": GOAL_TABLE,
 }
+
+# What run_all.py's one table must hold: a line from every family.
+RUN_ALL_KERNELS = ["STREAM copy", "sgemm fp32", "vector add float32", "softmax fp32",
+                   "layer norm fp32", "matmul fp32", "scaling matmul fp32", "launch, grid 1",
+                   "launch, grid 2", "import pypto", "cold compile, vector add",
+                   "first call, cached"]
 
 # Runs a benchmark as if torch were not installed (as on a clean CI machine).
 WITHOUT_TORCH = (
@@ -35,8 +49,8 @@ WITHOUT_TORCH = (
 )
 
 
-def _run(argv):
-    proc = subprocess.run([sys.executable, *argv, "--quick", "--reps", "1"], cwd=ROOT,
+def _run(argv, extra=()):
+    proc = subprocess.run([sys.executable, *argv, "--quick", "--reps", "1", *extra], cwd=ROOT,
                           env=dict(os.environ), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (
         f"{argv} exited with {proc.returncode}\n--- stdout\n{proc.stdout}\n"
@@ -57,3 +71,22 @@ def test_script_runs_without_torch(script):
     out = _run(["-c", WITHOUT_TORCH, script])
     assert "torch: not installed" in out
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"
+
+
+def _check_run_all(out):
+    assert re.search(GOAL_TABLE, out, re.M), f"no table header in the output of run_all:\n{out}"
+    table = out[re.search(GOAL_TABLE, out, re.M).start():]
+    for kernel in RUN_ALL_KERNELS:
+        assert re.search(rf"^{re.escape(kernel)}\b", table, re.M), \
+            f"run_all's table has no {kernel!r} line:\n{out}"
+    assert "matplotlib is not installed" in out or "plots written to" in out
+
+
+def test_run_all_prints_one_table_with_every_family(tmp_path):
+    _check_run_all(_run(["benchmarks/run_all.py"], ["--plots", str(tmp_path)]))
+
+
+def test_run_all_runs_without_torch(tmp_path):
+    out = _run(["-c", WITHOUT_TORCH, "benchmarks/run_all.py"], ["--plots", str(tmp_path)])
+    assert "torch: not installed" in out
+    _check_run_all(out)

@@ -1,0 +1,142 @@
+"""Layer norm over the last axis: PyPTO against numpy and torch.nn.functional.layer_norm.
+
+    python benchmarks/layer_norm.py [--reps N] [--quick]
+
+y = (x - mean(x)) / sqrt(var(x) + eps) * w + b over rows of 1024 and 4096 fp32 elements. The
+kernel is tutorial 04's: each program loads BLOCK_M whole rows once, computes the mean, the
+variance (as the mean of (x - mean)^2, padded columns masked out), normalises, scales and
+shifts on chip, and stores once: 2 x 4 bytes per element (plus w and b, once per program, from
+the cache). That is the rate column, compared with the STREAM copy bandwidth measured in the
+same run (% limit).
+
+Goal (printed, not asserted): 4096 x 1024 >= 1.0x torch.nn.functional.layer_norm on the same
+thread count. numpy (seven passes, single-threaded) is the other baseline.
+
+BLOCK_M: 1 row per program, a fixed choice. Swept on a 2-core host (4096 x 1024, median of 9,
+quiet machine): BLOCK_M = 1 2.10 ms, 2 4.07 ms, 4 2.75 ms, 8 2.42 ms (torch: 0.56 ms).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+
+from _harness import (at_least, default_threads, import_torch, make_row, median_time,
+                      parse_args, pct_of, print_environment, print_load_during_run, print_rows,
+                      settle, speedup, use_threads)
+
+BLOCK_M = 1
+MAX_TILE_ELEMENTS = 8192
+EPS = 1e-5
+GOALS = {(4096, 1024): 1.0}     # shape -> target ratio against torch
+
+
+@pypto.jit
+def layer_norm_kernel(x, w, b, y, eps, BLOCK_M: pl.constexpr, BLOCK_N: pl.constexpr):
+    pid = pl.program_id(0)
+    row = pid * BLOCK_M
+    N = x.shape[1]
+    t = pl.load(x, offsets=(row, 0), shape=(BLOCK_M, BLOCK_N)).to(pl.float32)
+    mean = pl.sum(t, axis=1, keepdims=True) / N
+    d = pl.where(pl.arange(0, BLOCK_N)[None, :] < N, t - mean, 0.0)
+    var = pl.sum(d * d, axis=1, keepdims=True) / N
+    rstd = pl.rsqrt(var + eps)
+    wt = pl.load(w, offsets=(0,), shape=(BLOCK_N,))
+    bt = pl.load(b, offsets=(0,), shape=(BLOCK_N,))
+    pl.store(y, offsets=(row, 0), value=d * rstd * wt[None, :] + bt[None, :])
+
+
+def block_sizes(n_cols):
+    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    if block_n > MAX_TILE_ELEMENTS:
+        raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")
+    return min(BLOCK_M, MAX_TILE_ELEMENTS // block_n), block_n
+
+
+def pypto_layer_norm(x, w, b, y, eps=EPS):
+    block_m, block_n = block_sizes(x.shape[1])
+    layer_norm_kernel[(pl.cdiv(x.shape[0], block_m),)](x, w, b, y, eps,
+                                                      BLOCK_M=block_m, BLOCK_N=block_n)
+    return y
+
+
+def numpy_layer_norm(x, w, b, eps=EPS):
+    mean = x.mean(axis=1, keepdims=True)
+    d = x - mean
+    var = (d * d).mean(axis=1, keepdims=True)
+    return d / np.sqrt(var + eps) * w + b
+
+
+def shapes(quick: bool):
+    return [(1001, 781), (256, 1024)] if quick else [(1024, 1024), (4096, 1024), (4096, 4096)]
+
+
+def run(args, limits=None) -> list[dict]:
+    """One row per shape; ``limits`` from machine.measure() fills the % limit column."""
+    from machine import bandwidth
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    rng = np.random.default_rng(0)
+    data = []
+    for n_rows, n_cols in shapes(args.quick):
+        # an offset mean (3) and a spread of 2, so the centring matters
+        x = rng.standard_normal((n_rows, n_cols), dtype=np.float32) * 2 + 3
+        w = rng.standard_normal(n_cols, dtype=np.float32)
+        b = rng.standard_normal(n_cols, dtype=np.float32)
+        data.append((x, w, b, np.empty_like(x)))
+
+    # Phase 1: PyPTO, checked against float64 numpy (fp32 sums of ~1000 terms: errors of a
+    # few 1e-6 on outputs of order 1).
+    t_pypto = []
+    for x, w, b, y in data:
+        exact = numpy_layer_norm(*(a.astype(np.float64) for a in (x, w, b)))
+        np.testing.assert_allclose(pypto_layer_norm(x, w, b, y), exact, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"PyPTO layer norm {x.shape}")
+        t_pypto.append(median_time(lambda: pypto_layer_norm(x, w, b, y), args.reps))
+    settle()
+    # Phase 2: numpy.
+    t_numpy = [median_time(lambda: numpy_layer_norm(x, w, b), args.reps)
+               for x, w, b, _ in data]
+    settle()
+    # Phase 3: torch (layer_norm has no out=; it allocates its result).
+    t_torch = [None] * len(data)
+    if torch is not None:
+        layer_norm = torch.nn.functional.layer_norm
+        for i, (x, w, b, _) in enumerate(data):
+            xt, wt, bt = (torch.from_numpy(a) for a in (x, w, b))
+            t_torch[i] = median_time(lambda: layer_norm(xt, (x.shape[1],), wt, bt, EPS),
+                                     args.reps)
+        settle()
+
+    rows = []
+    for (x, _, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
+        nbytes = 2 * x.size * 4
+        target = GOALS.get(x.shape)
+        ratio = speedup(tt, tp) if tt is not None else speedup(tn, tp)
+        rows.append(make_row(
+            "layer norm fp32", f"{x.shape[0]}x{x.shape[1]}", tp, tn, tt, ratio=ratio,
+            limit_pct=pct_of(nbytes, tp, bandwidth(limits, "copy")),
+            goal=f">= {target:.1f}x torch" if target else "",
+            met=at_least(speedup(tt, tp), target) if target else None,
+            work=nbytes, unit="GB/s", family="layer_norm"))
+    return rows
+
+
+def main(argv=None) -> None:
+    import machine
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    print_environment(torch)
+    limits = machine.measure(args, patterns=("copy",), flops=False)
+    machine.print_limits(limits)
+    rows = run(args, limits)
+    print_rows(rows, f"layer norm, median of {args.reps} after a warm-up; ratio against torch "
+                     f"(numpy without torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy "
+                     "bandwidth (read x, write y)")
+    print_load_during_run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Fused row softmax: PyPTO against numpy and torch.softmax on the host CPU.
+
+    python benchmarks/softmax.py [--reps N] [--quick]
+
+softmax(x)[i, :] = exp(x[i, :] - max x[i, :]) / sum exp(x[i, :] - max x[i, :]), fp32, over
+rows of 1024 and 4096 elements. The kernel is tutorial 02's: each program loads BLOCK_M whole
+rows into the UB once (columns past the end padded with -inf), reduces and normalises them
+there and stores them once, so it moves 2 x 4 bytes per element: the rate column, compared
+with the STREAM copy bandwidth measured in the same run (% limit).
+
+Goal (printed, not asserted): 4096 x 1024 >= 1.0x torch.softmax on the same thread count.
+numpy's softmax (max, subtract, exp, sum, divide: five passes, single-threaded) is the other
+baseline.
+
+BLOCK_M: 1 row per program, a fixed choice. Swept on a 2-core host (4096 x 1024, median of 9,
+quiet machine): BLOCK_M = 1 5.7 ms, 2 13.5 ms, 4 25.9 ms, 8 26.1 ms (torch.softmax: 0.93 ms).
+With more than one row per tile the exp after the row-broadcast subtraction is not vectorised
+(the optimised LLVM IR has scalar llvm.rint.f32 and fmul float where BLOCK_M = 1 has
+<16 x float>), which is a compiler matter: re-sweep when that changes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+
+from _harness import (at_least, default_threads, import_torch, make_row, median_time,
+                      parse_args, pct_of, print_environment, print_load_during_run, print_rows,
+                      settle, speedup, use_threads)
+
+BLOCK_M = 1
+MAX_TILE_ELEMENTS = 8192        # fp32 elements of one tile that fit the UB three times over
+GOALS = {(4096, 1024): 1.0}     # shape -> target ratio against torch
+
+
+@pypto.jit
+def softmax_kernel(x, out, BLOCK_M: pl.constexpr, BLOCK_N: pl.constexpr):
+    pid = pl.program_id(0)
+    row = pid * BLOCK_M
+    t = pl.load(x, offsets=(row, 0), shape=(BLOCK_M, BLOCK_N), padding=float("-inf"))
+    m = pl.max(t, axis=1, keepdims=True)
+    e = pl.exp(t - m)
+    s = pl.sum(e, axis=1, keepdims=True)
+    pl.store(out, offsets=(row, 0), value=e / s)
+
+
+def block_sizes(n_cols):
+    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    if block_n > MAX_TILE_ELEMENTS:
+        raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")
+    return min(BLOCK_M, MAX_TILE_ELEMENTS // block_n), block_n
+
+
+def pypto_softmax(x, out):
+    block_m, block_n = block_sizes(x.shape[1])
+    softmax_kernel[(pl.cdiv(x.shape[0], block_m),)](x, out, BLOCK_M=block_m, BLOCK_N=block_n)
+    return out
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def shapes(quick: bool):
+    return [(1001, 781), (256, 1024)] if quick else [(1024, 1024), (4096, 1024), (4096, 4096)]
+
+
+def run(args, limits=None) -> list[dict]:
+    """One row per shape; ``limits`` from machine.measure() fills the % limit column."""
+    from machine import bandwidth
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    rng = np.random.default_rng(0)
+    data = [(rng.standard_normal(s, dtype=np.float32) * 4, np.empty(s, np.float32))
+            for s in shapes(args.quick)]
+
+    # Phase 1: PyPTO, checked against a float64 softmax (fp32 exp, sum and divide: a few
+    # units in the last place).
+    t_pypto = []
+    for x, out in data:
+        np.testing.assert_allclose(pypto_softmax(x, out), numpy_softmax(x.astype(np.float64)),
+                                   rtol=1e-5, atol=1e-12, err_msg=f"PyPTO softmax {x.shape}")
+        t_pypto.append(median_time(lambda: pypto_softmax(x, out), args.reps))
+    settle()
+    # Phase 2: numpy.
+    t_numpy = [median_time(lambda: numpy_softmax(x), args.reps) for x, _ in data]
+    settle()
+    # Phase 3: torch (into a preallocated output, like the others).
+    t_torch = [None] * len(data)
+    if torch is not None:
+        for i, (x, _) in enumerate(data):
+            xt, ot = torch.from_numpy(x), torch.empty(x.shape, dtype=torch.float32)
+            t_torch[i] = median_time(lambda: torch.softmax(xt, dim=1, out=ot), args.reps)
+        settle()
+
+    rows = []
+    for (x, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
+        nbytes = 2 * x.size * 4
+        target = GOALS.get(x.shape)
+        ratio = speedup(tt, tp) if tt is not None else speedup(tn, tp)
+        rows.append(make_row(
+            "softmax fp32", f"{x.shape[0]}x{x.shape[1]}", tp, tn, tt, ratio=ratio,
+            limit_pct=pct_of(nbytes, tp, bandwidth(limits, "copy")),
+            goal=f">= {target:.1f}x torch" if target else "",
+            met=at_least(speedup(tt, tp), target) if target else None,
+            work=nbytes, unit="GB/s", family="softmax"))
+    return rows
+
+
+def main(argv=None) -> None:
+    import machine
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    print_environment(torch)
+    limits = machine.measure(args, patterns=("copy",), flops=False)
+    machine.print_limits(limits)
+    rows = run(args, limits)
+    print_rows(rows, f"softmax, median of {args.reps} after a warm-up; ratio against torch "
+                     f"(numpy without torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy "
+                     "bandwidth (read x, write out)")
+    print_load_during_run()
+
+
+if __name__ == "__main__":
+    main()
