@@ -19,6 +19,11 @@ from .compiler.cache import STATS as cache_stats
 from .device import Tensor, _current_target
 
 
+_RESERVED = {"_nd", "_T", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
+             "_normalise", "_run", "_explain", "_ctypes_error"}
+ENTRY_LEADING_ARGS = 6    # pool state, g0, g1, g2, helpers, own scratch
+
+
 class NoFastPath:
     """Key part for arguments the fast path does not handle: never equal to a stored key."""
 
@@ -66,6 +71,10 @@ def make_launcher(jitfn, slow_path):
             raise TypeError(f"@pypto.jit kernels take plain named parameters; "
                             f"{jitfn.__name__} has {p}")
     names = list(params)
+    reserved = [n for n in names if n.startswith("_pypto_") or n in _RESERVED]
+    if reserved:
+        raise TypeError(f"@pypto.jit: parameter names {reserved} are reserved by PyPTO's "
+                        "launcher; rename them")
     defaults = {f"_d_{n}": p.default for n, p in params.items() if p.default is not p.empty}
     signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
     key = ", ".join(_param_key(n, jitfn) for n in names)
@@ -78,11 +87,11 @@ def key({signature}):
     return ({key}, {env_key})
 
 def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
-    k = _table.get(({key}, {env_key}))
-    if k is None:
+    _pypto_k = _table.get(({key}, {env_key}))
+    if _pypto_k is None:
         return _slow(_pypto_grid, ({call_args}{"," if names else ""}), {{}})
     _stats["memory_hits"] += 1
-    return k(_pypto_grid, {call_args})
+    return _pypto_k(_pypto_grid, {call_args})
 """
     scope = {"_nd": np.ndarray, "_T": Tensor, "_other": other_key, "_target": _current_target, "_env": os.environ, "_table": jitfn._fast,
              "_slow": slow_path, "_stats": cache_stats, **defaults}
@@ -102,20 +111,33 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid):
         f"        raise ValueError(\"{jitfn.__name__}(): argument '{n}' is stored to but is a "
         f"read-only array\")\n" for n in kernel.metadata["written_tensors"])
     source = f"""
-def call(__grid, {", ".join(names)}):
-{checks}    if type(__grid) is not tuple or not 0 < len(__grid) <= 3 or \\
-            type(__grid[0]) is not int or len(__grid) > 1 and type(__grid[1]) is not int or \\
-            len(__grid) > 2 and type(__grid[2]) is not int:
-        __grid = _normalise(__grid, {meta})
+def call(_pypto_grid, {", ".join(names)}):
+{checks}    if type(_pypto_grid) is not tuple or not 0 < len(_pypto_grid) <= 3 or \\
+            type(_pypto_grid[0]) is not int or \\
+            len(_pypto_grid) > 1 and type(_pypto_grid[1]) is not int or \\
+            len(_pypto_grid) > 2 and type(_pypto_grid[2]) is not int:
+        _pypto_grid = _normalise(_pypto_grid, {meta})
     try:
-        status = _run(_entry, __grid, ({values}{"," if runtime_params else ""}))
-    except _ctypes_error:
-        raise ValueError("{jitfn.__name__}: grid must be a tuple of 1 to 3 ints, got " +
-                         repr(__grid)) from None
-    if status:
-        raise ValueError("{jitfn.__name__}: grid dimensions must be >= 0, got " + repr(__grid))
+        _pypto_status = _run(_entry, _pypto_grid, ({values}{"," if runtime_params else ""}))
+    except _ctypes_error as _pypto_error:
+        raise _explain(_pypto_error, _pypto_grid) from None
+    if _pypto_status:
+        raise ValueError("{jitfn.__name__}: grid dimensions must be >= 0, got " +
+                         repr(_pypto_grid))
 """
+    runtime_names = [n for n, _, _ in runtime_params]
+
+    def explain(error, grid):
+        """ctypes rejected an argument: say which one, in the user's terms."""
+        position = str(error).split(":")[0].replace("argument", "").strip()
+        index = int(position) - 1 - ENTRY_LEADING_ARGS if position.isdigit() else -1
+        if 0 <= index < len(runtime_names):
+            return ValueError(f"{jitfn.__name__}(): argument '{runtime_names[index]}' cannot be "
+                              f"passed to the kernel: {str(error).split(':', 1)[-1].strip()}")
+        return ValueError(f"{jitfn.__name__}: grid must be a tuple of 1 to 3 ints, got {grid!r}")
+
     scope = {"_entry": kernel.entry, "_normalise": normalise_grid, "_run": runtime.run,
+             "_explain": explain,
              "_nd": np.ndarray,
              "_ctypes_error": ctypes.ArgumentError}
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)

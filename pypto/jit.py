@@ -355,6 +355,9 @@ def _normalise_arg(fn_name: str, name: str, value):
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (int, np.integer)):
+        if not -(1 << 63) <= int(value) < (1 << 63):
+            raise ValueError(f"{fn_name}(): argument '{name}' = {int(value)} does not fit in "
+                             "int64, the scalar unit's integer type")
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)

@@ -236,7 +236,9 @@ def test_dynamic_2d_kernel_with_both_dims_dynamic(fresh_cache):
     assert c.count == 1
 
 
-def test_layout_and_alignment_select_binaries(fresh_cache):
+def test_layout_selects_binaries_but_alignment_does_not(fresh_cache):
+    """Contiguity is part of the key; 32-byte alignment is not (the generated code never
+    relies on it, and keying on it recompiled kernels whenever numpy's allocator moved)."""
     @pypto.jit(dynamic=["x", "out"])
     def copy(x, out, BLOCK: pl.constexpr):
         n = x.shape[0]
@@ -247,9 +249,9 @@ def test_layout_and_alignment_select_binaries(fresh_cache):
     base[...] = np.arange(200)
     c = Compiles()
     for x, compiles in [(base[:100], 1), (base[:150], 1),     # aligned, contiguous
-                        (base[1:101], 2),                       # 4 bytes off alignment
-                        (base[::2], 3),                         # strided
-                        (base[2:102:2], 4)]:                    # strided and misaligned
+                        (base[1:101], 1),                       # 4 bytes off alignment
+                        (base[::2], 2),                         # strided
+                        (base[2:102:2], 2)]:                    # strided and misaligned
         out = aligned(x.shape, np.float32, -1)
         copy[(1,)](x, out, BLOCK=64)
         np.testing.assert_array_equal(out, x)
@@ -337,9 +339,6 @@ def test_interpreter_follows_the_same_specialisation(monkeypatch):
         np.testing.assert_array_equal(interpreted, compiled)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an int argument outside the int64 range fails in "
-                   "the launch code with a bare 'OverflowError: Python int too large to convert "
-                   "to C long' that does not name the argument")
 def test_int_argument_out_of_int64_range_names_the_argument(fresh_cache):
     @pypto.jit
     def scale(x, out, n, BLOCK: pl.constexpr):

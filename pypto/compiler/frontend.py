@@ -74,6 +74,7 @@ class Builder:
         self.loc: SourceLoc | None = None
         self.source = source
         self.call_chain: list[str] = []
+        self.inlining: tuple = ()          # jit functions being inlined, innermost last
 
     def emit(self, name, operands=(), result_types=(), attrs=None, blocks=()) -> Op:
         op = Op(name, operands, result_types, attrs, blocks, self.loc)
@@ -240,49 +241,74 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise self.b.error("'while ... else' is not supported")
-        carried = [n for n in _assigned_names(node.body) if n in self.env
-                   and not isinstance(self.env[n], _OneBranch)]
-        if not carried:
-            cond = self.visit(node.test)
-            if not isinstance(cond, Value):
-                if not cond:
-                    return
-                raise self.b.error("this 'while' loop would never end: its condition is a "
-                                   "compile-time constant and the loop changes no variable")
+        first = self.visit(node.test)
+        if not isinstance(first, Value) and not first:
+            return                     # never entered: Python skips the body
+        carried = self._carried(node.body)
+        if not carried and not isinstance(first, Value):
+            raise self.b.error("this 'while' loop would never end: its condition is a "
+                               "compile-time constant and the loop changes no variable")
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
-        before = Block([Value(v.type, n) for n, v in zip(carried, inits)])
-        after = Block([Value(v.type, n) for n, v in zip(carried, inits)])
-        before_env = dict(self.env)
-        before_env.update(zip(carried, before.args))
-        with self.b.at(before):
-            test = CodeGenerator(self.source, self.b, before_env).visit(node.test)
-            if not isinstance(test, Value):
-                raise self.b.error("the 'while' condition does not depend on the values the "
-                                   "loop changes, so it is a constant; use an if, or a for")
-            self.b.emit("scf.condition", [semantics.to_bool(self.b, test)] + before.args)
-        body_env = dict(self.env)
-        body_env.update(zip(carried, after.args))
-        inner = CodeGenerator(self.source, self.b, body_env)
+        for attempt in range(2):
+            before = Block([Value(v.type, n) for n, v in zip(carried, inits)])
+            after = Block([Value(v.type, n) for n, v in zip(carried, inits)])
+            before_env = dict(self.env)
+            before_env.update(zip(carried, before.args))
+            with self.b.at(before):
+                test = CodeGenerator(self.source, self.b, before_env).visit(node.test)
+                if not isinstance(test, Value):
+                    raise self.b.error("the 'while' condition does not depend on the values "
+                                       "the loop changes, so it is a constant; use an if, or "
+                                       "a for")
+                self.b.emit("scf.condition", [semantics.to_bool(self.b, test)] + before.args)
+            body_env = dict(self.env)
+            body_env.update(zip(carried, after.args))
+            yields = self._loop_body(node.body, after, body_env, carried, inits)
+            if yields is not None:
+                break
         with self.b.at(after):
-            inner.run(node.body)
-            if inner.returned is not None:
-                raise self.b.error("'return' inside a loop is not supported")
-            self.b.emit("scf.yield", self._loop_yields(carried, inits, body_env))
+            self.b.emit("scf.yield", yields)
         op = self.b.emit("scf.while", inits, [v.type for v in inits], blocks=[before, after])
         for n, r in zip(carried, op.results):
             r.hint = n
             self.env[n] = r
 
-    def _loop_yields(self, carried, inits, env) -> list:
+    def _carried(self, body) -> list:
+        return [n for n in _assigned_names(body) if n in self.env
+                and not isinstance(self.env[n], _OneBranch)]
+
+    def _loop_body(self, stmts, block, env, carried, inits):
+        """Compile a loop body into ``block``; returns the yielded values, or None after
+        widening ``inits`` in place when a carried int becomes a float (Python semantics:
+        the loop is then compiled again with a float)."""
+        inner = CodeGenerator(self.source, self.b, env)
+        with self.b.at(block):
+            inner.run(stmts)
+            if inner.returned is not None:
+                raise self.b.error("'return' inside a loop is not supported")
+            values = [semantics.to_loop_value(self.b, n, env[n]) for n in carried]
+        widened = False
+        for i, (init, v) in enumerate(zip(inits, values)):
+            if init.is_scalar and v.is_scalar and v.type.dtype.is_floating and \
+                    not init.type.dtype.is_floating:
+                inits[i] = semantics.scalar_cast(self.b, init, semantics.FLOAT)
+                widened = True
+        if widened:
+            return None
+        with self.b.at(block):
+            return self._loop_yields(carried, inits, values)
+
+    def _loop_yields(self, carried, inits, values) -> list:
         yields = []
-        for n, init in zip(carried, inits):
-            v = semantics.to_loop_value(self.b, n, env[n])
+        for n, init, v in zip(carried, inits, values):
             if v.type != init.type and v.is_scalar and init.is_scalar:
                 v = semantics.scalar_cast(self.b, v, init.type.dtype)
             if v.type != init.type:
-                raise self.b.error(
+                where = v.owner.loc if v.owner is not None and v.owner.loc else self.b.loc
+                raise CompilationError(
                     f"'{n}' changes type inside the loop: {init.type} before, {v.type} "
-                    f"after one iteration; loop-carried values must keep their type")
+                    f"after one iteration; loop-carried values must keep their type",
+                    where, self.b.call_chain)
             yields.append(v)
         return yields
 
@@ -307,27 +333,44 @@ class CodeGenerator(ast.NodeVisitor):
             raise self.b.error("range() step must be positive in a kernel loop")
         if not isinstance(node.target, ast.Name):
             raise self.b.error("the loop variable must be a single name")
+        name = node.target.id
         lb, ub, st = (semantics.to_index(self.b, v, what) for v, what in
                       ((start, "range start"), (stop, "range stop"), (step, "range step")))
-        carried = [n for n in _assigned_names(node.body) if n in self.env and
-                   n != node.target.id and not isinstance(self.env[n], _OneBranch)]
+        carried = [n for n in self._carried(node.body) if n != name]
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
-        iv = Value(ScalarType(dt.int64), node.target.id)
-        args = [Value(v.type, n) for n, v in zip(carried, inits)]
-        body = Block([iv] + args)
-        inner_env = dict(self.env)
-        inner_env[node.target.id] = iv
-        inner_env.update(zip(carried, args))
-        inner = CodeGenerator(self.source, self.b, inner_env)
+        for attempt in range(2):
+            iv = Value(ScalarType(dt.int64), name)
+            body = Block([iv] + [Value(v.type, n) for n, v in zip(carried, inits)])
+            env = dict(self.env)
+            env[name] = iv
+            env.update(zip(carried, body.args[1:]))
+            yields = self._loop_body(node.body, body, env, carried, inits)
+            if yields is not None:
+                break
         with self.b.at(body):
-            inner.run(node.body)
-            if inner.returned is not None:
-                raise self.b.error("'return' inside a loop is not supported")
-            self.b.emit("scf.yield", self._loop_yields(carried, inits, inner_env))
+            self.b.emit("scf.yield", yields)
         op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], blocks=[body])
         for n, r in zip(carried, op.results):
             r.hint = n
             self.env[n] = r
+        self.env[name] = self._last_index(lb, ub, st, self.env.get(name))
+
+    def _last_index(self, lb, ub, step, before):
+        """Python leaves the loop variable at its last value (unchanged if no iteration ran)."""
+        b = self.b
+        span = semantics.binary(b, "sub", ub, lb)
+        trips = semantics.binary(b, "floordiv", semantics.binary(
+            b, "add", span, semantics.binary(b, "sub", step, 1)), step)
+        last = semantics.binary(b, "add", lb, semantics.binary(
+            b, "mul", semantics.binary(b, "sub", trips, 1), step))
+        ran = semantics.compare(b, "gt", trips, 0)
+        if isinstance(before, Value) and before.is_scalar and before.type.dtype == dt.int64:
+            previous = before
+        elif isinstance(before, int) and not isinstance(before, bool):
+            previous = semantics.const(b, before, dt.int64)
+        else:        # Python would leave it unbound after an empty loop
+            previous = lb
+        return b.emit("arith.select", [ran, last, previous], [ScalarType(dt.int64)]).result
 
     def _static_for(self, node, args, kwargs):
         """``pl.static_range``: the body is compiled once per value, with the index constant."""
@@ -522,6 +565,10 @@ class CodeGenerator(ast.NodeVisitor):
     def _inline(self, callee, args, kwargs, node):
         """Compile ``callee``'s body in place with its parameters bound to the call's values."""
         source = callee.source
+        if callee in self.b.inlining:
+            raise self.b.error(f"{callee.__name__} calls itself (directly or through other jit "
+                               "functions); jit calls are inlined, so recursion is not "
+                               "supported")
         try:
             bound = callee.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -532,11 +579,13 @@ class CodeGenerator(ast.NodeVisitor):
         self.b.call_chain.insert(0, str(self.b.loc))
         self.b.source = source
         gen = CodeGenerator(source, self.b, env)
+        self.b.inlining += (callee,)
         try:
             gen.run(source.node.body)
         finally:
             self.b.source = saved_source
             self.b.call_chain.pop(0)
+            self.b.inlining = self.b.inlining[:-1]
         return gen.returned
 
     @staticmethod

@@ -52,9 +52,9 @@ class TileType:
         return replace(self, space=space)
 
     def __str__(self) -> str:
-        dims = "x".join(str(s) for s in self.shape)
+        dims = "".join(f"{s}x" for s in self.shape)
         where = f", {self.space}" if self.space else ""
-        return f"tile<{dims}x{self.dtype.mlir}{where}>"
+        return f"tile<{dims}{self.dtype.mlir}{where}>"
 
 
 _ids = itertools.count()

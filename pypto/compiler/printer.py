@@ -56,8 +56,18 @@ def _print_block(block: Block, name, indent: int, out: list[str]) -> None:
         types = ", ".join(f"{r.type}{_where(r)}" for r in op.results)
         lhs = f"{res} = " if res else ""
         rhs = f" : {types}" if types else ""
-        out.append(f"{pad}{lhs}{op.name} {operands}{_attrs(op)}{rhs}".replace("  {", " {")
-                   + _hints(op))
+        line = f"{pad}{lhs}{op.name} {operands}{_attrs(op)}{rhs}".replace("  {", " {")
+        if not op.blocks:
+            out.append(line + _hints(op))
+            continue
+        out.append(line + " {")
+        for i, block in enumerate(op.blocks):
+            if i:
+                out.append(pad + "} {")
+            if block.args:
+                out.append(f"{pad}  ^({', '.join(f'{name(a)}: {a.type}' for a in block.args)}):")
+            _print_block(block, name, indent + 1, out)
+        out.append(pad + "}")
 
 
 def print_function(fn: Function) -> str:

@@ -108,10 +108,6 @@ def int_scalar_updated_with_floats(out, n):
     pl.store(out, offsets=(1,), value=pl.full((1,), total, dtype=pl.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a loop-carried scalar initialised with an int and "
-                   "updated with a float is silently truncated back to int64 every iteration "
-                   "(acc = 0; acc = acc + 0.5 five times gives 0, not 2.5) instead of being "
-                   "promoted (as scf.if merges do) or rejected")
 def test_int_scalar_updated_with_floats_in_loops():
     check(int_scalar_updated_with_floats, (1,), [np.zeros(2, np.float32), 5], [[2.5, 1.25]])
 
@@ -124,9 +120,6 @@ def loop_variable_after_loop(out, n):
     pl.store(out, offsets=(0,), value=pl.full((1,), i, dtype=pl.int32))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after 'i = 100; for i in range(n): pass' the name "
-                   "i still holds 100 (Python: n - 1; pl.static_range gets this right); the "
-                   "runtime loop's index silently does not escape the loop")
 def test_loop_variable_keeps_its_last_value():
     check(loop_variable_after_loop, (1,), [np.zeros(1, np.int32), 5], [[4]])
 
@@ -396,10 +389,6 @@ def test_while_counting_to_a_constant():
     check(count_to_three, (1,), [np.zeros(1, np.int32)], [[3]])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (regression in c17626d): 'while False:' whose body "
-                   "assigns a variable is rejected ('the while condition does not depend on the "
-                   "values the loop changes ... use an if, or a for') instead of compiling to "
-                   "nothing as Python would run it")
 def test_while_on_constant_false_compiles_to_nothing():
     @pypto.jit
     def never(x, out):
@@ -611,9 +600,6 @@ def test_loop_inside_if():
     check(loop_inside_if, (1,), [x, np.zeros(8, np.float32), 0, 2], [None, x])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the Tile IR printer (asm['tile_ir'], "
-                   "PYPTO_DUMP_IR) prints scf.if and scf.while without their regions, so the "
-                   "ops inside branches and while loops are invisible")
 def test_tile_ir_text_shows_ops_inside_if_and_while():
     x = np.arange(8, dtype=np.float32)
     text = loop_inside_if.compile(x, np.zeros(8, np.float32), 2, 2).asm["tile_ir"]

@@ -204,8 +204,8 @@ def unary_slack(op, x64, r64):
         return 1.0, 4 * EPS32 * np.abs(r64)
     if op == "sin":
         return 1.0, 64 * EPS32
-    if op == "cos":             # cos(x) = sin(x + pi/2) rounds x + pi/2: see the xfail below
-        return 1.0, (64 + ax) * EPS32
+    if op == "cos":
+        return 1.0, 64 * EPS32
     if op == "tanh":
         return 1.0, 16 * EPS32
     if op == "sigmoid":
@@ -959,9 +959,6 @@ def test_sin_cos_of_moderate_float32_arguments():
     np.testing.assert_allclose(out[0], np.sin(big), atol=2e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: legalised pl.cos is sin(x + pi/2) with the "
-                   "addition rounded to float32, so it loses |x|*2^-24 of absolute accuracy: "
-                   "error 4.8e-4 for |x| ~ 1e4 (pl.sin at the same x: 2e-7)")
 def test_cos_is_as_accurate_as_sin():
     x = np.random.default_rng(1).uniform(-1e4, 1e4, 256).astype(np.float32)
     out = np.zeros((2, x.size), np.float32)
@@ -970,9 +967,9 @@ def test_cos_is_as_accurate_as_sin():
     np.testing.assert_allclose(out[1], np.cos(x), atol=2e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: legalised pl.sin/pl.cos (Cody-Waite reduction with a "
-                   "9-bit pi split, k = rint(x/pi) in float32) return values far outside [-1, 1] "
-                   "for |x| >~ 1e7, e.g. sin(-190478944.0) == 1.9e8 (numpy: 0.975)")
+@pytest.mark.xfail(strict=True, reason="LIMIT: pl.sin/pl.cos use a three-part Cody-Waite "
+                   "reduction, accurate for |x| < ~1e5; beyond that the result stays in [-1, 1] "
+                   "but is not accurate (that needs a Payne-Hanek reduction)")
 def test_sin_cos_of_large_float32_arguments_stay_accurate():
     x = np.array([1e6, 1e7, -1.9047894e8, 1e9, 2.0 ** 31, -3e9], np.float32)
     out = np.zeros((2, x.size), np.float32)

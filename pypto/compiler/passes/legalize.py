@@ -113,20 +113,37 @@ _SIN = [0.0, 1.0, 0.0, -1.0 / 6, 0.0, 1.0 / 120, 0.0, -1.0 / 5040, 0.0, 1.0 / 36
 _PI_PARTS = (3.140625, 9.67502593994140625e-4, 1.509957990978376432e-7)
 
 
-def _sin(e, x):
-    k = e.cast(e.binary("mul", x, 1.0 / math.pi), x.type.dtype, "rint")
+def _reduce_pi(e, x, offset):
+    """k = rint(x/pi - offset) and r = x - (k + offset)·pi with a three-part pi."""
+    k = e.cast(e.binary("sub", e.binary("mul", x, 1.0 / math.pi), offset), x.type.dtype, "rint")
+    shifted = e.binary("add", k, offset) if offset else k
     r = x
     for part in _PI_PARTS:
-        r = e.binary("sub", r, e.binary("mul", k, part))
+        r = e.binary("sub", r, e.binary("mul", shifted, part))
+    return k, r
+
+
+def _sine_of(e, k, r, negate_even):
+    """±sin(r), negated when k is odd (xor ``negate_even``), clamped to [-1, 1]."""
     s = e.poly(r, _SIN)
-    half = e.cast(e.binary("mul", k, 0.5), x.type.dtype, "floor")
+    half = e.cast(e.binary("mul", k, 0.5), k.type.dtype, "floor")
     odd = e.binary("ne", e.binary("sub", k, e.binary("mul", half, 2.0)), 0.0)
+    if negate_even:
+        odd = e.binary("xor", odd, e.full(True, odd.type))
     s = e.where(odd, e.unary("neg", s), s)
     return e.binary("max", e.binary("min", s, 1.0), -1.0)
 
 
+def _sin(e, x):
+    # x = k·pi + r: sin(x) = (-1)^k sin(r)
+    k, r = _reduce_pi(e, x, 0.0)
+    return _sine_of(e, k, r, negate_even=False)
+
+
 def _cos(e, x):
-    return _sin(e, e.binary("add", x, math.pi / 2))
+    # x = (k + 1/2)·pi + r: cos(x) = -(-1)^k sin(r)
+    k, r = _reduce_pi(e, x, 0.5)
+    return _sine_of(e, k, r, negate_even=True)
 
 
 def _rounding(mode):

@@ -227,11 +227,11 @@ def _first_fit(members: list, space: str, target) -> int:
             v.addr = offset
         high = max(high, offset + size)
         if high > capacity:
-            _overflow(space, high, capacity, members, target)
+            _overflow(space, high, capacity, members, target, vals)
     return high
 
 
-def _overflow(space, asked, capacity, members, target):
+def _overflow(space, asked, capacity, members, target, culprit):
     names = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)", "right": "L0B (right)",
              "acc": "L0C (acc)"}
     lines = []
@@ -240,7 +240,7 @@ def _overflow(space, asked, capacity, members, target):
                        if v.owner is not None and v.owner.loc is not None})
         lines.append(f"  {root.type} ({tile_bytes(root.type, target)} bytes) from "
                      f"{', '.join(locs) or 'a loop'}")
-    first_loc = next((v.owner.loc for _, _, _, vals in members for v in vals.values()
+    first_loc = next((v.owner.loc for v in culprit.values()          # the tile that did not fit
                       if v.owner is not None and v.owner.loc is not None), None)
     raise CompilationError(
         f"{names.get(space, space)} overflow on {target.name}: the kernel needs {asked} bytes "
