@@ -21,6 +21,7 @@ from .lowering_utils import I1, I64, PTR, counted_loop, i64, storage_type, to_co
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
+ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 
 
@@ -204,12 +205,31 @@ class Codegen:
         """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
         each instruction's element rule runs on values held in registers; sources are read
         with broadcasting indices; internal results are never stored."""
-        from .lowering.vector import ELEMENT_RULES
+        from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
         out = insts[0].outs[0]
+        reduction = insts[-1] if insts[-1].op in ROW_REDUCTIONS else None
+        if reduction is not None:
+            insts = insts[:-1]
         rules = [ELEMENT_RULES[inst.op](self, inst) for inst in insts]
         ptrs = {}
+
+        def ptr(t):
+            if id(t) not in ptrs:
+                ptrs[id(t)] = self.tile_ptr(t)
+            return ptrs[id(t)]
+
         with counted_loop(b, i64(0), i64(out.rows), name="fr") as r:
+            # per-row operands are read once per row, outside the column loop, so the column
+            # loop has no loads that a store might clobber and LLVM vectorises it
+            row_values = {}
+            for inputs, _ in rules:
+                for x in inputs:
+                    if isinstance(x, Tile) and x.cols == 1 and id(x) not in row_values:
+                        index = r if x.rows > 1 else i64(0)
+                        row_values[id(x)] = self.load_elem(ptr(x), x.dtype, index)
+            if reduction is not None:
+                accumulate, finish = row_accumulator(self, reduction)
             with counted_loop(b, i64(0), i64(out.cols), name="fc") as c:
                 regs = {}
                 for inst, (inputs, body) in zip(insts, rules):
@@ -218,23 +238,27 @@ class Codegen:
                         if not isinstance(x, Tile):
                             values.append(x)
                             continue
-                        raw = regs.get(id(x))
+                        raw = regs.get(id(x), row_values.get(id(x)))
                         if raw is None:
-                            if id(x) not in ptrs:
-                                ptrs[id(x)] = self.tile_ptr(x)
                             row = r if x.rows > 1 else i64(0)
-                            col = c if x.cols > 1 else i64(0)
-                            index = b.add(b.mul(row, i64(x.cols)), col)
-                            raw = self.load_elem(ptrs[id(x)], x.dtype, index)
+                            index = b.add(b.mul(row, i64(x.cols)), c)
+                            raw = self.load_elem(ptr(x), x.dtype, index)
                         values.append(to_compute(b, raw, x.dtype))
                     dst = inst.outs[0]
                     value = body(*values)
                     regs[id(dst)] = value
                     if not inst.attrs.get("_internal"):
-                        if id(dst) not in ptrs:
-                            ptrs[id(dst)] = self.tile_ptr(dst)
-                        self.store_elem(value, ptrs[id(dst)], dst.dtype,
+                        self.store_elem(value, ptr(dst), dst.dtype,
                                         b.add(b.mul(r, i64(dst.cols)), c))
+                if reduction is not None:
+                    src = reduction.ins[0]
+                    raw = regs.get(id(src))
+                    if raw is None:
+                        raw = self.load_elem(ptr(src), src.dtype,
+                                             b.add(b.mul(r, i64(src.cols)), c))
+                    accumulate(raw)
+            if reduction is not None:
+                finish(r)
 
     # -- control flow -------------------------------------------------------------------------
     def body(self, insts):

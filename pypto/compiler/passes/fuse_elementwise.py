@@ -23,6 +23,13 @@ def _shape2d(v):
     return view2d(v.type.shape)
 
 
+def _row_reduction(op: Op) -> bool:
+    """A sum/max/min/prod along the last axis: it can end a group (accumulated in registers)."""
+    return (op.name == "tile.reduce" and op.attrs["op"] in ("sum", "max", "min", "prod")
+            and op.attrs["axis"] == len(op.operands[0].type.shape) - 1
+            and op.result.type.space == VEC)
+
+
 def _fusable(op: Op) -> bool:
     if op.name not in FUSABLE or len(op.results) != 1:
         return False
@@ -72,8 +79,13 @@ def _groups(block: Block):
         group, hoisted = [], []
 
     for op in block.ops:
-        if _fusable(op) and (not group or (_shape2d(op.result) == _shape2d(group[0].result)
-                                           and not _conflicts(group, op))):
+        if group and _row_reduction(op) and \
+                _shape2d(op.operands[0]) == _shape2d(group[0].result) and \
+                not _conflicts(group, op):
+            group.append(op)       # a row reduction closes its group
+            close()
+        elif _fusable(op) and (not group or (_shape2d(op.result) == _shape2d(group[0].result)
+                                             and not _conflicts(group, op))):
             group.append(op)
         elif group and op.name.startswith("arith.") and not any(
                 v.owner in group for v in op.operands):

@@ -22,13 +22,28 @@ def _float_or_int(fop, iop):
 
 
 def _minmax(pred):
+    """numpy's maximum/minimum: a NaN on either side wins; on a tie (-0.0 vs +0.0) the second
+    operand is returned."""
     def rule(b, x, y, d):
-        if d.is_floating:   # numpy propagates a NaN from either side
+        if d.is_floating:
             pick = b.select(b.fcmp_ordered(pred, x, y), x, y)
             return b.select(b.fcmp_unordered("uno", x, x), x,
                             b.select(b.fcmp_unordered("uno", y, y), y, pick))
         cmp = b.icmp_signed(pred, x, y) if d.is_signed else b.icmp_unsigned(pred, x, y)
         return b.select(cmp, x, y)
+    return rule
+
+
+def _reduce_minmax(name):
+    """Max/min as reductions combine: llvm.maximum/minimum propagate NaN and, unlike a chain
+    of selects, vectorise as reductions (a tie between -0.0 and +0.0 may go either way)."""
+    def rule(b, x, y, d):
+        if not d.is_floating:
+            return BINARY_RULES[name](b, x, y, d)
+        intrinsic = "llvm.maximum" if name == "max" else "llvm.minimum"
+        fn = b.module.declare_intrinsic(intrinsic, [x.type],
+                                        fnty=ir.FunctionType(x.type, [x.type, x.type]))
+        return b.call(fn, [x, y])
     return rule
 
 
@@ -61,6 +76,9 @@ BINARY_RULES = {
     "shl": lambda b, x, y, d: safe_shift(b, x, y, True, d.is_signed),
     "shr": lambda b, x, y, d: safe_shift(b, x, y, False, d.is_signed),
 }
+
+
+REDUCE_MINMAX = {"max": _reduce_minmax("max"), "min": _reduce_minmax("min")}
 
 
 def _cmp(fpred, ipred):
@@ -297,7 +315,7 @@ def _combine(b, op, acc, x, d):
         return b.fadd(acc, x, flags=["reassoc"]) if d.is_floating else b.add(acc, x)
     if op == "prod":
         return b.fmul(acc, x, flags=["reassoc"]) if d.is_floating else b.mul(acc, x)
-    return BINARY_RULES[op](b, acc, x, d)
+    return REDUCE_MINMAX[op](b, acc, x, d)
 
 
 def _reduce_rule(direction, op):
@@ -307,6 +325,23 @@ def _reduce_rule(direction, op):
             return _row_arg(cg, src, out, op)
         (_row if direction == "row" else _col)(cg, src, out, op)
     return rule
+
+
+def row_accumulator(cg, inst):
+    """A row reduction folded into a fusion group: (accumulate(element), finish(row))."""
+    src, out = inst.ins[0], inst.outs[0]
+    op = inst.op[len("trow"):]
+    b = cg.b
+    cd = compute_dtype(src.dtype)
+    acc = cg.entry_alloca(storage_type(cd))
+    b.store(_identity(op, src.dtype), acc)
+
+    def accumulate(raw):
+        b.store(_combine(b, op, b.load(acc), to_compute(b, raw, src.dtype), cd), acc)
+
+    def finish(r):
+        cg.store_elem(convert(b, b.load(acc), cd, out.dtype), cg.tile_ptr(out), out.dtype, r)
+    return accumulate, finish
 
 
 def _row(cg, src, out, op):
