@@ -26,11 +26,15 @@ POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered
 
 
 def scratch_layout(target: Target) -> tuple[dict, int]:
-    """Byte offset of each buffer inside one core's scratch area, and the total size."""
+    """Byte offset of each buffer inside one core's scratch area, and the total size. After the
+    chip's buffers comes "pack": host-only room where the cube lowering widens half-precision
+    L0A/L0B operands to float32 once per TMATMUL (not a PTO buffer; nothing in .pto uses it)."""
     offsets, at = {}, 0
     for space in SPACE_ORDER:
         offsets[space] = at
         at += target.buffers[space]
+    offsets["pack"] = at
+    at += 2 * (target.buffers["left"] + target.buffers["right"])
     return offsets, at
 
 

@@ -110,7 +110,22 @@ def _plain(cg, c, a, bt, accumulate, rows, cols):
                 cg.store_elem(new, cp, cd, ci)
 
 
+def _widened(cg, a, bt):
+    """Half-precision operands converted to float32 once, into the host packing area, so the
+    micro-kernel's inner loop does plain float32 FMAs (the widening is exact)."""
+    if a.dtype not in (dt.float16, dt.bfloat16):
+        return a, bt
+    from ....compiler.pto import Tile
+    pa = Tile("pack_a", "pack", dt.float32, a.rows, a.cols, 0)
+    pb = Tile("pack_b", "pack", dt.float32, bt.rows, bt.cols,
+              -(-a.rows * a.cols * 4 // 64) * 64)
+    for src, dst in ((a, pa), (bt, pb)):
+        cg.elementwise(dst, [src], lambda x: x)
+    return pa, pb
+
+
 def _matmul(cg, c, a, bt, accumulate: bool):
+    a, bt = _widened(cg, a, bt)
     m, n = a.rows, bt.cols
     m_blocks, n_blocks = m // MR, n // NR
     if m_blocks and n_blocks:
