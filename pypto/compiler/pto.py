@@ -233,7 +233,7 @@ class _Lowering:
     def _tile_store(self, op, out):
         *tensor_and_offsets, src = [self.get(v) for v in op.operands]
         attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
-        out.append(Inst("tstore", [src], tensor_and_offsets, attrs))
+        out.append(Inst("tstore", [src], tensor_and_offsets, {**attrs, **_host_hints(op)}))
 
     def _tile_mov(self, op, out):
         src, dst = self.get(op.operands[0]), self.tile(op.result)

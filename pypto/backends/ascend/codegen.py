@@ -17,7 +17,7 @@ from ...compiler.errors import InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While
 from ...language import dtypes as dt
 from .lowering import RULES
-from .lowering_utils import I1, I64, PTR, counted_loop, i64, storage_type, to_compute
+from .lowering_utils import I1, I64, PTR, convert, counted_loop, i64, storage_type, to_compute
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
@@ -207,21 +207,59 @@ class Codegen:
 
     def fused(self, insts):
         """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
-        each instruction's element rule runs on values held in registers; sources are read
-        with broadcasting indices; internal results are never stored."""
+        each instruction's element rule runs on values held in registers, sources are read with
+        broadcasting indices, internal results are never stored. Loads and a closing store in
+        the group go straight to global memory when every window lies inside its tensor;
+        otherwise (a ragged edge) the instructions run one by one, with their masking."""
+        from .lowering.memory import direct_window, independent
+        b = self.b
+        windows = {}
+        whole = None
+        for inst in insts:
+            if inst.op in ("tload", "tstore"):
+                tile = inst.outs[0] if inst.op == "tload" else inst.ins[0]
+                tensor, *offsets = inst.ins if inst.op == "tload" else inst.outs
+                gm, inside, index = direct_window(self, tensor, offsets, tile)
+                windows[id(inst)] = (gm, tensor, index)
+                whole = inside if whole is None else b.and_(whole, inside)
+        if whole is None:
+            self._fused_loop(insts, windows)
+            return
+        if insts[-1].op == "tstore":
+            store_tensor, *store_offsets = insts[-1].outs
+            for inst in insts:
+                if inst.op == "tload":
+                    load_tensor, *load_offsets = inst.ins
+                    whole = b.and_(whole, independent(self, store_tensor, store_offsets,
+                                                      load_tensor, load_offsets))
+        with b.if_else(whole) as (then, otherwise):
+            with then:
+                self._fused_loop(insts, windows)
+            with otherwise:
+                for inst in insts:
+                    RULES[inst.op](self, inst)
+
+    def _fused_loop(self, insts, windows):
         from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
-        out = insts[0].outs[0]
-        reduction = insts[-1] if insts[-1].op in ROW_REDUCTIONS else None
-        if reduction is not None:
-            insts = insts[:-1]
-        rules = [ELEMENT_RULES[inst.op](self, inst) for inst in insts]
+        closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
+        members = insts[:-1] if closing is not None else insts
+        out = members[0].outs[0]
+        rules = [([], None) if inst.op == "tload" else ELEMENT_RULES[inst.op](self, inst)
+                 for inst in members]
         ptrs = {}
 
         def ptr(t):
             if id(t) not in ptrs:
                 ptrs[id(t)] = self.tile_ptr(t)
             return ptrs[id(t)]
+
+        def value_of(x, regs, row_values, r, c):
+            raw = regs.get(id(x), row_values.get(id(x)))
+            if raw is None:
+                row = r if x.rows > 1 else i64(0)
+                raw = self.load_elem(ptr(x), x.dtype, b.add(b.mul(row, i64(x.cols)), c))
+            return raw
 
         with counted_loop(b, i64(0), i64(out.rows), name="fr") as r:
             # per-row operands are read once per row, outside the column loop, so the column
@@ -232,36 +270,34 @@ class Codegen:
                     if isinstance(x, Tile) and x.cols == 1 and id(x) not in row_values:
                         index = r if x.rows > 1 else i64(0)
                         row_values[id(x)] = self.load_elem(ptr(x), x.dtype, index)
-            if reduction is not None:
-                accumulate, finish = row_accumulator(self, reduction)
+            if closing is not None and closing.op in ROW_REDUCTIONS:
+                accumulate, finish = row_accumulator(self, closing)
             with counted_loop(b, i64(0), i64(out.cols), name="fc") as c:
                 regs = {}
-                for inst, (inputs, body) in zip(insts, rules):
-                    values = []
-                    for x in inputs:
-                        if not isinstance(x, Tile):
-                            values.append(x)
-                            continue
-                        raw = regs.get(id(x), row_values.get(id(x)))
-                        if raw is None:
-                            row = r if x.rows > 1 else i64(0)
-                            index = b.add(b.mul(row, i64(x.cols)), c)
-                            raw = self.load_elem(ptr(x), x.dtype, index)
-                        values.append(to_compute(b, raw, x.dtype))
+                for inst, (inputs, body) in zip(members, rules):
                     dst = inst.outs[0]
-                    value = body(*values)
+                    if inst.op == "tload":
+                        gm, tensor, index = windows[id(inst)]
+                        value = convert(b, self.load_elem(gm, tensor.dtype, index(r, c)),
+                                        tensor.dtype, dst.dtype)
+                    else:
+                        value = body(*(to_compute(b, value_of(x, regs, row_values, r, c),
+                                                  x.dtype) if isinstance(x, Tile) else x
+                                       for x in inputs))
                     regs[id(dst)] = value
                     if not inst.attrs.get("_internal"):
                         self.store_elem(value, ptr(dst), dst.dtype,
                                         b.add(b.mul(r, i64(dst.cols)), c))
-                if reduction is not None:
-                    src = reduction.ins[0]
-                    raw = regs.get(id(src))
-                    if raw is None:
-                        raw = self.load_elem(ptr(src), src.dtype,
-                                             b.add(b.mul(r, i64(src.cols)), c))
-                    accumulate(raw)
-            if reduction is not None:
+                if closing is not None:
+                    src = closing.ins[0]
+                    raw = value_of(src, regs, row_values, r, c)
+                    if closing.op == "tstore":
+                        gm, tensor, index = windows[id(closing)]
+                        self.store_elem(convert(b, raw, src.dtype, tensor.dtype), gm,
+                                        tensor.dtype, index(r, c))
+                    else:
+                        accumulate(raw)
+            if closing is not None and closing.op in ROW_REDUCTIONS:
                 finish(r)
 
     # -- control flow -------------------------------------------------------------------------

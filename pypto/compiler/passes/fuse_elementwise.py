@@ -16,11 +16,17 @@ from ..ir import VEC, Block, Module, Op, users, walk
 from ..pto import view2d
 
 FUSABLE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.full",
-           "tile.broadcast", "tile.mov"}
+           "tile.broadcast", "tile.mov", "tile.load"}
 
 
 def _shape2d(v):
     return view2d(v.type.shape)
+
+
+def _closing_store(op: Op) -> bool:
+    """A plain (non-atomic) store of a tile: it can end a group (written to GM directly)."""
+    return op.name == "tile.store" and not op.attrs.get("atomic") and \
+        op.operands[-1].type.space == VEC
 
 
 def _row_reduction(op: Op) -> bool:
@@ -50,7 +56,7 @@ def _region(v):
 def _conflicts(group: list, op: Op) -> bool:
     """Would adding ``op`` make some element be read after a different element overwrote it?"""
     members = group + [op]
-    writes = [m.result for m in members]
+    writes = [m.result for m in members if m.results]
     reads = [v for m in members for v in m.operands if v.is_tile]
     for w in writes:
         wlo, whi, _ = _region(w)
@@ -79,7 +85,11 @@ def _groups(block: Block):
         group, hoisted = [], []
 
     for op in block.ops:
-        if group and _row_reduction(op) and \
+        if group and _closing_store(op) and \
+                _shape2d(op.operands[-1]) == _shape2d(group[0].result):
+            group.append(op)       # a store closes its group
+            close()
+        elif group and _row_reduction(op) and \
                 _shape2d(op.operands[0]) == _shape2d(group[0].result) and \
                 not _conflicts(group, op):
             group.append(op)       # a row reduction closes its group
@@ -108,6 +118,8 @@ def _mark(block: Block, uses, counter: list) -> None:
             members = set(map(id, item))
             for op in item:
                 op.attrs["_fuse"] = counter[0]
+                if not op.results:
+                    continue
                 readers = uses.get(op.result, [])
                 if readers and all(id(u) in members and item.index(u) > item.index(op)
                                    for u in readers):

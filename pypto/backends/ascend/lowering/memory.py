@@ -71,6 +71,57 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
                     fill(row_base, i64(0), i64(tile.cols))
 
 
+def _span(cg, tensor):
+    """[lo, hi) byte addresses a tensor can touch, for any sign of its strides."""
+    b = cg.b
+    ptr, dims, strides = cg.get(tensor)
+    lo = hi = i64(0)
+    for d, st in zip(dims, strides):
+        reach = b.mul(b.sub(d, i64(1)), st)
+        neg = b.icmp_signed("<", reach, i64(0))
+        lo = b.add(lo, b.select(neg, reach, i64(0)))
+        hi = b.add(hi, b.select(neg, i64(0), reach))
+    base = b.ptrtoint(ptr, I64)
+    size = i64(tensor.dtype.itemsize)
+    return b.add(base, b.mul(lo, size)), b.add(base, b.mul(b.add(hi, i64(1)), size))
+
+
+def independent(cg, store, store_offsets, load, load_offsets):
+    """May a fused loop store ``store`` element by element while reading ``load``? Yes when
+    their memory does not overlap, or when both are the same view at the same offsets (an
+    in-place update reads each element before writing it)."""
+    b = cg.b
+    (slo, shi), (llo, lhi) = _span(cg, store), _span(cg, load)
+    apart = b.or_(b.icmp_unsigned("<=", shi, llo), b.icmp_unsigned("<=", lhi, slo))
+    if store.rank != load.rank or store.dtype.itemsize != load.dtype.itemsize:
+        return apart
+    sp, _, ss = cg.get(store)
+    lp, _, ls = cg.get(load)
+    same = b.icmp_unsigned("==", b.ptrtoint(sp, I64), b.ptrtoint(lp, I64))
+    for a, c in list(zip(ss, ls)) + [(cg.get(x), cg.get(y))
+                                     for x, y in zip(store_offsets, load_offsets)]:
+        same = b.and_(same, b.icmp_signed("==", a, c))
+    return b.or_(apart, same)
+
+
+def direct_window(cg, tensor, offsets, tile):
+    """For fused loops: (whole, index) where ``whole`` is true when the tile's window lies
+    entirely inside the tensor (then no masking is needed) and ``index(r, c)`` is the element
+    offset of tile position (r, c) in global memory."""
+    b = cg.b
+    gm, (o0, o1), (d0, d1), (s0, s1) = _window(cg, tensor, offsets)
+    inside = [b.icmp_signed(">=", o0, i64(0)), b.icmp_signed(">=", o1, i64(0)),
+              b.icmp_signed("<=", b.add(o0, i64(tile.rows)), d0),
+              b.icmp_signed("<=", b.add(o1, i64(tile.cols)), d1)]
+    whole = inside[0]
+    for cond in inside[1:]:
+        whole = b.and_(whole, cond)
+
+    def index(r, c):
+        return b.add(b.mul(b.add(o0, r), s0), b.mul(b.add(o1, c), s1))
+    return gm, whole, index
+
+
 def _atomic_add(b, ptr, value, d: dt.dtype):
     if d in (dt.float32, dt.float64):
         b.atomic_rmw("fadd", ptr, value, "monotonic")
