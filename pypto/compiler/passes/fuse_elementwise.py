@@ -16,7 +16,7 @@ from ..ir import VEC, Block, Module, Op, users, walk
 from ..pto import view2d
 
 FUSABLE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.full",
-           "tile.broadcast", "tile.mov", "tile.load"}
+           "tile.broadcast", "tile.mov", "tile.load", "tile.reshape"}
 
 
 def _shape2d(v):
@@ -45,6 +45,8 @@ def _fusable(op: Op) -> bool:
     if op.name == "tile.mov" and (op.attrs.get("transpose") or
                                   op.operands[0].type.space != VEC):
         return False
+    if op.name == "tile.reshape" and _shape2d(op.operands[0]) != _shape2d(op.result):
+        return False          # only a reshape that keeps the 2-D view, e.g. (N,) -> (1, N)
     return all(not v.is_tile or v.type.space == VEC for v in op.operands)
 
 

@@ -212,7 +212,7 @@ ELEMENT_RULES = {
     "tcmp": _binary_elem(None, False), "tcmps": _binary_elem(None, True),
     **{pto: _unary_elem(name) for pto, name in PTO_UNARY.items()},
     "tsel": tsel_elem, "tcvt": tcvt_elem, "texpands": texpands_elem, "tmov": copy_elem,
-    "trowexpand": copy_elem, "tcolexpand": copy_elem,
+    "treshape": copy_elem, "trowexpand": copy_elem, "tcolexpand": copy_elem,
 }
 
 
