@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .compiler.errors import InternalError
-from .compiler.ir import Block, Function, Op, ScalarType, TensorType, TileType, Value
+from .compiler.ir import Block, Function, Op, ScalarType, TensorType, Value
 from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------

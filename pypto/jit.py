@@ -76,13 +76,6 @@ class CompiledKernel:
                                      *ctypes_params)
         self.entry = signature(self._object.address(f"{metadata['name']}_py"))
 
-    def launch(self, bound: dict, grid: tuple) -> None:
-        """Launch with numpy arrays for tensors (their objects are read natively)."""
-        args = tuple(id(bound[name]) if kind == "tensor" else bound[name]
-                     for name, kind, _ in self.runtime_params)
-        if runtime.run(self.entry, tuple(grid), args):
-            raise ValueError(f"grid dimensions must be >= 0, got {tuple(grid)}")
-
 
 class JITFunction:
     def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=()):

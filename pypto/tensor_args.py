@@ -31,8 +31,3 @@ def _from_torch(t):
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(dt.bfloat16.to_numpy())
     return t.numpy()
-
-
-def param_slots(kind: str, rank: int) -> int:
-    """i64 slots one runtime parameter takes in the argument buffer (see codegen.args_slots)."""
-    return 1 + 2 * rank if kind == "tensor" else 1

@@ -12,18 +12,27 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-def do_bench(fn, warmup: float = 25, rep: float = 100, quantiles=None, return_mode="median"):
+def do_bench(fn, warmup: float = 25, rep: float = 100, quantiles=None, return_mode="median",
+             reps: int | None = None):
     """Time ``fn()`` in milliseconds. ``warmup`` and ``rep`` are time budgets in ms (as in
-    Triton); at least 1 warm-up call and 5 timed calls are made. Returns the median (or
-    ``return_mode`` in min/max/mean/median), or the requested ``quantiles`` as a list."""
+    Triton); at least 1 warm-up call and 5 timed calls are made. ``reps=N`` instead makes
+    exactly one warm-up call and N timed calls (what the tutorials and benchmarks print).
+    Returns the median (or ``return_mode`` in min/max/mean/median), or the requested
+    ``quantiles`` as a list."""
     fn()
-    start = time.perf_counter()
-    fn()
-    estimate = max(time.perf_counter() - start, 1e-7) * 1e3
-    for _ in range(max(0, int(warmup / estimate) - 1)):
+    if reps is not None:
+        if reps < 1:
+            raise ValueError(f"reps must be >= 1, got {reps}")
+        count = reps
+    else:
+        start = time.perf_counter()
         fn()
+        estimate = max(time.perf_counter() - start, 1e-7) * 1e3
+        for _ in range(max(0, int(warmup / estimate) - 1)):
+            fn()
+        count = max(5, int(rep / estimate))
     times = []
-    for _ in range(max(5, int(rep / estimate))):
+    for _ in range(count):
         t = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1e3)
@@ -56,7 +65,8 @@ class Mark:
         self.benchmarks = benchmarks if isinstance(benchmarks, list) else [benchmarks]
 
     def run(self, print_data: bool = True, save_path: str | None = None, show_plots=False):
-        """Evaluate every (x, line) point; print a table; save a PNG per benchmark."""
+        """Evaluate every (x, line) point; print a table; save a PNG per benchmark.
+        (``show_plots`` is accepted for Triton compatibility; plots are only saved.)"""
         tables = []
         for bench in self.benchmarks:
             rows = []

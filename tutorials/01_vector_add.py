@@ -7,8 +7,6 @@ blocks, each block asks "which one am I?" with pl.program_id, and works on its o
 """
 import argparse
 import re
-import statistics
-import time
 
 import numpy as np
 
@@ -73,13 +71,9 @@ def add(x, y, out, block=4096):
 
 
 def median_time(fn, reps):
-    fn()                                    # warm-up: compiles (or loads) the kernel
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``reps`` calls after one warm-up call (which compiles or loads the
+    kernel), with PyPTO's own benchmarking helper."""
+    return pypto.testing.do_bench(fn, reps=reps) / 1e3
 
 
 def fmt(seconds):

@@ -7,7 +7,6 @@ dimension in steps of BK, feeding A and B tiles to the cube unit, which accumula
 tile that stays on chip for the whole loop.
 """
 import argparse
-import statistics
 import time
 
 import numpy as np
@@ -85,13 +84,9 @@ def check(a, b, c):
 
 
 def median_time(fn, reps):
-    fn()                                    # warm-up: compiles (or loads) the kernel
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``reps`` calls after one warm-up call (which compiles or loads the
+    kernel), with PyPTO's own benchmarking helper."""
+    return pypto.testing.do_bench(fn, reps=reps) / 1e3
 
 
 def fmt(seconds):

@@ -8,9 +8,7 @@ subtlety is the padded columns of the tile, which must be kept out of the varian
 """
 import argparse
 import os
-import statistics
 import textwrap
-import time
 
 import numpy as np
 
@@ -101,13 +99,9 @@ def import_torch():
 
 
 def median_time(fn, reps):
-    fn()                                    # warm-up: compiles (or loads) the kernel
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``reps`` calls after one warm-up call (which compiles or loads the
+    kernel), with PyPTO's own benchmarking helper."""
+    return pypto.testing.do_bench(fn, reps=reps) / 1e3
 
 
 def fmt(seconds):

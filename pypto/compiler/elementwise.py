@@ -12,9 +12,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-FLOAT, INT, BOOL = "f", "i", "b"
-
-
 @dataclass(frozen=True)
 class UnaryOp:
     name: str
@@ -92,9 +89,3 @@ PY_BINOPS = {
 PY_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
              ast.NotEq: "ne"}
 PY_UNARYOPS = {ast.USub: "neg", ast.Invert: "not", ast.Not: "not"}
-
-# Scalar-unit operators (index arithmetic): the rest are tile-only.
-SCALAR_BINOPS = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "and", "or",
-                 "xor", "shl", "shr")
-
-REDUCTIONS = ("sum", "max", "min", "prod", "argmax", "argmin")

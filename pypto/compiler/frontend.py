@@ -249,7 +249,7 @@ class CodeGenerator(ast.NodeVisitor):
             raise self.b.error("this 'while' loop would never end: its condition is a "
                                "compile-time constant and the loop changes no variable")
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
-        for attempt in range(2):
+        for _ in range(2):       # a second pass only if a carried int became a float
             before = Block([Value(v.type, n) for n, v in zip(carried, inits)])
             after = Block([Value(v.type, n) for n, v in zip(carried, inits)])
             before_env = dict(self.env)
@@ -338,7 +338,7 @@ class CodeGenerator(ast.NodeVisitor):
                       ((start, "range start"), (stop, "range stop"), (step, "range step")))
         carried = [n for n in self._carried(node.body) if n != name]
         inits = [semantics.to_loop_value(self.b, n, self.env[n]) for n in carried]
-        for attempt in range(2):
+        for _ in range(2):       # a second pass only if a carried int became a float
             iv = Value(ScalarType(dt.int64), name)
             body = Block([iv] + [Value(v.type, n) for n, v in zip(carried, inits)])
             env = dict(self.env)

@@ -15,7 +15,6 @@ from .errors import SourceLoc
 
 # Memory spaces of tiles (PTO "loc" names). None until memory-space inference has run.
 VEC, MAT, LEFT, RIGHT, ACC = "vec", "mat", "left", "right", "acc"
-SPACES = (VEC, MAT, LEFT, RIGHT, ACC)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,6 @@ LAYOUTS = {
     ACC: ("col_major", "row_major", 1024),
 }
 
-# Which hardware pipe executes each instruction (shared/reference/ascend910b.md).
-PIPES = {"tload": "MTE2", "tstore": "MTE3", "tmov": "MTE1", "tmatmul": "M",
-         "tmatmul.acc": "M", "texpands": "V", "tcvt": "V"}
 
 
 @dataclass
@@ -134,7 +131,6 @@ class Program:
 class _Lowering:
     def __init__(self, module: Module, tensor_specs: dict):
         self.module = module
-        self.specs = tensor_specs
         self.values: dict[int, object] = {}
         self.tiles_by_buffer: dict[tuple, Tile] = {}
         self.tiles: list[Tile] = []

@@ -6,7 +6,7 @@ their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...)
 """
 from __future__ import annotations
 
-from .pto import For, If, Inst, Program, Scalar, Tile, TensorArg, While
+from .pto import For, If, Inst, Program, Tile, TensorArg, While
 
 _ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -38,9 +38,6 @@ class _Printer:
 
     def ref(self, x) -> str:
         return x if isinstance(x, str) else f"%{x.name}"
-
-    def scalar_ty(self, s: Scalar) -> str:
-        return s.dtype.mlir
 
     def view(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str]:
         offs = list(offsets)

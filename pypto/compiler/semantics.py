@@ -13,7 +13,7 @@ import numpy as np
 
 from ..language import dtypes as dt
 from .elementwise import BINARY, COMMUTATIVE, SWAPPED, UNARY
-from .ir import ScalarType, TensorType, TileType, Value
+from .ir import ScalarType, TileType, Value
 
 INDEX = dt.int64        # the scalar unit's integer type
 FLOAT = dt.float32      # the scalar unit's float type
@@ -30,10 +30,6 @@ def _is_number(x) -> bool:
 
 def _is_tile(x) -> bool:
     return isinstance(x, Value) and x.is_tile
-
-
-def _is_scalar(x) -> bool:
-    return isinstance(x, Value) and x.is_scalar
 
 
 def _kind(d: dt.dtype) -> str:

@@ -36,7 +36,7 @@ def verify(module: Module, stage: str = "") -> Module:
     placed = module.facts.get("placed", False)
     planned = module.facts.get("planned", False)
 
-    def check_block(block: Block, scope: set, in_loop_types=None):
+    def check_block(block: Block, scope: set):
         scope = set(scope) | {a.id for a in block.args}
         for i, op in enumerate(block.ops):
             where = f"{op.name} at {op.loc}" if op.loc else op.name

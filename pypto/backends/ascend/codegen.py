@@ -17,7 +17,7 @@ from ...compiler.errors import InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While
 from ...language import dtypes as dt
 from .lowering import RULES
-from .lowering_utils import I1, I64, PTR, convert, counted_loop, i64, storage_type, to_compute
+from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")

@@ -6,7 +6,6 @@ freed crashed the process on this host), kept alive with the kernel.
 """
 from __future__ import annotations
 
-import ctypes
 import threading
 
 import llvmlite
@@ -79,7 +78,3 @@ class LoadedObject:
         if not addr:
             raise KeyError(f"symbol {name} not found in the kernel object")
         return addr
-
-
-LAUNCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                    ctypes.c_void_p)

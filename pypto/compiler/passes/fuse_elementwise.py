@@ -12,7 +12,7 @@ different element mapping, a buffer the group reads.
 """
 from __future__ import annotations
 
-from ..ir import VEC, Block, Module, Op, users, walk
+from ..ir import VEC, Block, Module, Op, users
 from ..pto import view2d
 
 FUSABLE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.full",
@@ -51,8 +51,8 @@ def _fusable(op: Op) -> bool:
 
 
 def _region(v):
-    from .memory_plan import tile_bytes
-    return v.addr, v.addr + v.type.numel * v.type.dtype.itemsize, v
+    """The byte range a planned tile occupies in its buffer."""
+    return v.addr, v.addr + v.type.numel * v.type.dtype.itemsize
 
 
 def _conflicts(group: list, op: Op) -> bool:
@@ -61,9 +61,9 @@ def _conflicts(group: list, op: Op) -> bool:
     writes = [m.result for m in members if m.results]
     reads = [v for m in members for v in m.operands if v.is_tile]
     for w in writes:
-        wlo, whi, _ = _region(w)
+        wlo, whi = _region(w)
         for r in reads:
-            rlo, rhi, _ = _region(r)
+            rlo, rhi = _region(r)
             if wlo < rhi and rlo < whi:
                 same_mapping = (wlo == rlo and _shape2d(w) == _shape2d(r)
                                 and w.type.dtype.itemsize == r.type.dtype.itemsize)

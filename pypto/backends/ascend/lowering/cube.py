@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ....language import dtypes as dt
-from ..lowering_utils import F32, I32, I64, const, convert, counted_loop, i64, storage_type
+from ..lowering_utils import F32, I32, const, convert, counted_loop, i64, storage_type
 
 MR, LANES, NR_VECTORS = 4, 16, 2
 NR = LANES * NR_VECTORS

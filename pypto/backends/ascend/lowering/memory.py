@@ -9,7 +9,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ....language import dtypes as dt
-from ..lowering_utils import (I64, clamp, compute_dtype, const, convert, counted_loop,
+from ..lowering_utils import (I64, clamp, const, convert, counted_loop,
                               from_compute, i64, storage_type, to_compute)
 
 

@@ -7,7 +7,7 @@ from llvmlite import ir
 
 from ....compiler.elementwise import BINARY, UNARY
 from ....language import dtypes as dt
-from ..lowering_utils import (I1, I64, call_intrinsic, compute_dtype, const, convert,
+from ..lowering_utils import (I64, call_intrinsic, compute_dtype, const, convert,
                               fast_exp_f32,
                               counted_loop, from_compute, i64, safe_shift, safe_truncdiv,
                               safe_truncrem, storage_type, to_compute)
@@ -47,24 +47,22 @@ def _reduce_minmax(name):
     return rule
 
 
-def _div(b, x, y, d):
-    if d.is_floating:
-        return b.fdiv(x, y)
-    if d.is_signed:
-        return safe_truncdiv(b, x, y)
-    zero = ir.Constant(x.type, 0)
-    is_zero = b.icmp_unsigned("==", y, zero)
-    return b.select(is_zero, zero, b.udiv(x, b.select(is_zero, ir.Constant(x.type, 1), y)))
+def _division(float_op, signed_rule, unsigned_op):
+    """C division or remainder that never traps: by zero it gives 0 (for ints)."""
+    def rule(b, x, y, d):
+        if d.is_floating:
+            return getattr(b, float_op)(x, y)
+        if d.is_signed:
+            return signed_rule(b, x, y)
+        zero = ir.Constant(x.type, 0)
+        is_zero = b.icmp_unsigned("==", y, zero)
+        safe = b.select(is_zero, ir.Constant(x.type, 1), y)
+        return b.select(is_zero, zero, getattr(b, unsigned_op)(x, safe))
+    return rule
 
 
-def _fmod(b, x, y, d):
-    if d.is_floating:
-        return b.frem(x, y)
-    if d.is_signed:
-        return safe_truncrem(b, x, y)
-    zero = ir.Constant(x.type, 0)
-    is_zero = b.icmp_unsigned("==", y, zero)
-    return b.select(is_zero, zero, b.urem(x, b.select(is_zero, ir.Constant(x.type, 1), y)))
+_div = _division("fdiv", safe_truncdiv, "udiv")
+_fmod = _division("frem", safe_truncrem, "urem")
 
 
 BINARY_RULES = {
