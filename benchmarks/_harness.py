@@ -388,3 +388,22 @@ def per_call_time(fn, calls: int, reps: int) -> float:
             fn()
         times.append((time.perf_counter() - t0) / calls)
     return statistics.median(times)
+
+
+def main_for(description: str, run, title, patterns=(), flops=False, argv=None,
+             prepare=None) -> None:
+    """The standalone entry every family script shares: parse the command line, set one thread
+    count for everyone, measure the machine limits the family is compared with, run, print.
+    ``title(args)`` heads the table; ``prepare()`` runs after the thread counts are set."""
+    import machine
+    args = parse_args(description, argv)
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    print_environment(torch)
+    if prepare is not None:
+        prepare()
+    limits = machine.measure(args, patterns=patterns, flops=flops)
+    machine.print_limits(limits)
+    rows = run(args, limits)
+    print_rows(rows, title(args))
+    print_load_during_run()

@@ -23,13 +23,22 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+from _harness import (
+    default_threads,
+    fmt_time,
+    import_torch,
+    make_row,
+    parse_args,
+    per_call_time,
+    print_environment,
+    print_load_during_run,
+    print_rows,
+    settle,
+    use_threads,
+)
 
 import pypto
 import pypto.language as pl
-
-from _harness import (default_threads, fmt_time, import_torch, make_row, parse_args,
-                      per_call_time, print_environment, print_load_during_run, print_rows,
-                      settle, use_threads)
 
 N = 64
 

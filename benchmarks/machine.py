@@ -38,13 +38,24 @@ import threading
 import time
 
 import numpy as np
+from _harness import (
+    blas_info,
+    default_threads,
+    fmt_size,
+    import_torch,
+    make_row,
+    parse_args,
+    pct_of,
+    print_environment,
+    print_load_during_run,
+    print_rows,
+    settle,
+    speedup,
+    use_threads,
+)
 
 import pypto
 import pypto.language as pl
-
-from _harness import (blas_info, default_threads, fmt_size, import_torch, make_row, parse_args,
-                      pct_of, print_environment, print_load_during_run, print_rows,
-                      settle, speedup, use_threads)
 
 BLOCK = 8192
 PATTERNS = {"copy": 2, "add": 3, "triad": 3}       # arrays moved per element

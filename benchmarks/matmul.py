@@ -34,13 +34,22 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from _harness import (
+    at_least,
+    blas_info,
+    default_threads,
+    import_torch,
+    main_for,
+    make_row,
+    median_time,
+    pct_of,
+    settle,
+    speedup,
+    use_threads,
+)
 
 import pypto
 import pypto.language as pl
-
-from _harness import (at_least, blas_info, default_threads, import_torch, make_row,
-                      median_time, parse_args, pct_of, print_environment, print_load_during_run,
-                      print_rows, settle, speedup, use_threads)
 
 TILES = {"float32": (128, 64, 64), "float16": (128, 256, 64)}   # BM, BN, BK
 
@@ -157,18 +166,11 @@ def run(args, limits=None) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    import machine
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    use_threads(default_threads(), torch)
-    print_environment(torch)
-    limits = machine.measure(args, patterns=(), flops=True)
-    machine.print_limits(limits)
-    rows = run(args, limits)
-    tiles = ", ".join(f"{d} {'x'.join(map(str, t))}" for d, t in TILES.items())
-    print_rows(rows, f"matmul, median of {args.reps} after a warm-up; tiles BMxBNxBK: {tiles}; "
-                     "% limit: of the fp32 FMA peak")
-    print_load_during_run()
+    main_for(__doc__.splitlines()[0], run, lambda args: (
+        f"matmul, median of {args.reps} after a warm-up; tiles BMxBNxBK: "
+        + ", ".join(f"{d} {'x'.join(map(str, t))}" for d, t in TILES.items())
+        + "; % limit: of the fp32 FMA peak"),
+             patterns=(), flops=True, argv=argv)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,16 @@ import re
 import time
 
 import machine
-from _harness import (default_threads, import_torch, parse_args, print_environment,
-                      print_load_during_run, print_rows, settle, use_threads)
+from _harness import (
+    default_threads,
+    import_torch,
+    parse_args,
+    print_environment,
+    print_load_during_run,
+    print_rows,
+    settle,
+    use_threads,
+)
 
 FAMILIES = ["vector_add", "softmax", "layer_norm", "matmul", "scaling", "launch", "startup"]
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -14,10 +14,19 @@ thread count).
 from __future__ import annotations
 
 import numpy as np
-
-from _harness import (at_least, blas_set_threads, default_threads, fmt_time, import_torch,
-                      make_row, median_time, parse_args, pct_of, print_environment,
-                      print_load_during_run, print_rows, settle, use_threads)
+from _harness import (
+    at_least,
+    blas_set_threads,
+    default_threads,
+    fmt_time,
+    import_torch,
+    main_for,
+    make_row,
+    median_time,
+    pct_of,
+    settle,
+    use_threads,
+)
 
 GOAL = 1.8
 
@@ -100,20 +109,16 @@ def run(args, limits=None) -> list[dict]:
     return rows
 
 
-def main(argv=None) -> None:
-    import machine
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    use_threads(default_threads(), torch)
-    print_environment(torch)
+def _blas_threads():
     if not blas_set_threads(default_threads()):
         print("numpy's BLAS threads cannot be set here (no threadpoolctl, not OpenBLAS)")
-    limits = machine.measure(args, patterns=("copy", "add"), flops=True)
-    machine.print_limits(limits)
-    rows = run(args, limits)
-    print_rows(rows, f"scaling 1 -> 2 host threads, median of {args.reps} after a warm-up; "
-                     "ratio: PyPTO's speedup; time columns: on 2 threads")
-    print_load_during_run()
+
+
+def main(argv=None) -> None:
+    main_for(__doc__.splitlines()[0], run, lambda args: (
+        f"scaling 1 -> 2 host threads, median of {args.reps} after a warm-up; ratio: PyPTO's "
+        "speedup; time columns: on 2 threads"),
+             patterns=("copy", "add"), flops=True, argv=argv, prepare=_blas_threads)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,21 @@ the fused column loop). Earlier sweeps favoured 1 row because of that bug.
 from __future__ import annotations
 
 import numpy as np
+from _harness import (
+    at_least,
+    default_threads,
+    import_torch,
+    main_for,
+    make_row,
+    median_time,
+    pct_of,
+    settle,
+    speedup,
+    use_threads,
+)
 
 import pypto
 import pypto.language as pl
-
-from _harness import (at_least, default_threads, import_torch, make_row, median_time,
-                      parse_args, pct_of, print_environment, print_load_during_run, print_rows,
-                      settle, speedup, use_threads)
 
 BLOCK_M = 8
 MAX_TILE_ELEMENTS = 8192        # fp32 elements of one tile that fit the UB three times over
@@ -109,18 +117,10 @@ def run(args, limits=None) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    import machine
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    use_threads(default_threads(), torch)
-    print_environment(torch)
-    limits = machine.measure(args, patterns=("copy",), flops=False)
-    machine.print_limits(limits)
-    rows = run(args, limits)
-    print_rows(rows, f"softmax, median of {args.reps} after a warm-up; ratio against torch "
-                     f"(numpy without torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy "
-                     "bandwidth (read x, write out)")
-    print_load_during_run()
+    main_for(__doc__.splitlines()[0], run, lambda args: (
+        f"softmax, median of {args.reps} after a warm-up; ratio against torch (numpy without "
+        f"torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy bandwidth (read x, write out)"),
+             patterns=("copy",), flops=False, argv=argv)
 
 
 if __name__ == "__main__":

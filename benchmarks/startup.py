@@ -26,10 +26,17 @@ import sys
 import tempfile
 import time
 
-import pypto
+from _harness import (
+    fmt_time,
+    import_torch,
+    make_row,
+    parse_args,
+    print_environment,
+    print_load_during_run,
+    print_rows,
+)
 
-from _harness import (fmt_time, import_torch, make_row, parse_args, print_environment,
-                      print_load_during_run, print_rows)
+import pypto
 
 IMPORT_CHILD = """\
 import json, time

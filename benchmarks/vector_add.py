@@ -25,13 +25,22 @@ elements, median of 7): BLOCK=1024 355 us / 7.3 ms, 4096 322 us / 5.9 ms, 8192 2
 from __future__ import annotations
 
 import numpy as np
+from _harness import (
+    at_least,
+    default_threads,
+    fmt_size,
+    import_torch,
+    main_for,
+    make_row,
+    median_time,
+    pct_of,
+    settle,
+    speedup,
+    use_threads,
+)
 
 import pypto
 import pypto.language as pl
-
-from _harness import (at_least, default_threads, fmt_size, import_torch, make_row, median_time,
-                      parse_args, pct_of, print_environment, print_load_during_run, print_rows,
-                      settle, speedup, use_threads)
 
 BLOCK = 8192
 
@@ -122,17 +131,10 @@ def run(args, limits=None) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    import machine
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    use_threads(default_threads(), torch)
-    print_environment(torch)
-    limits = machine.measure(args, patterns=("add",), flops=False)
-    machine.print_limits(limits)
-    rows = run(args, limits)
-    print_rows(rows, f"vector add, median of {args.reps} after a warm-up; % limit: of the "
-                     "STREAM add bandwidth (3 arrays)")
-    print_load_during_run()
+    main_for(__doc__.splitlines()[0], run, lambda args: (
+        f"vector add, median of {args.reps} after a warm-up; % limit: of the STREAM add "
+        "bandwidth (3 arrays)"),
+             patterns=("add",), flops=False, argv=argv)
 
 
 if __name__ == "__main__":
