@@ -208,7 +208,7 @@ class JITFunction:
             elif isinstance(v, np.ndarray):
                 dynamic = self.dynamic.get(name, ())
                 shape = tuple(None if i in dynamic else s for i, s in enumerate(v.shape))
-                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous, v.ndim))
+                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous))
             elif isinstance(v, float):
                 key.append(("f",))
             elif name in self.do_not_specialize:
