@@ -65,6 +65,7 @@ class TensorArg:
     dtype: dt.dtype
     dims: tuple
     strides: tuple
+    workspace: bool = False      # the hidden GM workspace of a cube/vector split (WORKSPACE)
 
     @property
     def rank(self) -> int:
@@ -117,13 +118,26 @@ class While:
 
 @dataclass
 class Program:
+    """``kind`` is "vector", "cube" or "mixed"; a mixed kernel has two parts (the cube part in
+    ``body``, the vector part in ``vector_body``) that run on the two kinds of core of a
+    cluster and exchange tiles through the GM workspace."""
     name: str
-    kind: str                    # "vector" or "cube"
+    kind: str
     params: list                 # TensorArg | Scalar, in call order
     tiles: list
     body: list
     target: object
     buffer_bytes: dict
+    vector_body: list | None = None
+
+    @property
+    def parts(self) -> list[tuple[str, list]]:
+        if self.kind == "mixed":
+            return [("cube", self.body), ("vector", self.vector_body)]
+        return [(self.kind, self.body)]
+
+
+WORKSPACE = "pypto_workspace"     # parameter name of the GM workspace in .pto
 
 
 # -- Tile IR → PTO -----------------------------------------------------------------------------

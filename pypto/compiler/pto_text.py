@@ -6,6 +6,7 @@ their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...)
 """
 from __future__ import annotations
 
+from .pipes import SYNC_OPS
 from .pto import For, If, Inst, Program, Tile, TensorArg, While
 
 _ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
@@ -52,6 +53,16 @@ class _Printer:
 
     def program(self) -> str:
         p = self.p
+        funcs = []
+        for kind, body in p.parts:
+            name = p.name if len(p.parts) == 1 else f"{p.name}_{kind}"
+            funcs += self.function(name, kind, body)
+        head = f'module attributes {{"pto.device-spec" = "{p.target.device_spec}"}} {{'
+        return "\n".join([head] + funcs + ["}"]) + "\n"
+
+    def function(self, name: str, kind: str, body: list) -> list[str]:
+        p = self.p
+        self.lines, self.consts, self.const_lines, self.n = [], {}, [], 0
         args = []
         for a in p.params:
             if isinstance(a, TensorArg):
@@ -60,7 +71,6 @@ class _Printer:
                 args += [f"%{a.name}_s{i}: i64" for i, s in enumerate(a.strides) if s is None]
             else:
                 args.append(f"%{a.name}: {a.dtype.mlir}")
-        out = self.lines
         for a in p.params:
             if isinstance(a, TensorArg):
                 dims = [self.const(d, "i64", 2) if d is not None else f"%{a.name}_d{i}"
@@ -73,15 +83,16 @@ class _Printer:
                 self.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape=["
                           f"{', '.join(dims)}], strides=[{', '.join(strides)}] : "
                           f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{a.dtype.mlir}>", 2)
+        used = tiles_used(body)
         for t in p.tiles:
-            addr = self.const(t.addr, "i64", 2)
-            self.emit(f"%{t.name} = pto.alloc_tile addr = {addr} : {t.type_text()}", 2)
-        self.body(p.body, 2)
+            if t.name in used:
+                addr = self.const(t.addr, "i64", 2)
+                self.emit(f"%{t.name} = pto.alloc_tile addr = {addr} : {t.type_text()}", 2)
+        self.body(body, 2)
         self.emit("return", 2)
-        head = [f'module attributes {{"pto.device-spec" = "{p.target.device_spec}"}} {{',
-                f"  func.func @{p.name}({', '.join(args)}) attributes "
-                f"{{pto.kernel_kind = #pto.kernel_kind<{p.kind}>}} {{"]
-        return "\n".join(head + self.const_lines + out + ["  }", "}"]) + "\n"
+        head = (f"  func.func @{name}({', '.join(args)}) attributes "
+                f"{{pto.kernel_kind = #pto.kernel_kind<{kind}>}} {{")
+        return [head] + self.const_lines + self.lines + ["  }"]
 
     def body(self, insts, depth) -> None:
         for inst in insts:
@@ -146,6 +157,9 @@ class _Printer:
         op = i.op
         if op.startswith("arith.") or op in ("pto.program_id", "pto.num_programs", "tensor.dim"):
             self.scalar_inst(i, depth)
+            return
+        if op in SYNC_OPS:
+            self.emit(sync_text(i), depth)
             return
         if op == "tload":
             tensor, *offs = i.ins
@@ -243,6 +257,21 @@ def _attrs(attrs: dict) -> str:
     return " {" + ", ".join(parts) + "}"
 
 
+def sync_text(i: Inst) -> str:
+    """``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``, ``pto.barrier #pto.pipe<PIPE_V>``,
+    ``pto.syncall``, and the cross-core flags ``pto.sync.set[<PIPE_FIX>, 3]`` /
+    ``pto.sync.wait[<PIPE_MTE2>, 3]`` (with ``{count = n}`` when waiting for several)."""
+    a = i.attrs
+    if i.op in ("set_flag", "wait_flag"):
+        return f"pto.{i.op}[<PIPE_{a['src']}>, <PIPE_{a['dst']}>, <EVENT_ID{a['event']}>]"
+    if i.op == "barrier":
+        return f"pto.barrier #pto.pipe<PIPE_{a['pipe']}>"
+    if i.op == "syncall":
+        return "pto.syncall"
+    count = f" {{count = {a['count']}}}" if a.get("count", 1) != 1 else ""
+    return f"pto.{i.op}[<PIPE_{a['pipe']}>, {a['flag']}]{count}"
+
+
 def _cast_op(src, dst) -> str:
     if src.is_floating and dst.is_floating:
         return "arith.extf" if dst.bits > src.bits else "arith.truncf"
@@ -251,6 +280,21 @@ def _cast_op(src, dst) -> str:
     if dst.is_floating:
         return "arith.sitofp"
     return "arith.extsi" if dst.bits > src.bits else "arith.trunci"
+
+
+def tiles_used(body: list) -> set[str]:
+    """Names of the tiles that the instructions of ``body`` (nested ones included) touch."""
+    used = set()
+    for inst in body:
+        if isinstance(inst, For):
+            used |= tiles_used(inst.body)
+        elif isinstance(inst, If):
+            used |= tiles_used(inst.then_body) | tiles_used(inst.else_body)
+        elif isinstance(inst, While):
+            used |= tiles_used(inst.before_body) | tiles_used(inst.after_body)
+        else:
+            used.update(x.name for x in inst.ins + inst.outs if isinstance(x, Tile))
+    return used
 
 
 def print_program(program: Program) -> str:

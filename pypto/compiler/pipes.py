@@ -1,0 +1,98 @@
+"""Which hardware pipe runs each PTO instruction, and what each instruction reads and writes.
+
+An AI Core issues instructions in program order into per-pipe queues (MTE2, MTE1, M, V, MTE3,
+FIX, S); pipes run concurrently and only ``set_flag``/``wait_flag`` pairs or barriers order
+them (shared/reference/ascend910b.md). Both the synchronisation pass and the hazard checker
+ask this module the same two questions, so they cannot disagree about the machine.
+
+Sync instructions in a ``Program`` (``Inst.op`` and its attributes):
+
+* ``set_flag`` / ``wait_flag`` ``{"src": pipe, "dst": pipe, "event": 0..7}``
+* ``barrier`` ``{"pipe": pipe or "ALL"}``: later instructions of ``pipe`` (every pipe for ALL)
+  wait until the earlier ones of that pipe (every pipe) are done
+* ``syncall``: every block of the launch reaches it before any goes on
+* ``sync.set`` / ``sync.wait`` ``{"pipe": pipe, "flag": 0..15}`` (wait may add ``"count"``):
+  cross-core flags, one block (or the cube half of a cluster) notifying others
+"""
+from __future__ import annotations
+
+from .pto import TensorArg, Tile
+
+PIPES = ("MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S")
+EVENT_IDS = 8
+CROSS_CORE_FLAGS = 16
+FLAG_OPS = ("set_flag", "wait_flag")
+SYNC_OPS = FLAG_OPS + ("barrier", "syncall", "sync.set", "sync.wait")
+
+# opcode → pipe, where the opcode alone decides it
+_FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S"}
+
+
+def is_sync(inst) -> bool:
+    return inst.op in SYNC_OPS
+
+
+def is_scalar(inst) -> bool:
+    """Scalar arithmetic and block queries run on S and touch no buffer."""
+    return inst.op.startswith("arith.") or inst.op in ("pto.program_id", "pto.num_programs",
+                                                        "tensor.dim")
+
+
+def pipe_of(inst) -> str:
+    """The pipe that executes ``inst`` (a tile instruction)."""
+    op = inst.op
+    if op in _FIXED:
+        return _FIXED[op]
+    src = inst.ins[0] if inst.ins and isinstance(inst.ins[0], Tile) else None
+    if op == "tstore":
+        return "FIX" if src.loc == "acc" else "MTE3"
+    if op in ("tmov", "textract") and src is not None:
+        if src.loc == "mat":
+            return "MTE1"
+        if src.loc == "acc":
+            return "FIX"
+    if op == "texpands" and inst.outs[0].loc == "acc":
+        return "M"          # the accumulator is initialised by the cube
+    return "V"
+
+
+def tile_extent(tile: Tile, target) -> tuple[str, int, int]:
+    """(buffer, first byte, end byte): cube-side tiles occupy whole fractals."""
+    rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
+    if tile.loc in ("mat", "left", "right"):
+        frac_cols = target.fractal_bytes // item
+        rows = -(-rows // target.fractal_rows) * target.fractal_rows
+        cols = -(-cols // frac_cols) * frac_cols
+    elif tile.loc == "acc":
+        rows, cols = -(-rows // 16) * 16, -(-cols // 16) * 16
+    nbytes = -(-(rows * cols * item) // target.alignment) * target.alignment
+    return tile.loc, tile.addr, tile.addr + nbytes
+
+
+def _resource(x, target):
+    if isinstance(x, Tile):
+        return tile_extent(x, target)
+    if isinstance(x, TensorArg):       # global memory: any two accesses may overlap
+        return ("gm:" + x.name, 0, 1)
+    return None
+
+
+def accesses(inst, target) -> list[tuple[str, tuple]]:
+    """[("r" | "w", (buffer, start, end))] for every tile or tensor the instruction touches."""
+    if inst.op == "tstore":
+        reads, writes = inst.ins, inst.outs[:1]
+    else:
+        reads, writes = inst.ins, inst.outs
+    out = []
+    for kind, xs in (("r", reads), ("w", writes)):
+        for x in xs:
+            res = _resource(x, target)
+            if res is not None:
+                out.append((kind, res))
+    return out
+
+
+def conflicts(a: tuple, b: tuple) -> bool:
+    """Do two (kind, extent) accesses form a hazard (same bytes, at least one write)?"""
+    (ka, (buf_a, s_a, e_a)), (kb, (buf_b, s_b, e_b)) = a, b
+    return (ka == "w" or kb == "w") and buf_a == buf_b and s_a < e_b and s_b < e_a
