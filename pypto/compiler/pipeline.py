@@ -13,6 +13,7 @@ from .ir import Module
 from .passes import run_pipeline
 from .pto import lower_to_pto
 from .pto_text import print_program
+from .sync import insert_sync
 
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
@@ -23,7 +24,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     module = Module(fn, target)
     frontend_ir = str(module)
     module = run_pipeline(module)
-    program = lower_to_pto(module, tensor_specs)
+    program = insert_sync(lower_to_pto(module, tensor_specs))
     pto_text = print_program(program)
     llir = generate_llvm_ir(program)
     obj, optimized = compile_to_object(llir, opt_level)

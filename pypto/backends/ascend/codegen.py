@@ -16,12 +16,14 @@ from llvmlite import ir
 from ...compiler.errors import InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While
 from ...language import dtypes as dt
+from ...compiler.pipes import FLAG_OPS
 from .lowering import RULES
 from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
 ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
+HOST_NOPS = FLAG_OPS + ("barrier",)
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 
 
@@ -302,7 +304,8 @@ class Codegen:
 
     # -- control flow -------------------------------------------------------------------------
     def body(self, insts):
-        insts = list(insts)
+        # flags and pipe barriers order the chip's pipes; the host runs one stream in order
+        insts = [i for i in insts if getattr(i, "op", None) not in HOST_NOPS]
         i = 0
         while i < len(insts):
             inst = insts[i]

@@ -1,0 +1,219 @@
+"""Synchronisation: ``set_flag``/``wait_flag`` pairs so every cross-pipe hazard is ordered.
+
+Pipes run concurrently (see ``pipes.py``), so a TLOAD (MTE2) and the TADD (V) that reads its
+tile must be ordered by a flag, and so must the TADD and a later TLOAD that overwrites the tile
+it still reads. The pass works on the structured program, one block at a time:
+
+* Forward edges. Items of a block (instructions, or whole loops and branches summarised by
+  the accesses inside them) are visited in order. For each later item that conflicts with an
+  earlier one on another pipe, a flag is set right after the earlier item and waited right
+  before the later one, unless what the waiting pipe already knows orders them (vector clocks:
+  a wait teaches the waiting pipe everything the setting pipe knew). Flags never cross a
+  block boundary, so any trip count and either branch stay balanced.
+* Back edges. In a loop body, an item that conflicts with an earlier-or-same item of the next
+  iteration gets one flag per pipe pair: set once before the loop (the first iteration waits
+  for nothing), waited before the first reader, set after the last writer, and waited once
+  after the loop (so the flag is drained).
+* ``while`` loops, rare in tile code, get a ``barrier`` of every pipe at the end of each region.
+
+Event ids (0–7 per pipe pair) are then given to pairs whose live ranges do not overlap in
+program order; a pair that finds none free becomes ``barrier ALL`` (correct, slower).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .pipes import EVENT_IDS, PIPES, accesses, conflicts, is_scalar, is_sync, pipe_of
+from .pto import For, If, Inst, Program, While
+
+
+class _Pairs:
+    """Every flag pair created, so event ids can be assigned once the program is final."""
+
+    def __init__(self):
+        self.pairs: list[tuple[str, str, list[Inst]]] = []
+
+    def new(self, src: str, dst: str, ops=("set_flag", "wait_flag")) -> list[Inst]:
+        insts = [Inst(op, [], [], {"src": src, "dst": dst, "event": None}) for op in ops]
+        self.pairs.append((src, dst, insts))
+        return insts
+
+
+def insert_sync(program: Program) -> Program:
+    """Adds flags to every part of ``program`` in place and returns it."""
+    pairs = _Pairs()
+    sync = _Sync(program.target, pairs)
+    program.body = sync.block(program.body)
+    if program.vector_body is not None:
+        program.vector_body = sync.block(program.vector_body)
+    _assign_events(program, pairs)
+    return program
+
+
+class _Sync:
+    def __init__(self, target, pairs: _Pairs):
+        self.target = target
+        self.pairs = pairs
+        self.memo: dict[int, list] = {}
+
+    def summary(self, node) -> list[tuple[str, tuple]]:
+        """[(pipe, access)] of a node and everything nested in it."""
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        if isinstance(node, For):
+            got = [x for n in node.body for x in self.summary(n)]
+        elif isinstance(node, If):
+            got = [x for n in node.then_body + node.else_body for x in self.summary(n)]
+        elif isinstance(node, While):
+            got = [x for n in node.before_body + node.after_body for x in self.summary(n)]
+        elif is_scalar(node) or is_sync(node):
+            got = []
+        else:
+            pipe = pipe_of(node)
+            got = [(pipe, a) for a in accesses(node, self.target)]
+        self.memo[id(node)] = got
+        return got
+
+    # -- one block ----------------------------------------------------------------------------
+    def block(self, items: list) -> list:
+        items = [self.nested(x) for x in items]
+        before, after = self.forward_edges(items)
+        return _splice(items, before, after)
+
+    def nested(self, node):
+        """Synchronise inside a loop or branch; returns the node with its pre/post flags
+        attached as (node, pre, post) when it is a loop with back edges."""
+        if isinstance(node, If):
+            node.then_body = self.block(node.then_body)
+            node.else_body = self.block(node.else_body)
+        elif isinstance(node, While):
+            node.before_body = self.block(node.before_body) + self.full_barrier(node)
+            node.after_body = self.block(node.after_body) + self.full_barrier(node)
+        elif isinstance(node, For):
+            body = [self.nested(x) for x in node.body]
+            fwd_before, fwd_after = self.forward_edges(body)
+            pre, post = self.back_edges(body, fwd_before, fwd_after)
+            node.body = _splice(body, fwd_before, fwd_after)
+            if pre:
+                return _Wrapped(node, pre, post)
+        return node
+
+    def full_barrier(self, node) -> list:
+        pipes = {p for p, _ in self.summary(node)}
+        return [Inst("barrier", [], [], {"pipe": "ALL"})] if len(pipes) > 1 else []
+
+    def items_summary(self, item):
+        return self.summary(item.node if isinstance(item, _Wrapped) else item)
+
+    def forward_edges(self, items: list):
+        before, after = defaultdict(list), defaultdict(list)
+        know = {p: {} for p in PIPES}          # pipe → {pipe: last item index known done}
+        snaps: list[dict] = []
+        seen: dict[str, list] = defaultdict(list)   # buffer → [(item, pipe, access)]
+        for j, item in enumerate(items):
+            summ = self.items_summary(item)
+            need: dict[tuple[str, str], int] = {}
+            for q, b in summ:
+                for i, p, a in seen[b[1][0]]:
+                    if p != q and conflicts(a, b) and need.get((p, q), -1) < i:
+                        need[(p, q)] = i
+            for (p, q), i in sorted(need.items(), key=lambda kv: -kv[1]):
+                if know[q].get(p, -1) >= i:
+                    continue
+                flag_set, flag_wait = self.pairs.new(p, q)
+                after[i].append(flag_set)
+                before[j].append(flag_wait)
+                _join(know[q], snaps[i][p])
+            for p in {p for p, _ in summ}:
+                know[p][p] = j
+            snaps.append({p: dict(k) for p, k in know.items()})
+            for p, a in summ:
+                seen[a[1][0]].append((j, p, a))
+        return before, after
+
+    def back_edges(self, body: list, before, after):
+        """Flags from the end of one iteration to the start of the next; returns the flags to
+        put before and after the loop."""
+        edges: dict[tuple[str, str], list[int]] = {}
+        summ = [self.items_summary(x) for x in body]
+        for j in range(len(body)):
+            for i in range(j, len(body)):
+                if i == j and isinstance(body[i], (For, While, _Wrapped)):
+                    continue      # a nested loop orders its own iterations and drains its flags
+                for q, b in summ[j]:
+                    for p, a in summ[i]:
+                        if p != q and conflicts(a, b):
+                            first_last = edges.setdefault((p, q), [j, i])
+                            first_last[0] = min(first_last[0], j)
+                            first_last[1] = max(first_last[1], i)
+        pre, post = [], []
+        for (p, q), (j, i) in sorted(edges.items()):
+            pre_set, flag_wait, flag_set, drain = self.pairs.new(
+                p, q, ("set_flag", "wait_flag", "set_flag", "wait_flag"))
+            pre.append(pre_set)
+            before[j].insert(0, flag_wait)
+            after[i].append(flag_set)
+            post.append(drain)
+        return pre, post
+
+
+class _Wrapped:
+    """A loop with the flags that must surround it (pre-set back-edge flags, drains)."""
+
+    def __init__(self, node, pre, post):
+        self.node, self.pre, self.post = node, pre, post
+
+
+def _splice(items, before, after) -> list:
+    out = []
+    for k, item in enumerate(items):
+        out += before.get(k, [])
+        if isinstance(item, _Wrapped):
+            out += item.pre + [item.node] + item.post
+        else:
+            out.append(item)
+        out += after.get(k, [])
+    return out
+
+
+def _join(into: dict, other: dict) -> None:
+    for p, i in other.items():
+        if into.get(p, -1) < i:
+            into[p] = i
+
+
+# -- event ids ------------------------------------------------------------------------------
+
+def _positions(body: list, pos: dict, counter: list) -> None:
+    for node in body:
+        pos[id(node)] = counter[0]
+        counter[0] += 1
+        if isinstance(node, For):
+            _positions(node.body, pos, counter)
+        elif isinstance(node, If):
+            _positions(node.then_body, pos, counter)
+            _positions(node.else_body, pos, counter)
+        elif isinstance(node, While):
+            _positions(node.before_body, pos, counter)
+            _positions(node.after_body, pos, counter)
+
+
+def _assign_events(program: Program, pairs: _Pairs) -> None:
+    pos: dict[int, int] = {}
+    counter = [0]
+    for _, body in program.parts:
+        _positions(body, pos, counter)
+    busy: dict[tuple[str, str], list[int]] = defaultdict(lambda: [-1] * EVENT_IDS)
+    spans = sorted(((min(pos[id(x)] for x in insts), max(pos[id(x)] for x in insts), src, dst,
+                     insts) for src, dst, insts in pairs.pairs), key=lambda s: s[0])
+    for start, end, src, dst, insts in spans:
+        ends = busy[(src, dst)]
+        free = next((e for e in range(EVENT_IDS) if ends[e] < start), None)
+        if free is None:
+            for x in insts:           # out of event ids: a full barrier orders it instead
+                x.op, x.attrs = "barrier", {"pipe": "ALL"}
+            continue
+        ends[free] = end
+        for x in insts:
+            x.attrs["event"] = free
