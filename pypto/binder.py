@@ -130,8 +130,7 @@ def call(_pypto_grid, {", ".join(names)}):
     except _ctypes_error as _pypto_error:
         raise _explain(_pypto_error, _pypto_grid) from None
     if _pypto_status:
-        raise ValueError("{jitfn.__name__}: grid dimensions must be >= 0, got " +
-                         repr(_pypto_grid))
+        raise _status_error(_pypto_status, _pypto_grid)
 """
     runtime_names = [n for n, _, _ in runtime_params]
 
@@ -144,7 +143,22 @@ def call(_pypto_grid, {", ".join(names)}):
                               f"passed to the kernel: {str(error).split(':', 1)[-1].strip()}")
         return ValueError(f"{jitfn.__name__}: grid must be a tuple of 1 to 3 ints, got {grid!r}")
 
-    scope = {"_entry": kernel.entry, "_normalise": normalise_grid, "_run": runtime.run,
+    def status_error(status, grid):
+        name = jitfn.__name__
+        if status == 2:
+            cores = kernel.metadata.get("cores")
+            return ValueError(
+                f"{name}: grid {grid!r} has more blocks than the {cores} cores of "
+                f"{kernel.metadata['target']}; a kernel that uses pl.barrier/pl.wait needs every "
+                "block running at once, so its grid must fit on the cores")
+        if status == 3:
+            return RuntimeError(
+                f"{name}: the blocks deadlocked: a pl.barrier() that not every block reaches, "
+                "or a pl.wait() whose flag is never signalled enough (no progress for "
+                "PYPTO_SYNC_TIMEOUT seconds)")
+        return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
+
+    scope = {"_entry": kernel.entry, "_status_error": status_error, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray,
              "_ctypes_error": ctypes.ArgumentError}

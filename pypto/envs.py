@@ -44,6 +44,13 @@ PYPTO_INTERPRET = register("PYPTO_INTERPRET", "", False,
 PYPTO_DEBUG = register("PYPTO_DEBUG", "", False,
                        "1: keep the compiler's own frames in CompilationError tracebacks")
 PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")
+PYPTO_OVERRIDE_DIR = register("PYPTO_OVERRIDE_DIR", "", True,
+                              "directory of hand-edited <kernel name>.pto files, compiled in "
+                              "place of the generated PTO (their content is in the cache key)")
+
+PYPTO_SYNC_TIMEOUT = register("PYPTO_SYNC_TIMEOUT", "10", True,
+                              "seconds a barrier or pl.wait may make no progress before the "
+                              "launch is reported as deadlocked")
 
 
 def registry() -> dict[str, EnvVar]:

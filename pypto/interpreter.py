@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 
 import numpy as np
 
 from .compiler.errors import InternalError
-from .compiler.ir import Block, Function, Op, ScalarType, TensorType, Value
+from .compiler.ir import Block, Function, Op, ScalarType, TensorType, Value, walk
 from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
@@ -465,6 +466,26 @@ def _while(run, op, ins):
         values = run.block(after, values)
 
 
+def _nothing(run, op, ins):
+    """Pipe flags order the chip's pipes; one numpy stream needs no ordering."""
+    return []
+
+
+def _syncall(run, op, ins):
+    run.coop.barrier()
+    return []
+
+
+def _sync_set(run, op, ins):
+    run.coop.signal(op.attrs["flag"], op.attrs.get("count", 1))
+    return []
+
+
+def _sync_wait(run, op, ins):
+    run.coop.wait(op.attrs["flag"], op.attrs.get("count", 1))
+    return []
+
+
 SCALAR_BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max",
                  "and", "or", "xor", "shl", "shr")
 
@@ -476,6 +497,8 @@ HANDLERS = {
     "tile.slice": _slice, "tile.concat": _concat, "tile.matmul": _matmul, "tile.mov": _mov,
     "arith.constant": _constant, "arith.cast": _scalar_cast, "arith.select": _select,
     "arith.cmp": _cmp, "pto.program_id": _program_id, "pto.num_programs": _num_programs,
+    "pto.syncall": _syncall, "pto.sync_set": _sync_set, "pto.sync_wait": _sync_wait,
+    "pto.set_flag": _nothing, "pto.wait_flag": _nothing, "pto.pipe_barrier": _nothing,
     "tensor.dim": _dim, "scf.for": _for, "scf.if": _if, "scf.while": _while,
     **{f"arith.{name}": _scalar_binary(name) for name in SCALAR_BINARY},
 }
@@ -486,8 +509,54 @@ TERMINATORS = ("scf.yield", "scf.condition")
 
 # -- execution -------------------------------------------------------------------------------------
 
+class DeadlockError(RuntimeError):
+    """Blocks of a launch wait for each other forever (a barrier some block never reaches, a
+    flag nobody signals)."""
+
+
+class _Cooperation:
+    """Cross-block synchronisation of one launch whose blocks run as threads."""
+
+    TIMEOUT = 10.0
+
+    def __init__(self, blocks: int):
+        self._barrier = threading.Barrier(blocks)
+        self._flags = [0] * 16
+        self._cond = threading.Condition()
+        self._aborted = False
+
+    def barrier(self) -> None:
+        try:
+            self._barrier.wait(self.TIMEOUT)
+        except threading.BrokenBarrierError:
+            raise DeadlockError("pl.barrier(): not every block of the launch reached it") \
+                from None
+
+    def signal(self, flag: int, count: int) -> None:
+        with self._cond:
+            self._flags[flag] += count
+            self._cond.notify_all()
+
+    def wait(self, flag: int, count: int) -> None:
+        with self._cond:
+            ready = self._cond.wait_for(lambda: self._aborted or self._flags[flag] >= count,
+                                        self.TIMEOUT)
+            if not ready or self._aborted:
+                raise DeadlockError(f"pl.wait({flag}, {count}): the flag was not signalled "
+                                    f"{count} time(s)")
+            self._flags[flag] -= count
+
+    def abort(self) -> None:
+        with self._cond:
+            self._aborted = True
+            self._cond.notify_all()
+        self._barrier.abort()
+
+
 class _Run:
     """One grid block in execution: the value of every SSA value seen so far, and its ids."""
+
+    coop: _Cooperation | None = None
 
     def __init__(self, pid: tuple, grid: tuple):
         self.pid = tuple(np.int64(p) for p in pid)
@@ -550,10 +619,45 @@ def run_function(fn: Function, args: dict, grid: tuple[int, int, int]) -> None:
     name) to a numpy array (tensors; written in place by stores) or a Python int/float
     (scalars)."""
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    with np.errstate(all="ignore"):
-        values = [_argument(p, args) for p in fn.params]
-        for p2, p1, p0 in itertools.product(*(range(g) for g in reversed(grid))):
-            run = _Run((p0, p1, p2), grid)
-            for p, v in zip(fn.params, values):
-                run.env[p] = v
+    values = [_argument(p, args) for p in fn.params]
+    pids = [(p0, p1, p2) for p2, p1, p0 in itertools.product(*(range(g) for g in reversed(grid)))]
+
+    def run_block(pid, coop=None):
+        run = _Run(pid, grid)
+        run.coop = coop
+        for p, v in zip(fn.params, values):
+            run.env[p] = v
+        with np.errstate(all="ignore"):
             run.block(fn.body, [])
+
+    if not any(op.name in CROSS_BLOCK_OPS for op in walk(fn.body)):
+        for pid in pids:
+            run_block(pid)
+        return
+    _run_together(pids, run_block)
+
+
+CROSS_BLOCK_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait")
+
+
+def _run_together(pids, run_block) -> None:
+    """Blocks that meet at barriers or flags run as threads, all at once, like the chip's
+    cores; the first failure is raised once every thread has stopped."""
+    coop = _Cooperation(len(pids))
+    errors: list[BaseException] = []
+
+    def target(pid):
+        try:
+            run_block(pid, coop)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(e)
+            coop.abort()
+
+    threads = [threading.Thread(target=target, args=(pid,)) for pid in pids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        real = [e for e in errors if not isinstance(e, DeadlockError)]
+        raise (real or errors)[0]

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from ..language import dtypes as dt
 from ..language.core import constexpr
-from . import semantics
+from . import semantics, semantics_sync
 from .elementwise import PY_BINOPS, PY_CMPOPS, PY_UNARYOPS
 from .errors import CompilationError, SourceLoc
 from .ir import Block, Function, Op, ScalarType, TensorType, Value
@@ -75,8 +75,14 @@ class Builder:
         self.source = source
         self.call_chain: list[str] = []
         self.inlining: tuple = ()          # jit functions being inlined, innermost last
+        self.pending: dict[int, str] = {}  # async_load results not yet synchronized: id → name
 
     def emit(self, name, operands=(), result_types=(), attrs=None, blocks=()) -> Op:
+        if self.pending and name.startswith("tile."):
+            for v in operands:
+                if v.id in self.pending:
+                    raise self.error(f"'{self.pending[v.id]}' is read before pl.synchronize() "
+                                     "waits for the async_load that fills it")
         op = Op(name, operands, result_types, attrs, blocks, self.loc)
         self.block.ops.append(op)
         return op
@@ -93,14 +99,34 @@ class Builder:
             self.block = saved
 
 
+BUILTINS = {**semantics.BUILTINS, **semantics_sync.BUILTINS}
+
+
 def _assigned_names(stmts) -> list[str]:
-    """Names a block of statements (re)binds, in first-assignment order."""
+    """Names a block of statements (re)binds, in first-assignment order (the buffer named by
+    ``async_load(src, buf)`` is rebound too)."""
     seen: dict[str, None] = {}
     for stmt in stmts:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 seen.setdefault(node.id, None)
+            buffer = _async_load_buffer(node)
+            if isinstance(buffer, ast.Name):
+                seen.setdefault(buffer.id, None)
     return list(seen)
+
+
+def _async_load_buffer(node):
+    """The buffer argument's node if ``node`` is a call spelled ``*.async_load(...)``."""
+    if not isinstance(node, ast.Call):
+        return None
+    fn = node.func
+    called = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", None)
+    if called != "async_load":
+        return None
+    if len(node.args) > 1:
+        return node.args[1]
+    return next((k.value for k in node.keywords if k.arg == "buffer"), None)
 
 
 class CodeGenerator(ast.NodeVisitor):
@@ -183,8 +209,13 @@ class CodeGenerator(ast.NodeVisitor):
         cond = semantics.to_bool(self.b, cond)
         names = [n for n in _assigned_names(node.body + node.orelse)]
         then_block, else_block = Block(), Block()
+        pending = dict(self.b.pending)
         then_env = self._run_branch(then_block, node.body)
+        self._check_pending(set(pending), "branch")
+        after_then, self.b.pending = self.b.pending, dict(pending)
         else_env = self._run_branch(else_block, node.orelse)
+        self._check_pending(set(pending), "branch")
+        self.b.pending.update(after_then)     # pending if pending after either branch
         merged = []
         for n in names:
             t, e = then_env.get(n, _MISSING), else_env.get(n, _MISSING)
@@ -325,7 +356,9 @@ class CodeGenerator(ast.NodeVisitor):
         if kind == "static":
             self._static_for(node, args, kwargs)
             return
-        kwargs.pop("num_stages", None)
+        stages = kwargs.pop("num_stages", None)
+        if stages not in (None, 1, 2):
+            raise self.b.error(f"num_stages must be 1 or 2 (double buffering), got {stages!r}")
         if kwargs or not 1 <= len(args) <= 3:
             raise self.b.error("range() takes 1 to 3 positional arguments")
         start, stop, step = ([0] + args + [1])[:3] if len(args) == 1 else (args + [1])[:3]
@@ -344,16 +377,35 @@ class CodeGenerator(ast.NodeVisitor):
             env = dict(self.env)
             env[name] = iv
             env.update(zip(carried, body.args[1:]))
+            pending_before = self._carry_pending(inits, body.args[1:])
             yields = self._loop_body(node.body, body, env, carried, inits)
             if yields is not None:
                 break
+        self._check_pending(pending_before, "loop iteration")
         with self.b.at(body):
             self.b.emit("scf.yield", yields)
-        op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], blocks=[body])
+        attrs = {"num_stages": stages} if stages == 2 else None
+        op = self.b.emit("scf.for", [lb, ub, st] + inits, [v.type for v in inits], attrs,
+                         blocks=[body])
         for n, r in zip(carried, op.results):
             r.hint = n
             self.env[n] = r
         self.env[name] = self._last_index(lb, ub, st, self.env.get(name))
+
+    def _carry_pending(self, inits, args) -> set:
+        """A pending buffer carried into a loop is pending inside it too; returns the pending
+        set the body starts with."""
+        for init, arg in zip(inits, args):
+            if init.id in self.b.pending:
+                self.b.pending[arg.id] = self.b.pending[init.id]
+        return set(self.b.pending)
+
+    def _check_pending(self, before: set, where: str) -> None:
+        """An async_load started in a loop body or branch must be waited for inside it."""
+        started = [n for k, n in self.b.pending.items() if k not in before]
+        if started:
+            raise self.b.error(f"async_load into '{started[0]}' is not waited for before the "
+                               f"{where} ends; add pl.synchronize() after it")
 
     def _last_index(self, lb, ub, step, before):
         """Python leaves the loop variable at its last value (unchanged if no iteration ran)."""
@@ -448,6 +500,9 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Subscript(self, node):
         base = self.visit(node.value)
         index = self.visit(node.slice)
+        if isinstance(base, Value) and base.is_tensor:
+            return _call_checked(self.b, semantics_sync.slice_tensor, "tensor slice",
+                                 [base, index], {})
         if isinstance(base, Value):
             return semantics.getitem(self.b, base, index)
         if isinstance(index, Value):
@@ -456,8 +511,6 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_Slice(self, node):
         parts = [None if p is None else self.visit(p) for p in (node.lower, node.upper, node.step)]
-        if any(isinstance(p, Value) for p in parts):
-            raise self.b.error("tile slices must have compile-time bounds")
         return slice(*parts)
 
     def visit_UnaryOp(self, node):
@@ -542,8 +595,13 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(fn, BoundMethod):
             return semantics.call_method(self.b, fn, args, kwargs)
         name = getattr(fn, "__pypto_builtin__", None)
+        if name == "async_load":
+            return self._async_load(node, args, kwargs)
+        if name == "synchronize":
+            self.b.pending.clear()
+            return None
         if name is not None:
-            handler = semantics.BUILTINS.get(name)
+            handler = BUILTINS.get(name)
             if handler is None:
                 raise self.b.error(f"pl.{name} is not implemented yet")
             return _call_checked(self.b, handler, name, args, kwargs)
@@ -561,6 +619,18 @@ class CodeGenerator(ast.NodeVisitor):
             return fn(*args, **kwargs)  # compile-time evaluation on constants (e.g. math.log2)
         except Exception as e:  # noqa: BLE001 - shown to the user at their line
             raise self.b.error(f"calling {self._describe(fn)} at compile time failed: {e}")
+
+    def _async_load(self, node, args, kwargs):
+        """``async_load(src, buf)`` compiles as ``buf = <load of src>``, pending until
+        ``synchronize()``."""
+        target = _async_load_buffer(node)
+        if not isinstance(target, ast.Name):
+            raise self.b.error("async_load(): the buffer must be a variable name (the name "
+                               "pl.alloc_buffer's result is bound to)")
+        tile = _call_checked(self.b, semantics_sync.async_load, "async_load", args, kwargs)
+        self.env[target.id] = tile
+        self.b.pending[tile.id] = target.id
+        return None
 
     def _inline(self, callee, args, kwargs, node):
         """Compile ``callee``'s body in place with its parameters bound to the call's values."""

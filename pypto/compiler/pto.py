@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..language import dtypes as dt
 from .elementwise import BINARY, UNARY
-from .errors import InternalError
+from .errors import CompilationError, InternalError
 from .ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Value
 
 # Standard tile configurations on 910B: loc → (blayout, slayout, fractal)
@@ -91,6 +91,7 @@ class For:
     results: list
     body: list
     yields: list = field(default_factory=list)
+    stages: int = 1              # 2: double-buffered (see passes/double_buffer.py)
 
 
 @dataclass
@@ -137,6 +138,25 @@ class Program:
         return [(self.kind, self.body)]
 
 
+def nested_bodies(node) -> list[list]:
+    """The instruction lists directly inside a loop or branch (none for an instruction)."""
+    if isinstance(node, For):
+        return [node.body]
+    if isinstance(node, If):
+        return [node.then_body, node.else_body]
+    if isinstance(node, While):
+        return [node.before_body, node.after_body]
+    return []
+
+
+def walk_insts(body: list):
+    """Every node of ``body``, loops and branches before what they contain, in order."""
+    for node in body:
+        yield node
+        for nested in nested_bodies(node):
+            yield from walk_insts(nested)
+
+
 WORKSPACE = "pypto_workspace"     # parameter name of the GM workspace in .pto
 
 
@@ -148,6 +168,7 @@ class _Lowering:
         self.values: dict[int, object] = {}
         self.tiles_by_buffer: dict[tuple, Tile] = {}
         self.tiles: list[Tile] = []
+        self.workspaces: list[TensorArg] = []
         self.counter = 0
 
     def fresh(self, base: str) -> str:
@@ -218,6 +239,7 @@ class _Lowering:
                    self.scalars(op.results), [])
         loop.body = self.block(body)
         loop.yields = self._terminator_scalars(body)
+        loop.stages = op.attrs.get("num_stages", 1)
         out.append(loop)
 
     def _scf_if(self, op, out):
@@ -240,6 +262,48 @@ class _Lowering:
         out.append(While(inits, before_args, before_body, cond, forwarded, after_args,
                          after_body, self._terminator_scalars(after), self.scalars(op.results)))
 
+    def _pto_syncall(self, op, out):
+        # the chip drains every pipe before the cores meet
+        out += [Inst("barrier", [], [], {"pipe": "ALL"}), Inst("syncall", [], [])]
+
+    def _pto_sync_set(self, op, out):
+        if op.attrs.get("split"):      # the cube hands a workspace tile to the vector core
+            out.append(Inst("sync.set", [], [], {"pipe": "FIX", **_count_attrs(op)}))
+            return
+        if self.module.facts.get("uses_cube"):
+            raise CompilationError("pl.signal/pl.wait in a kernel that uses matmul are not "
+                                   "supported yet (the cube and vector parts would each need "
+                                   "their own flags)", op.loc)
+        out += [Inst("barrier", [], [], {"pipe": "ALL"}),
+                Inst("sync.set", [], [], {"pipe": "MTE3", **_count_attrs(op)})]
+
+    def _pto_sync_wait(self, op, out):
+        if op.attrs.get("split"):
+            out.append(Inst("sync.wait", [], [], {"pipe": "MTE2", **_count_attrs(op)}))
+            return
+        if self.module.facts.get("uses_cube"):
+            raise CompilationError("pl.signal/pl.wait in a kernel that uses matmul are not "
+                                   "supported yet", op.loc)
+        out += [Inst("sync.wait", [], [], {"pipe": "S", **_count_attrs(op)}),
+                Inst("barrier", [], [], {"pipe": "ALL"})]
+
+    def _tensor_workspace(self, op, out):
+        """This block's slot of the GM workspace (see passes/memory_space.py)."""
+        rows, cols = view2d(op.attrs["shape"])
+        arg = TensorArg(f"{WORKSPACE}{op.attrs['slot']}", op.result.type.dtype, (rows, cols),
+                        (cols, 1), workspace=True)
+        self.values[op.result.id] = arg
+        self.workspaces.append(arg)
+
+    def _pto_set_flag(self, op, out):
+        out.append(Inst("set_flag", [], [], dict(op.attrs)))
+
+    def _pto_wait_flag(self, op, out):
+        out.append(Inst("wait_flag", [], [], dict(op.attrs)))
+
+    def _pto_pipe_barrier(self, op, out):
+        out.append(Inst("barrier", [], [], dict(op.attrs)))
+
     def _tile_store(self, op, out):
         *tensor_and_offsets, src = [self.get(v) for v in op.operands]
         attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
@@ -259,6 +323,13 @@ class _Lowering:
             out.append(Inst("tmatmul.acc", [dst, ins[0], ins[1]], [dst]))
         else:
             out.append(Inst("tmatmul", ins, [dst]))
+
+
+def _count_attrs(op) -> dict:
+    attrs = {"flag": op.attrs["flag"]}
+    if op.attrs.get("count", 1) != 1:
+        attrs["count"] = op.attrs["count"]
+    return attrs
 
 
 def _host_hints(op) -> dict:
@@ -338,5 +409,5 @@ def lower_to_pto(module: Module, tensor_specs: dict) -> Program:
             params.append(s)
     body = lw.block(fn.body)
     kind = "cube" if module.facts.get("uses_cube") else "vector"
-    return Program(fn.name, kind, params, lw.tiles, body, module.target,
+    return Program(fn.name, kind, params + lw.workspaces, lw.tiles, body, module.target,
                    dict(module.facts.get("buffer_bytes", {})))

@@ -7,7 +7,7 @@ their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...)
 from __future__ import annotations
 
 from .pipes import SYNC_OPS
-from .pto import For, If, Inst, Program, Tile, TensorArg, While
+from .pto import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -284,17 +284,8 @@ def _cast_op(src, dst) -> str:
 
 def tiles_used(body: list) -> set[str]:
     """Names of the tiles that the instructions of ``body`` (nested ones included) touch."""
-    used = set()
-    for inst in body:
-        if isinstance(inst, For):
-            used |= tiles_used(inst.body)
-        elif isinstance(inst, If):
-            used |= tiles_used(inst.then_body) | tiles_used(inst.else_body)
-        elif isinstance(inst, While):
-            used |= tiles_used(inst.before_body) | tiles_used(inst.after_body)
-        else:
-            used.update(x.name for x in inst.ins + inst.outs if isinstance(x, Tile))
-    return used
+    return {x.name for inst in walk_insts(body) if isinstance(inst, Inst)
+            for x in inst.ins + inst.outs if isinstance(x, Tile)}
 
 
 def print_program(program: Program) -> str:

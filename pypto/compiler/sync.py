@@ -112,6 +112,10 @@ class _Sync:
         snaps: list[dict] = []
         seen: dict[str, list] = defaultdict(list)   # buffer → [(item, pipe, access)]
         for j, item in enumerate(items):
+            if _orders_everything(item):
+                know = {p: {q: j for q in PIPES} for p in PIPES}
+                snaps.append({p: dict(k) for p, k in know.items()})
+                continue
             summ = self.items_summary(item)
             need: dict[tuple[str, str], int] = {}
             for q, b in summ:
@@ -137,10 +141,13 @@ class _Sync:
         put before and after the loop."""
         edges: dict[tuple[str, str], list[int]] = {}
         summ = [self.items_summary(x) for x in body]
+        fences = [k for k, x in enumerate(body) if _orders_everything(x)]
         for j in range(len(body)):
             for i in range(j, len(body)):
                 if i == j and isinstance(body[i], (For, While, _Wrapped)):
                     continue      # a nested loop orders its own iterations and drains its flags
+                if any(f > i or f < j for f in fences):
+                    continue      # a full barrier lies between them across the back edge
                 for q, b in summ[j]:
                     for p, a in summ[i]:
                         if p != q and conflicts(a, b):
@@ -163,6 +170,11 @@ class _Wrapped:
 
     def __init__(self, node, pre, post):
         self.node, self.pre, self.post = node, pre, post
+
+
+def _orders_everything(item) -> bool:
+    """A barrier of every pipe (cross-core sync is preceded by one)."""
+    return isinstance(item, Inst) and item.op == "barrier" and item.attrs.get("pipe") == "ALL"
 
 
 def _splice(items, before, after) -> list:

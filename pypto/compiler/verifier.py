@@ -16,6 +16,8 @@ KNOWN_OPS = {
     "tile.where", "tile.cast", "tile.broadcast", "tile.reduce", "tile.cumsum",
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
+    "pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
+    "pto.pipe_barrier", "tensor.workspace",
 }
 TERMINATORS = ("scf.yield", "scf.condition")
 

@@ -228,3 +228,58 @@ def static_assert(cond, msg=""):
 @builtin
 def static_print(*args):
     """Print compile-time values while the kernel compiles."""
+
+
+# -- asynchrony and synchronisation ---------------------------------------------------------------
+@builtin
+def alloc_buffer(shape, dtype=None):
+    """An on-chip buffer (a tile in UB) to be filled by ``async_load``; float32 by default."""
+
+
+@builtin
+def local_buffer(shape, dtype=None):
+    """Alias of ``alloc_buffer`` (the seed's spelling)."""
+
+
+@builtin
+def async_load(src, buffer, offsets=None, padding=0):
+    """Start loading ``src`` (a tensor with ``offsets``, or a tensor slice such as
+    ``x[i * 512:(i + 1) * 512]``) into ``buffer``. The buffer may not be read before
+    ``synchronize()``; the compiler checks this."""
+
+
+@builtin
+def synchronize():
+    """Wait for every ``async_load`` issued so far."""
+
+
+@builtin
+def barrier():
+    """Every block of the launch arrives here before any goes on (the launch must fit on the
+    target's cores at once)."""
+
+
+@builtin
+def signal(flag, count=1):
+    """Add ``count`` to the launch's cross-core flag ``flag`` (0-15)."""
+
+
+@builtin
+def wait(flag, count=1):
+    """Wait until cross-core flag ``flag`` holds at least ``count``, then take ``count`` off."""
+
+
+@builtin
+def set_flag(src_pipe, dst_pipe, event_id):
+    """Advanced mode (``@pypto.jit(auto_sync=False)``): signal from ``src_pipe`` (e.g. "MTE2")
+    to ``dst_pipe`` (e.g. "V") on event ``event_id`` (0-7)."""
+
+
+@builtin
+def wait_flag(src_pipe, dst_pipe, event_id):
+    """Advanced mode: ``dst_pipe`` waits for the matching ``set_flag``."""
+
+
+@builtin
+def pipe_barrier(pipe="ALL"):
+    """Advanced mode: later work of ``pipe`` (every pipe for "ALL") waits for earlier work."""

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ...compiler.errors import InternalError
-from ...compiler.pto import For, If, Program, TensorArg, Tile, While
+from ... import envs
+
+from ...compiler.errors import CompilationError, InternalError
+from ...compiler.pto import For, If, Program, TensorArg, Tile, While, walk_insts
 from ...language import dtypes as dt
 from ...compiler.pipes import FLAG_OPS
 from .lowering import RULES
+from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
 ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
 HOST_NOPS = FLAG_OPS + ("barrier",)
+CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
+WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 
 
@@ -37,12 +42,22 @@ def scratch_layout(target: Target) -> tuple[dict, int]:
         at += target.buffers[space]
     offsets["pack"] = at
     at += 2 * (target.buffers["left"] + target.buffers["right"])
+    offsets["workspace"] = at       # this block's slot of the GM workspace (cube → vector)
+    at += WORKSPACE_ACCS * target.buffers["acc"]
     return offsets, at
 
 
 def args_slots(param) -> int:
-    """How many i64 slots a parameter takes in the argument buffer."""
-    return 1 + 2 * param.rank if isinstance(param, TensorArg) else 1
+    """How many i64 slots a parameter takes in the argument buffer (the workspace none: it
+    lives in the core's scratch)."""
+    if isinstance(param, TensorArg):
+        return 0 if param.workspace else 1 + 2 * param.rank
+    return 1
+
+
+def runtime_params(program: Program) -> list:
+    """The parameters the caller passes (everything but the workspace)."""
+    return [p for p in program.params if not (isinstance(p, TensorArg) and p.workspace)]
 
 
 class Codegen:
@@ -50,6 +65,7 @@ class Codegen:
 
     def __init__(self, program: Program):
         self.p = program
+        self.sync_timeout = int(envs.PYPTO_SYNC_TIMEOUT.get())
         self.mod = ir.Module(name=program.name)
         self.space_base, _ = scratch_layout(program.target)
         self.vals: dict[int, object] = {}
@@ -61,17 +77,18 @@ class Codegen:
         return str(self.mod)
 
     def _block_function(self):
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR] + [I64] * 6)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 6)
         fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_block")
         fn.linkage = "internal"
         fn.args[0].add_attribute("noalias")
-        self.scratch, args = fn.args[0], fn.args[1]
-        self.pids, self.nums = fn.args[2:5], fn.args[5:8]
+        self.scratch, args, self.sync = fn.args[0], fn.args[1], fn.args[2]
+        self.pids, self.nums = fn.args[3:6], fn.args[6:9]
         entry = fn.append_basic_block("entry")
         self.allocas = ir.IRBuilder(entry)
         self.b = ir.IRBuilder(fn.append_basic_block("start"))
         self._unpack(args)
-        self.body(self.p.body)
+        for _, body in self.p.parts:    # a cluster: the cube part, then the vector part
+            self.body(body)
         self.b.ret_void()
         self.allocas.branch(fn.basic_blocks[1])
         return fn
@@ -82,7 +99,19 @@ class Codegen:
         def load_slot(k):
             return b.load(b.gep(args, [i64(k)], source_etype=I64), typ=I64)
 
+        workspace = self.space_base["workspace"]
         for p in self.p.params:
+            if isinstance(p, TensorArg) and p.workspace:
+                self.vals[id(p)] = (b.gep(self.scratch, [i64(workspace)],
+                                          source_etype=ir.IntType(8)),
+                                    [i64(d) for d in p.dims], [i64(s) for s in p.strides])
+                workspace += -(-p.dims[0] * p.dims[1] * p.dtype.itemsize // 64) * 64
+                if workspace > self.space_base["workspace"] + WORKSPACE_ACCS * \
+                        self.p.target.buffers["acc"]:
+                    raise CompilationError(
+                        f"this kernel hands more than {WORKSPACE_ACCS} L0C-sized matmul results "
+                        "to vector code; split it into several kernels")
+                continue
             if isinstance(p, TensorArg):
                 ptr = b.inttoptr(load_slot(slot), PTR)
                 dims = [i64(d) if d is not None else load_slot(slot + 1 + i)
@@ -116,7 +145,7 @@ class Codegen:
         pid0 = b.urem(blk, n[0])
         rest = b.udiv(blk, n[0])
         pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
-        b.call(block_fn, [scratch, args, pid0, pid1, pid2] + n)
+        b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
         b.branch(loop)
         b.position_at_end(done)
         b.ret_void()
@@ -127,8 +156,9 @@ class Codegen:
         the launch as one native call. Tensors come as the addresses of numpy array objects,
         whose data pointer, dims and strides are read straight from the object (numpy's
         PyArrayObject layout); ints as i64, floats as double."""
+        passed = runtime_params(self.p)
         params = [I64 if isinstance(p, TensorArg) or not p.dtype.is_floating else
-                  ir.DoubleType() for p in self.p.params]
+                  ir.DoubleType() for p in passed]
         fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, PTR] + params)
         fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_py")
         state, g0, g1, g2, helpers, own = fn.args[:6]
@@ -136,7 +166,7 @@ class Codegen:
         nslots = max(1, sum(args_slots(p) for p in self.p.params))
         args = b.alloca(I64, size=nslots)
         slot = 0
-        for p, value in zip(self.p.params, fn.args[6:]):
+        for p, value in zip(passed, fn.args[6:]):
             if isinstance(p, TensorArg):
                 obj = b.inttoptr(value, PTR)
                 field = lambda off: b.load(b.gep(obj, [i64(off)], source_etype=ir.IntType(8)),
@@ -157,13 +187,17 @@ class Codegen:
         grid = b.alloca(I64, size=3)
         for k, g in enumerate((g0, g1, g2)):
             b.store(g, b.gep(grid, [i64(k)], source_etype=I64))
-        counter = b.alloca(I64)
-        b.store(i64(0), counter)
+        counter = b.alloca(I64, size=SYNC_SLOTS)
+        for k in range(SYNC_SLOTS):
+            b.store(i64(0), b.gep(counter, [i64(k)], source_etype=I64))
         negative = b.or_(b.or_(b.icmp_signed("<", g0, i64(0)), b.icmp_signed("<", g1, i64(0))),
                          b.icmp_signed("<", g2, i64(0)))
         with b.if_then(negative):
             b.ret(ir.Constant(ir.IntType(32), 1))
         total = b.mul(b.mul(g0, g1), g2)
+        if uses_cross_core(self.p):
+            self._cooperative_launch(b, launch, args, grid, counter, own, total)
+            return
         with b.if_then(b.icmp_signed(">", total, i64(0))):
             spare = b.sub(total, i64(1))
             helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
@@ -171,6 +205,52 @@ class Codegen:
             pool_launch = ir.Function(self.mod, ty, name=POOL_LAUNCH_SYMBOL)
             b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
         b.ret(ir.Constant(ir.IntType(32), 0))
+
+    def _cooperative_launch(self, b, launch, args, grid, counter, own, total):
+        """Blocks that meet at barriers or flags must all run at once, as the chip's cores
+        would: one host thread per block (at most one per core of the target), each with
+        its own core buffers. Status 2: the grid does not fit; 3: the blocks deadlocked."""
+        mod = self.mod
+        cores = self.p.target.cores_for(self.p.kind != "vector")
+        with b.if_then(b.icmp_signed(">", total, i64(cores))):
+            b.ret(ir.Constant(ir.IntType(32), 2))
+        malloc = ir.Function(mod, ir.FunctionType(PTR, [I64]), name="malloc")
+        free = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR]), name="free")
+        create = ir.Function(mod, ir.FunctionType(ir.IntType(32), [PTR, PTR, PTR, PTR]),
+                             name="pthread_create")
+        join = ir.Function(mod, ir.FunctionType(ir.IntType(32), [I64, PTR]), name="pthread_join")
+        _, scratch_bytes = scratch_layout(self.p.target)
+        jobs = b.call(malloc, [b.mul(total, i64(40))])
+        thread = self._thread_trampoline(launch)
+        with counted_loop(b, i64(1), total, name="spawn") as i:
+            job = b.gep(jobs, [b.mul(i, i64(5))], source_etype=I64)
+            fields = (args, grid, b.call(malloc, [i64(scratch_bytes)]), counter)
+            for k, value in enumerate(fields):
+                b.store(b.ptrtoint(value, I64), b.gep(job, [i64(k)], source_etype=I64))
+            b.call(create, [b.gep(job, [i64(4)], source_etype=I64), ir.Constant(PTR, None),
+                            thread, job])
+        b.call(launch, [args, grid, own, counter])
+        with counted_loop(b, i64(1), total, name="join") as i:
+            job = b.gep(jobs, [b.mul(i, i64(5))], source_etype=I64)
+            handle = b.load(b.gep(job, [i64(4)], source_etype=I64), typ=I64)
+            b.call(join, [handle, ir.Constant(PTR, None)])
+            b.call(free, [b.inttoptr(b.load(b.gep(job, [i64(2)], source_etype=I64), typ=I64),
+                                     PTR)])
+        b.call(free, [jobs])
+        dead = b.load(b.gep(counter, [i64(3)], source_etype=I64), typ=I64)
+        b.ret(b.select(b.icmp_signed("!=", dead, i64(0)), ir.Constant(ir.IntType(32), 3),
+                       ir.Constant(ir.IntType(32), 0)))
+
+    def _thread_trampoline(self, launch):
+        """``void *thread(i64 job[5])``: one block runner of a cooperative launch."""
+        fn = ir.Function(self.mod, ir.FunctionType(PTR, [PTR]), name=f"{self.p.name}_thread")
+        fn.linkage = "internal"
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        field = [b.inttoptr(b.load(b.gep(fn.args[0], [i64(k)], source_etype=I64), typ=I64), PTR)
+                 for k in range(4)]
+        b.call(launch, field)
+        b.ret(ir.Constant(PTR, None))
+        return fn
 
     # -- helpers for rules -------------------------------------------------------------------
     def get(self, x):
@@ -305,7 +385,9 @@ class Codegen:
     # -- control flow -------------------------------------------------------------------------
     def body(self, insts):
         # flags and pipe barriers order the chip's pipes; the host runs one stream in order
-        insts = [i for i in insts if getattr(i, "op", None) not in HOST_NOPS]
+        # (and a mixed kernel's cube part before its vector part, so their flags are met too)
+        nops = HOST_NOPS + (CROSS_CORE_OPS if self.p.kind == "mixed" else ())
+        insts = [i for i in insts if getattr(i, "op", None) not in nops]
         i = 0
         while i < len(insts):
             inst = insts[i]
@@ -406,6 +488,12 @@ class Codegen:
         b.position_at_end(done)
         for res, value in zip(node.results, forwarded):
             self.vals[id(res)] = value
+
+
+def uses_cross_core(program: Program) -> bool:
+    """Do blocks of a launch wait for each other (so must all run at once)?"""
+    return program.kind != "mixed" and any(getattr(n, "op", None) in CROSS_CORE_OPS
+               for _, body in program.parts for n in walk_insts(body))
 
 
 def generate_llvm_ir(program: Program) -> str:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from ..ir import Block, Module, users
 
-SIDE_EFFECTS = {"tile.store", "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition"}
+SIDE_EFFECTS = {"tile.store", "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
+                "pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
+                "pto.pipe_barrier"}
 
 
 def _sweep(block: Block, used) -> bool:

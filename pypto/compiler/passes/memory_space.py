@@ -6,14 +6,20 @@ loaded for a matmul goes GM → mat, then a ``tile.mov`` brings it to left/right
 result leaves L0C only through a store to GM (the FIX pipe converts its dtype on the way), which
 is why ``store(cast(acc))`` is folded into a converting store here.
 
-On 910B a cube result reaches vector code only through global memory; until the cube/vector
-split exists, a kernel that feeds an accumulator into vector ops is rejected at that line.
+On 910B a cube result reaches vector code only through global memory: an accumulator that
+vector ops read is stored to a GM workspace and loaded back into UB, the two halves ordered by
+a cross-core flag (``_spill``); ``split.py`` later gives each half to its kind of core.
 """
 from __future__ import annotations
 
+from ...language import dtypes as dt
 from ..errors import CompilationError
 from .dce import dead_code_elimination
-from ..ir import ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, TileType, Value, users, walk
+from ..ir import (ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
+                  TileType, Value, users, walk)
+
+CUBE_USERS = ("tile.matmul", "tile.store", "scf.for", "scf.yield", "scf.while", "scf.condition")
+SPLIT_FLAG_BASE = 15       # cross-core flags 15, 14, ... carry the workspace hand-offs
 
 
 class _Classes:
@@ -67,7 +73,8 @@ def loop_classes(block: Block) -> _Classes:
 def _mixing_error(op: Op, what: str) -> CompilationError:
     return CompilationError(
         f"{what}: on Ascend 910B a cube (matmul) result reaches the vector unit only through "
-        "global memory; mixing them in one kernel is not supported yet. Store the matmul "
+        "global memory, and PyPTO does that exchange only at the top level of a kernel (after "
+        "the loops that compute it). Move the vector work after the loop, or store the matmul "
         "result to a tensor and process it in a second kernel.", op.loc)
 
 
@@ -101,6 +108,46 @@ def _insert_moves(block: Block) -> None:
     block.ops[:] = new_ops
 
 
+def _spill(body: Block, is_acc) -> None:
+    """Route every accumulator that vector ops read through a GM workspace: store (FIX pipe,
+    cube core), signal, wait, load into UB (vector core). The vector readers get the load."""
+    slot = 0
+    for op in list(body.ops):
+        for r in op.results:
+            readers = [u for u in walk(body) if r in u.operands and u.name not in CUBE_USERS]
+            if not is_acc(r) or not readers:
+                continue
+            exchange = _exchange(r, slot, op.loc)
+            at = body.ops.index(op) + 1
+            body.ops[at:at] = exchange
+            for u in readers:
+                u.operands = [exchange[-1].result if v is r else v for v in u.operands]
+            slot += 1
+    for op in walk(body):
+        if op not in body.ops:
+            for r in op.results:
+                if is_acc(r) and any(r in u.operands and u.name not in CUBE_USERS
+                                     for u in walk(body)):
+                    raise _mixing_error(op, "this matmul result is read by vector code inside a "
+                                            "loop or branch")
+
+
+def _exchange(acc: Value, slot: int, loc) -> list[Op]:
+    shape = acc.type.shape
+    flag = {"flag": SPLIT_FLAG_BASE - slot, "split": True}
+    ws = Op("tensor.workspace", [], [TensorType(acc.type.dtype, 2)],
+            {"slot": slot, "shape": tuple(shape)}, loc=loc)
+    zero = Op("arith.constant", [], [ScalarType(dt.int64)], {"value": 0}, loc=loc)
+    offsets = [zero.result, zero.result]
+    store = Op("tile.store", [ws.result, *offsets, acc], loc=loc)
+    signal = Op("pto.sync_set", attrs=flag, loc=loc)
+    wait = Op("pto.sync_wait", attrs=flag, loc=loc)
+    load = Op("tile.load", [ws.result, *offsets], [TileType(acc.type.dtype, shape)],
+              {"shape": tuple(shape), "padding": 0}, loc=loc)
+    load.result.hint = acc.hint
+    return [ws, zero, store, signal, wait, load]
+
+
 def infer_memory_space(module: Module) -> Module:
     body = module.kernel.body
     classes = loop_classes(body)
@@ -126,6 +173,7 @@ def infer_memory_space(module: Module) -> Module:
 
     _fold_store_casts(body, space)
     dead_code_elimination(module)
+    _spill(body, lambda v: v.is_tile and space(v) == ACC)
     use_map = users(body)
     for op in walk(body):
         for r in op.results:
@@ -136,8 +184,7 @@ def infer_memory_space(module: Module) -> Module:
                 if s == MAT and u.name != "tile.matmul":
                     raise _mixing_error(u, "a tile loaded for a matmul is also used by vector "
                                            "code")
-                if s == ACC and u.name not in ("tile.matmul", "tile.store", "scf.for",
-                                               "scf.yield", "scf.while", "scf.condition"):
+                if s == ACC and u.name not in CUBE_USERS:
                     raise _mixing_error(u, "a matmul accumulator is used by vector code")
             if s == ACC and op.name not in ("tile.matmul", "tile.full", "scf.for", "scf.if",
                                             "scf.while"):

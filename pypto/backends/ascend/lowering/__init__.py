@@ -1,5 +1,5 @@
 """Lowering rules from PTO instructions to LLVM IR, one module per hardware unit. Each module
 exports ``RULES``: PTO opcode → ``rule(codegen, inst)``."""
-from . import cube, memory, scalar, vector
+from . import crosscore, cube, memory, scalar, vector
 
-RULES = {**scalar.RULES, **memory.RULES, **vector.RULES, **cube.RULES}
+RULES = {**scalar.RULES, **memory.RULES, **vector.RULES, **cube.RULES, **crosscore.RULES}

@@ -1,0 +1,239 @@
+"""Double buffering of ``pl.range(..., num_stages=2)`` loops, on the PTO program.
+
+A load whose address depends only on the loop index is moved one iteration ahead, into the
+other of two buffers (ping and pong), so MTE2 fetches iteration i+1 while V computes iteration
+i. Tiles are fixed buffers in PTO, so the loop is unrolled by two to alternate them:
+
+    tload ping <- slice(lb)
+    for i = lb to ub step 2*step:
+        tload pong <- slice(i + step)              # prefetch
+        body(i) reading ping
+        if i + step < ub:
+            tload ping <- slice(i + 2*step)        # prefetch
+            body(i + step) reading pong
+
+The flags that make the overlap safe come from the sync pass, which now sees two buffers
+instead of one and only orders the real dependences. Loads past the end are clamped to the
+tensor like every load, so the extra prefetch of the last round reads nothing it should not.
+A load is left in place when its tensor is also stored in the loop (the prefetch could read
+data the previous iteration has not written yet) or its address depends on loop-carried state.
+"""
+from __future__ import annotations
+
+import itertools
+
+from .errors import CompilationError
+from .pipes import is_scalar, tile_extent
+from .pto import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
+from ..language import dtypes as dt
+
+_names = itertools.count()
+
+
+def double_buffer(program: Program) -> Program:
+    for _, body in program.parts:
+        _visit(body, program)
+    return program
+
+
+def _visit(body: list, program: Program) -> None:
+    for node in list(body):
+        for nested in nested_bodies(node):
+            _visit(nested, program)
+        if isinstance(node, For) and node.stages == 2:
+            at = body.index(node)
+            body[at:at + 1] = _pipeline(node, program)
+
+
+# -- which loads can run ahead --------------------------------------------------------------
+
+def _address_slice(load: Inst, loop: For) -> list | None:
+    """The loop-body scalar instructions computing ``load``'s offsets, in order, or None when
+    they depend on anything but the index and values from before the loop."""
+    defs = {id(i.outs[0]): i for i in loop.body if isinstance(i, Inst) and is_scalar(i)}
+    inside = {id(s) for n in walk_insts(loop.body) if isinstance(n, Inst) for s in n.outs
+              if isinstance(s, Scalar)}
+    inside |= {id(a) for a in loop.iter_args}
+    needed, order = set(), []
+
+    def need(s) -> bool:
+        if not isinstance(s, Scalar) or s is loop.iv or id(s) in needed:
+            return True
+        if id(s) not in inside:
+            return True          # defined before the loop
+        inst = defs.get(id(s))
+        if inst is None:
+            return False
+        if not all(need(x) for x in inst.ins):
+            return False
+        needed.add(id(s))
+        order.append(inst)
+        return True
+
+    if not all(need(s) for s in load.ins[1:]):
+        return None
+    position = {id(i): k for k, i in enumerate(loop.body)}
+    return sorted(order, key=lambda i: position[id(i)])
+
+
+def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
+    stored = {id(n.outs[0]) for n in walk_insts(loop.body) if isinstance(n, Inst) and n.op == "tstore"}
+    chosen = []
+    for k, inst in enumerate(loop.body):
+        if not (isinstance(inst, Inst) and inst.op == "tload") or id(inst.ins[0]) in stored:
+            continue
+        tile = inst.outs[0]
+        earlier = [n for n in walk_insts(loop.body[:k]) if isinstance(n, Inst)]
+        if any(x is tile for n in earlier for x in n.ins + n.outs):
+            continue             # the tile carries a value into the iteration
+        addr = _address_slice(inst, loop)
+        if addr is not None:
+            chosen.append((inst, addr))
+    return chosen
+
+
+# -- buffers ----------------------------------------------------------------------------------
+
+def _fresh_tile(program: Program, like: Tile) -> Tile:
+    target = program.target
+    loc = like.loc
+    used = max([tile_extent(t, target)[2] for t in program.tiles if t.loc == loc] + [0])
+    addr = -(-used // target.alignment) * target.alignment
+    tile = Tile(f"{like.name}_pong{next(_names)}", loc, like.dtype, like.rows, like.cols, addr,
+                like.v_row, like.v_col, like.pad)
+    end = tile_extent(tile, target)[2]
+    if end > target.buffers[loc]:
+        raise CompilationError(
+            f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
+            f"{like.dtype} buffer in {loc}: {end} bytes in all, but {target.name} has "
+            f"{target.buffers[loc]}. Use smaller tiles or num_stages=1.")
+    program.tiles.append(tile)
+    program.buffer_bytes[loc] = max(program.buffer_bytes.get(loc, 0), end)
+    return tile
+
+
+def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
+    """Does another tile used in the loop overlap ``tile``'s bytes (planner reuse)?"""
+    buf, start, end = tile_extent(tile, program.target)
+    for n in walk_insts(loop.body):
+        if isinstance(n, Inst):
+            for x in n.ins + n.outs:
+                if isinstance(x, Tile) and x is not tile:
+                    b2, s2, e2 = tile_extent(x, program.target)
+                    if b2 == buf and s2 < end and start < e2:
+                        return True
+    return False
+
+
+# -- the rewrite ------------------------------------------------------------------------------
+
+class _Cloner:
+    """Copies instructions with fresh scalars (SSA names must stay unique) and tile renames."""
+
+    def __init__(self, scalars: dict, tiles: dict):
+        self.map = {**scalars, **tiles}
+
+    def get(self, x):
+        return self.map.get(id(x), x)
+
+    def fresh(self, s: Scalar) -> Scalar:
+        new = Scalar(f"{s.name}_{next(_names)}", s.dtype)
+        self.map[id(s)] = new
+        return new
+
+    def nodes(self, body: list) -> list:
+        return [self.node(n) for n in body]
+
+    def node(self, n):
+        if isinstance(n, Inst):
+            ins = [self.get(x) for x in n.ins]
+            defines = is_scalar(n)        # a store's outs (tensor, offsets) are uses
+            outs = [self.fresh(x) if defines else self.get(x) for x in n.outs]
+            return Inst(n.op, ins, outs, dict(n.attrs))
+        if isinstance(n, For):
+            lb, ub, step = self.get(n.lb), self.get(n.ub), self.get(n.step)
+            inits = [self.get(x) for x in n.inits]
+            iv = self.fresh(n.iv)
+            args = [self.fresh(a) for a in n.iter_args]
+            body = self.nodes(n.body)
+            yields = [self.get(y) for y in n.yields]
+            results = [self.fresh(r) for r in n.results]
+            return For(iv, lb, ub, step, inits, args, results, body, yields, n.stages)
+        if isinstance(n, If):
+            cond = self.get(n.cond)
+            then_body = self.nodes(n.then_body)
+            then_y = [self.get(y) for y in n.then_yields]
+            else_body = self.nodes(n.else_body)
+            else_y = [self.get(y) for y in n.else_yields]
+            return If(cond, then_body, else_body, [self.fresh(r) for r in n.results],
+                      then_y, else_y)
+        inits = [self.get(x) for x in n.inits]
+        before_args = [self.fresh(a) for a in n.before_args]
+        before = self.nodes(n.before_body)
+        cond, fwd = self.get(n.cond), [self.get(v) for v in n.forwarded]
+        after_args = [self.fresh(a) for a in n.after_args]
+        after = self.nodes(n.after_body)
+        return While(inits, before_args, before, cond, fwd, after_args, after,
+                     [self.get(y) for y in n.yields], [self.fresh(r) for r in n.results])
+
+
+def _unfuse(body: list, groups: set) -> None:
+    """A host fusion group that lost its load to the prefetch runs instruction by
+    instruction (fusion is a host detail; the PTO program is unchanged by it)."""
+    for n in walk_insts(body):
+        if isinstance(n, Inst) and n.attrs.get("_fuse") in groups:
+            del n.attrs["_fuse"]
+
+
+def _scalar(op: str, ins: list, dtype, **attrs) -> tuple[Inst, Scalar]:
+    out = Scalar(f"db{next(_names)}", dtype)
+    return Inst(op, ins, [out], attrs), out
+
+
+def _prefetch(loads, iv_value, loop: For, tiles: dict) -> list:
+    """The address computations and loads of ``loads`` for index ``iv_value``."""
+    out = []
+    for load, addr in loads:
+        c = _Cloner({id(loop.iv): iv_value}, {})
+        out += c.nodes(addr)
+        copy = c.node(load)
+        copy.outs = [tiles.get(id(load.outs[0]), load.outs[0])]
+        copy.attrs.pop("_fuse", None)
+        out.append(copy)
+    return out
+
+
+def _pipeline(loop: For, program: Program) -> list:
+    loads = _prefetchable(loop)
+    loop.stages = 1
+    if not loads:
+        return [loop]
+    ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0]) if _shares_space(
+        l.outs[0], loop, program) else l.outs[0]) for l, _ in loads}
+    pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0]) for l, _ in loads}
+    dropped = {id(l) for l, _ in loads}
+    rest = [n for n in loop.body if id(n) not in dropped]
+    _unfuse(rest, {l.attrs.get("_fuse") for l, _ in loads} - {None})
+    i64 = dt.int64
+
+    two, c2 = _scalar("arith.constant", [], i64, value=2)
+    step2, s2 = _scalar("arith.mul", [loop.step, c2], i64)
+    prologue = [two, step2] + _prefetch(loads, loop.lb, loop, ping)
+
+    next_iv, iv_b = _scalar("arith.add", [loop.iv, loop.step], i64)
+    first = _Cloner({}, ping)
+    body_a = first.nodes(rest)
+    yields_a = [first.get(y) for y in loop.yields]
+    cmp, more = _scalar("arith.cmp", [iv_b, loop.ub], dt.bool_, pred="lt")
+    after_iv, iv_c = _scalar("arith.add", [iv_b, loop.step], i64)
+    carried = {id(a): y for a, y in zip(loop.iter_args, yields_a)}
+    second = _Cloner({id(loop.iv): iv_b, **carried}, pong)
+    body_b = second.nodes(rest)
+    then_body = [after_iv] + _prefetch(loads, iv_c, loop, ping) + body_b
+    results = [Scalar(f"{a.name}_r{next(_names)}", a.dtype) for a in loop.iter_args]
+    branch = If(more, then_body, [], results, [second.get(y) for y in loop.yields], yields_a)
+    loop.body = [next_iv] + _prefetch(loads, iv_b, loop, pong) + body_a + [cmp, branch]
+    loop.yields = results
+    loop.step = s2
+    loop.stages = 2
+    return prologue + [loop]
