@@ -136,10 +136,24 @@ def test_error_in_inlined_function_shows_call_chain():
     assert "oops_helper" in text and "called from" in text
 
 
-def test_mixing_cube_and_vector_is_a_clear_error():
+def test_cube_result_into_vector_code_goes_through_global_memory():
+    m = np.random.default_rng(1).standard_normal((16, 16)).astype(np.float16)
+    out = np.zeros((16, 16), np.float32)
+    cube_then_vector[(1,)](m, m, out)
+    ref = 2 * (m.astype(np.float32) @ m.astype(np.float32))
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3)
+
+
+@pypto.jit
+def vector_then_cube(a, c):
+    ta = pl.load(a, offsets=(0, 0), shape=(16, 16))
+    pl.store(c, offsets=(0, 0), value=pl.matmul(ta * 2.0, ta))
+
+
+def test_vector_result_as_matmul_operand_is_a_clear_error():
     m = np.zeros((16, 16), np.float16)
-    with pytest.raises(pypto.CompilationError, match="global memory"):
-        cube_then_vector[(1,)](m, m, np.zeros((16, 16), np.float32))
+    with pytest.raises(pypto.CompilationError, match="must come straight from pl.load"):
+        vector_then_cube[(1,)](m, np.zeros((16, 16), np.float32))
 
 
 def test_read_only_output_is_rejected_before_launch():
