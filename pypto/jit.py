@@ -221,7 +221,9 @@ class JITFunction:
         target = get_target(self.target_name) if self.target_name else current_target()
         opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
         spec = self._spec(bound)
-        mem_key = (spec, target.name, opt, envs.code_changing_environment())
+        override = _pto_override(self.__name__)
+        mem_key = (spec, target.name, opt, envs.code_changing_environment(),
+                   override and override[2])
         kernel = self._kernels.get(mem_key)
         if kernel is not None:
             cache_mod.STATS["memory_hits"] += 1
@@ -230,7 +232,7 @@ class JITFunction:
             kernel = self._kernels.get(mem_key)
             if kernel is None:
                 self._log_recompile(spec)
-                kernel = self._load_or_compile(spec, bound, target, opt)
+                kernel = self._load_or_compile(spec, bound, target, opt, override)
                 self._kernels[mem_key] = kernel
         return kernel, target
 
@@ -241,30 +243,31 @@ class JITFunction:
                   f"{', '.join(changed)}", file=sys.stderr)
         self._last_spec = spec
 
-    def _load_or_compile(self, spec, bound, target, opt) -> CompiledKernel:
+    def _load_or_compile(self, spec, bound, target, opt, override=None) -> CompiledKernel:
         spec_args, tensor_specs, runtime_params = self._specialise(spec, bound)
         key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
-                                envs.code_changing_environment()))
+                                envs.code_changing_environment(), override and override[2]))
         use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
         disk = cache_mod.DiskCache() if use_disk else None
         lock = disk.lock(key) if disk is not None else None
         if lock is None:      # no usable cache directory: compile in memory only
-            files = self._compile(spec_args, tensor_specs, target, opt)
+            files = self._compile(spec_args, tensor_specs, target, opt, override)
             return _kernel_from_files(files, runtime_params)
         files = disk.get(key, REQUIRED_FILES)
         if files is None:
             with lock:
                 files = disk.get(key, REQUIRED_FILES)
                 if files is None:
-                    files = self._compile(spec_args, tensor_specs, target, opt)
+                    files = self._compile(spec_args, tensor_specs, target, opt, override)
                     disk.put(key, files)
         return _kernel_from_files(files, runtime_params)
 
-    def _compile(self, spec_args, tensor_specs, target, opt) -> dict:
+    def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         import json
         cache_mod.STATS["compiles"] += 1
-        asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt)
+        asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
+                                       override and override[:2])
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
                   file=sys.stderr)
@@ -295,6 +298,23 @@ class JITFunction:
                 spec_args[name] = scalar_param(name, dt.int64)
                 runtime_params.append((name, "int", 0))
         return spec_args, tensor_specs, runtime_params
+
+
+def _pto_override(name: str):
+    """(path, text, sha256) of ``$PYPTO_OVERRIDE_DIR/<name>.pto`` if that file exists, else
+    None. The hash joins both cache keys, so an edited file is compiled again; it is read
+    when a kernel is looked up (first call of a specialisation, ``compile``), not on warm
+    launches."""
+    directory = envs.PYPTO_OVERRIDE_DIR.get()
+    if not directory:
+        return None
+    path = os.path.join(directory, f"{name}.pto")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    return path, data.decode("utf-8"), hashlib.sha256(data).hexdigest()
 
 
 def _static_strides(shape: tuple, contiguous: bool) -> tuple:

@@ -17,14 +17,20 @@ from .sync import insert_sync
 
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
-                   opt_level: str) -> tuple[dict, dict]:
-    """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj"."""
+                   opt_level: str, pto_override: tuple[str, str] | None = None
+                   ) -> tuple[dict, dict]:
+    """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj".
+    ``pto_override`` = (path, text): a hand-edited .pto compiled in place of the generated
+    program (PYPTO_OVERRIDE_DIR)."""
     t0 = time.perf_counter()
     fn = build_function(source, spec_args, source.node.name)
     module = Module(fn, target)
     frontend_ir = str(module)
     module = run_pipeline(module)
     program = insert_sync(lower_to_pto(module, tensor_specs))
+    if pto_override is not None:
+        from .pto_parse import override_program
+        program = override_program(program, *pto_override)
     pto_text = print_program(program)
     llir = generate_llvm_ir(program)
     obj, optimized = compile_to_object(llir, opt_level)

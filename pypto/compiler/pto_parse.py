@@ -1,0 +1,727 @@
+"""Read ``.pto`` text back into a PTO ``Program``: the inverse of ``pto_text.print_program``.
+
+Why: a printed kernel can be edited by hand and compiled again (``PYPTO_OVERRIDE_DIR``), and
+print → parse → print being the identity is the test that the text says everything the backend
+needs. The parser is line based, as the printer is: one statement per line, regions closed by
+``}``, statements dispatched on their operation name through one table. It undoes the
+printer's spellings:
+
+* constants the printer hoists to the top of a function (``%c16_i64``, named after value and
+  type) fold back into the ints and attribute values they came from; the program's own
+  constants are ordinary ``arith.constant`` instructions with their own names;
+* ``pto.make_tensor_view`` gives each tensor parameter its dims and strides (a hoisted constant
+  where specialised, the extra ``%x_d0`` / ``%x_s0`` argument where not); a 1-D tensor is
+  printed as a ``1 x n`` view with stride 0, and its partition views get a leading 0 offset;
+* ``pto.partition_view`` + ``pto.tload``/``pto.tstore`` become one instruction whose operands
+  are the tensor and the offsets; ``pto.texpands`` of a hoisted constant is the ``value`` form;
+* ``arith.addi <extent>, %c0_i64`` is ``tensor.dim``; ``floordivsi``/``muli``/``subi`` through
+  the printer's ``%q``/``%m`` temporaries is Python's ``%``; the default ``rmode`` that the
+  printer writes on a ``tcvt`` between two dtypes is dropped again (without one the backend
+  converts as numpy does; a ``tcvt`` to the same dtype only exists to round, so keeps it).
+
+What the text does not say cannot come back: host hints (attributes starting with ``_``, the
+fusion groups) are not printed, so a parsed program runs unfused; ``tensor.dim`` of a
+specialised extent names the first tensor with that extent; an explicit ``rounding="rint"``
+between two different float types prints like the default conversion and reads back as it
+(an explicit "trunc" from float to int does too, which converts the same).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+from ..backends.ascend.targets import TARGETS
+from ..language import dtypes as dt
+from . import pto_text
+from .errors import CompilationError, SourceLoc
+from .pipes import SYNC_OPS, tile_extent
+from .pto import WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While
+
+_N = r"%[^\s,():\[\]{}=<>]+"              # an SSA name as the printer writes them
+_DTYPES = {d.mlir: d for d in dt.ALL}
+_STMT = re.compile(rf"(?:(?P<res>{_N}(?:, {_N})*) = )?(?P<op>[A-Za-z_][\w.]*)(?P<rest>.*)")
+_MODULE = re.compile(r'module(?: attributes \{"pto\.device-spec" = "([^"]*)"\})? \{')
+_FUNC = re.compile(r"func\.func @([\w$.]+)\((.*)\)(?: attributes \{(.*)\})? \{")
+_KIND = re.compile(r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>")
+_CONST = re.compile(rf"({_N}) = arith\.constant (\S+) : (\w+)")
+_VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape=\[(.*)\], "
+                   rf"strides=\[(.*)\] : !pto\.tensor_view<.*>")
+_ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))? : (!pto\.tile_buf<.*>)")
+_FOR = re.compile(rf"\s*({_N}) = ({_N}) to ({_N}) step ({_N})"
+                  rf"(?: iter_args\((.*)\) -> \((.*)\))? : (\w+) \{{")
+_IF = re.compile(rf"\s*({_N})(?: -> \((.*)\))? \{{")
+_WHILE = re.compile(r"\s*\((.*)\) : \((.*)\) -> \((.*)\) \{")
+_BB = re.compile(r"\^bb\d*\((.*)\):")
+_PARTITION = re.compile(rf"\s*({_N}), offsets=\[(.*)\], sizes=\[(.*)\] -> .*")
+_BLOCK_QUERY = re.compile(r"\s*\{dim = (\d+)\} : (\w+)")
+_UNARY = re.compile(rf"\s*({_N}) : (\w+) to (\w+)")
+_BINARY = re.compile(rf"\s*({_N}), ({_N}) : (\w+)")
+_SELECT = re.compile(rf"\s*({_N}), ({_N}), ({_N}) : (\w+)")
+_CMP = re.compile(rf"\s*(\w+), ({_N}), ({_N}) : (\w+)")
+_COND = re.compile(r"\((\S+)\)\s*(.*)")
+_FLAG = re.compile(r"\[<PIPE_(\w+)>, <PIPE_(\w+)>, <EVENT_ID(\d+)>\]")
+_BARRIER = re.compile(r"\s*#pto\.pipe<PIPE_(\w+)>")
+_CROSS = re.compile(r"\[<PIPE_(\w+)>, (\d+)\](?: \{count = (\d+)\})?")
+_INT = re.compile(r"-?\d+")
+_CASTS = ("extf", "truncf", "fptosi", "sitofp", "extsi", "trunci", "extui", "uitofp",
+          "fptoui")
+_CMP_PRED = {v: k for table in (pto_text._CMP_I, pto_text._CMP_F) for k, v in table.items()}
+# integer mnemonics the printer does not form as name + "i" (floats: name + "f")
+_INT_NAMES = {"floordivsi": "floordiv", "minsi": "min", "maxsi": "max", "divsi": "div",
+              "shrsi": "shr", "shli": "shl", "andi": "and", "ori": "or", "xori": "xor"}
+_FLOAT_NAMES = {"minimumf": "min", "maximumf": "max"}
+_CLOSERS = ("}", "} else {", "} do {", "return")
+
+
+class PtoParseError(ValueError):
+    """Malformed ``.pto`` text; ``line`` is 1-based and ``text`` is that line."""
+
+    def __init__(self, message: str, line: int | None = None, text: str = ""):
+        self.message, self.line, self.text = message, line, text
+        where = f"line {line}: " if line else ""
+        super().__init__(f"{where}{message}" + (f"\n    {text}" if text else ""))
+
+
+def parse_program(text: str, target=None) -> Program:
+    """The ``Program`` that ``print_program`` printed as ``text``. ``target`` defaults to the
+    chip named by the module's ``"pto.device-spec"``."""
+    return _Parser(text).module(target)
+
+
+def override_program(compiled: Program, path: str, text: str) -> Program:
+    """PYPTO_OVERRIDE_DIR: the hand-edited ``text`` of ``path`` parsed in place of
+    ``compiled``. The launch ABI comes from the kernel's signature, so the file must keep the
+    name and parameters of this specialisation; anything else is the user's to change."""
+    try:
+        program = parse_program(text, compiled.target)
+    except PtoParseError as e:
+        raise CompilationError(e.message, SourceLoc(path, e.line or 0, 0, source_line=e.text,
+                                                    function=compiled.name)) from None
+    expected = [_signature(p) for p in compiled.params]
+    found = [_signature(p) for p in program.params]
+    if program.name != compiled.name or found != expected:
+        raise CompilationError(
+            f"{path} does not match this specialisation of {compiled.name}: it declares "
+            f"{program.name}{found}, the kernel was compiled as {compiled.name}{expected}")
+    return program
+
+
+def _signature(p) -> tuple:
+    if isinstance(p, TensorArg):
+        return ("tensor", p.name, p.dtype.name, tuple(p.dims), tuple(p.strides))
+    return ("scalar", p.name, p.dtype.name)
+
+
+# -- text helpers ------------------------------------------------------------------------------
+
+def _split(text: str, sep: str = ",") -> list[str]:
+    """``text`` cut at the ``sep`` characters outside (), [], {} and <>; empty parts dropped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _close(text: str, start: int) -> int:
+    """Index of the bracket closing the one at ``text[start]`` (or -1)."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{<":
+            depth += 1
+        elif text[i] in ")]}>":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _literal(text: str):
+    """An attribute or constant value as ``str(value)`` printed it."""
+    t = text.strip()
+    if t in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[t]
+    if _INT.fullmatch(t):
+        return int(t)
+    if t[:1] in "([" and t[-1:] == {"(": ")", "[": "]"}[t[:1]]:
+        items = [_literal(x) for x in _split(t[1:-1])]
+        return tuple(items) if t[0] == "(" else items
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def _unspell(key: str, text: str):
+    """Undo the printer's ``#pto<...>`` spelling of ``key`` (pto_text._ATTR_SPELLING)."""
+    spell = pto_text._ATTR_SPELLING.get(key)
+    if spell is not None:
+        head, _, tail = spell("\0").partition("\0")
+        if text.startswith(head) and text.endswith(tail) and len(text) >= len(head + tail):
+            return _literal(text[len(head):len(text) - len(tail)])
+    return _literal(text)
+
+
+def _const_name(value_text: str, ty: str) -> str:
+    """The name ``_Printer.const`` gives a hoisted constant."""
+    return f"%c{value_text.replace('-', 'm').replace('.', 'p')}_{ty}"
+
+
+def _printer_default(inst: Inst) -> bool:
+    """Is the ``rmode`` of this ``tcvt`` the one the printer writes when there is none? A
+    conversion to the same dtype exists only to round (legalised floor, round, ...), so its
+    mode is always the kernel's own."""
+    if not inst.ins or not inst.outs or "rmode" not in inst.attrs:
+        return False
+    src, dst = inst.ins[0].dtype, inst.outs[0].dtype
+    default = "trunc" if src.is_floating and not dst.is_floating else "rint"
+    return src != dst and inst.attrs["rmode"] == default
+
+
+# -- per-function state ------------------------------------------------------------------------
+
+class _Scope:
+    """What the names of one ``func.func`` stand for."""
+
+    def __init__(self):
+        self.values: dict[str, object] = {}     # %name → Scalar | Tile | TensorArg
+        self.consts: dict[str, tuple] = {}      # hoisted %cN_ty → (value, type)
+        self.views: dict[str, tuple] = {}       # %x (pointer) → (%x_tv, shape, strides)
+        self.tensor_views: dict[str, TensorArg] = {}
+        self.partitions: dict[str, tuple] = {}  # %pvN → (tensor, offsets, sizes)
+        self.extents: dict[str, tuple] = {}     # %x_d0 → (tensor, axis)
+        self.tiles: list[str] = []              # alloc_tile names in order
+
+
+@dataclasses.dataclass
+class _Func:
+    name: str
+    kind: str
+    params: list
+    body: list
+    tiles: list
+    header: tuple            # (line number, text) for errors about the function as a whole
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.lines = [(no, s.strip()) for no, s in enumerate(text.splitlines(), 1)
+                      if s.strip() and not s.strip().startswith("//")]
+        self.i = 0
+        self.at = (None, "")
+        self.tiles: dict[str, Tile] = {}
+
+    # -- cursor ---------------------------------------------------------------------------
+    def error(self, message: str) -> PtoParseError:
+        return PtoParseError(message, *self.at)
+
+    def peek(self) -> str | None:
+        return self.lines[self.i][1] if self.i < len(self.lines) else None
+
+    def next(self, missing: str = "unexpected end of the text") -> str:
+        if self.i >= len(self.lines):
+            self.at = (self.lines[-1][0] if self.lines else None, "")
+            raise self.error(missing)
+        self.at = self.lines[self.i]
+        self.i += 1
+        return self.at[1]
+
+    def match(self, pattern: re.Pattern, text: str, what: str) -> re.Match:
+        m = pattern.fullmatch(text)
+        if m is None:
+            raise self.error(f"malformed {what}")
+        return m
+
+    # -- module and functions -------------------------------------------------------------
+    def module(self, target) -> Program:
+        m = self.match(_MODULE, self.next("empty text: expected a module"), "module header")
+        target = self.target(m.group(1), target)
+        funcs = []
+        while self.peek() != "}":
+            if self.peek() is None:
+                self.next("the module is not closed by }")
+            funcs.append(self.function(funcs[0].params if funcs else None))
+        self.next()
+        if self.peek() is not None:
+            self.next()
+            raise self.error("text after the end of the module")
+        return self.program(funcs, target)
+
+    def target(self, spec: str | None, target):
+        by_spec = {t.device_spec: t for t in TARGETS.values()}
+        if spec is None:
+            if target is None:
+                raise self.error('no "pto.device-spec" and no target given')
+            return target
+        if spec not in by_spec:
+            raise self.error(f"unknown pto.device-spec {spec!r}; known: {', '.join(by_spec)}")
+        if target is not None and target.device_spec != spec:
+            raise self.error(f"the text is for {spec}, not for the target {target.name}")
+        return target or by_spec[spec]
+
+    def function(self, shared) -> _Func:
+        m = self.match(_FUNC, self.next(), "func.func header")
+        name, args, attrs = m.groups()
+        kind, header = _KIND.search(attrs or ""), self.at
+        scope = _Scope()
+        self.prologue(scope)
+        after_prologue, self.at = self.at, header      # errors in parameters: the header's
+        params = self.params(_split(args), scope, shared)
+        self.at = after_prologue
+        body, term, closer = self.block(scope)
+        if closer != "return" or term is not None:
+            raise self.error("a function body ends with return")
+        if self.next(f"func.func @{name} is not closed by }}") != "}":
+            raise self.error("expected } after return")
+        return _Func(name, kind.group(1) if kind else "vector", params, body, scope.tiles,
+                     header)
+
+    def program(self, funcs: list[_Func], target) -> Program:
+        order: list[str] = []
+        for f in funcs:                  # one tile list whose order fits every function's
+            at = 0
+            for name in f.tiles:
+                if name in order:
+                    at = order.index(name) + 1
+                else:
+                    order.insert(at, name)
+                    at += 1
+        tiles = [self.tiles[n] for n in order]
+        usage = {space: 0 for space in target.buffers}
+        for t in tiles:
+            usage[t.loc] = max(usage.get(t.loc, 0), tile_extent(t, target)[2])
+        if len(funcs) == 1:
+            f = funcs[0]
+            return Program(f.name, f.kind, f.params, tiles, f.body, target, usage)
+        parts = {f.kind: f for f in funcs}
+        self.at = funcs[-1].header
+        if len(funcs) != 2 or set(parts) != {"cube", "vector"}:
+            raise self.error("a module holds one kernel function, or a cube and a vector "
+                             f"part; found {[(f.name, f.kind) for f in funcs]}")
+        name = parts["cube"].name.removesuffix("_cube")
+        if parts["vector"].name != f"{name}_vector" or parts["cube"].name == name:
+            raise self.error(f"the parts of a mixed kernel are @<name>_cube and "
+                             f"@<name>_vector; found {[f.name for f in funcs]}")
+        return Program(name, "mixed", parts["cube"].params, tiles, parts["cube"].body, target,
+                       usage, vector_body=parts["vector"].body)
+
+    # -- prologue: hoisted constants, tensor views, tiles ---------------------------------------
+    def prologue(self, scope: _Scope) -> None:
+        while self.peek() is not None:
+            line = self.peek()
+            const = _CONST.fullmatch(line)
+            if const and const.group(1) == _const_name(const.group(2), const.group(3)):
+                self.next()
+                scope.consts[const.group(1)] = (_literal(const.group(2)), const.group(3))
+            elif _VIEW.fullmatch(line):
+                self.next()
+                tv, ptr, shape, strides = _VIEW.fullmatch(line).groups()
+                scope.views[ptr] = (tv, _split(shape), _split(strides))
+            elif " = pto.alloc_tile" in line:
+                self.next()
+                self.alloc(scope, *self.match(_ALLOC, line, "pto.alloc_tile").groups())
+            else:
+                return
+
+    def alloc(self, scope: _Scope, name: str, addr: str | None, type_text: str) -> None:
+        if addr is None or addr not in scope.consts:
+            raise self.error("pto.alloc_tile needs addr = <a constant>")
+        tile = self.tile_type(name[1:], scope.consts[addr][0], type_text)
+        old = self.tiles.get(name)
+        if old is not None and (old.type_text(), old.addr) != (tile.type_text(), tile.addr):
+            raise self.error(f"tile {name} is declared twice with different types")
+        self.tiles.setdefault(name, tile)
+        scope.values[name] = self.tiles[name]
+        scope.tiles.append(name)
+
+    def tile_type(self, name: str, addr: int, text: str) -> Tile:
+        """A ``Tile`` from ``!pto.tile_buf<...>``; the layout fields must be those the printer
+        derives from the location and shape, since a Tile has no others."""
+        fields = {f.name for f in dataclasses.fields(Tile)} - {"name", "addr"}
+        kwargs = {}
+        for item in _split(text[len("!pto.tile_buf<"):-1]):
+            key, _, value = (s.strip() for s in item.partition("="))
+            if key in fields:
+                kwargs[key] = (self.dtype(value) if key == "dtype" else
+                               None if value == "?" else _literal(value))
+        try:
+            tile = Tile(name=name, addr=addr, **kwargs)
+            printed = tile.type_text()
+        except (TypeError, KeyError) as e:
+            raise self.error(f"incomplete or unknown tile type ({e})") from None
+        if printed != text:
+            raise self.error(f"tile type not representable; the printer would write {printed}")
+        return tile
+
+    def dtype(self, text: str) -> dt.dtype:
+        if text not in _DTYPES:
+            raise self.error(f"unknown element type {text!r}")
+        return _DTYPES[text]
+
+    def params(self, args: list[str], scope: _Scope, shared) -> list:
+        """Kernel parameters in call order; the i64 extents and strides that tensor views
+        name are not parameters of their own."""
+        extents = {e for _, shape, strides in scope.views.values() for e in shape + strides}
+        params = []
+        for arg in args:
+            name, _, ty = (s.strip() for s in arg.partition(":"))
+            ptr = re.fullmatch(r"!pto\.ptr<(\w+)>", ty)
+            if ptr:
+                params.append(self.tensor(name, self.dtype(ptr.group(1)), scope))
+            elif name not in extents:
+                params.append(Scalar(name[1:], self.dtype(ty)))
+        if shared is not None:
+            if [_signature(p) for p in params] != [_signature(p) for p in shared]:
+                raise self.error("the functions of a mixed kernel must take the same parameters")
+            params = list(shared)
+        for p in params:
+            scope.values["%" + p.name] = p
+            if isinstance(p, TensorArg):
+                scope.tensor_views[scope.views["%" + p.name][0]] = p
+        for p in scope.tensor_views.values():
+            self.extents(p, scope)
+        return params
+
+    def tensor(self, name: str, dtype: dt.dtype, scope: _Scope) -> TensorArg:
+        if name not in scope.views:
+            raise self.error(f"tensor parameter {name} has no pto.make_tensor_view")
+        _, shape, strides = scope.views[name]
+        dims = [self.static(e, scope) for e in shape]
+        steps = [self.static(e, scope) for e in strides]
+        if len(dims) == 2 and dims[0] == 1 and steps[0] == 0:     # a 1-D tensor as 1 x n
+            dims, steps = dims[1:], steps[1:]
+        workspace = re.fullmatch(rf"{WORKSPACE}\d*", name[1:]) is not None   # one per slot
+        return TensorArg(name[1:], dtype, tuple(dims), tuple(steps), workspace=workspace)
+
+    def extents(self, tensor: TensorArg, scope: _Scope) -> None:
+        """Record which argument carries which dynamic extent (for ``tensor.dim``)."""
+        _, shape, _ = scope.views["%" + tensor.name]
+        for axis, e in enumerate(shape[len(shape) - tensor.rank:]):
+            if e not in scope.consts:
+                scope.extents[e] = (tensor, axis)
+
+    @staticmethod
+    def static(entry: str, scope: _Scope):
+        return scope.consts[entry][0] if entry in scope.consts else None
+
+    # -- regions --------------------------------------------------------------------------------
+    def block(self, scope: _Scope) -> tuple[list, tuple | None, str]:
+        """Statements up to a closing line; returns them, the terminator (``scf.yield`` or
+        ``scf.condition``) if any, and the closing line."""
+        insts, term = [], None
+        while True:
+            line = self.next("a region is not closed by }")
+            if line in _CLOSERS:
+                return insts, term, line
+            if term is not None:
+                raise self.error("nothing may follow scf.yield or scf.condition in a region")
+            m = _STMT.fullmatch(line)
+            if m is None:
+                raise self.error("cannot read this line")
+            results = _split(m.group("res") or "")
+            op, rest = m.group("op"), m.group("rest")
+            if op in ("scf.yield", "scf.condition"):
+                term = (op, self.terminator(op, rest, scope))
+                continue
+            self.statement(op, results, rest, scope, insts)
+
+    def statement(self, op: str, results: list, rest: str, scope: _Scope, out: list) -> None:
+        handler = _STATEMENTS.get(op)
+        if handler is None:
+            if op.startswith("arith.") and len(results) == 1:
+                handler = _Parser.s_binary
+            elif op.startswith("pto.") and op[4:] in SYNC_OPS and not results:
+                handler = _Parser.s_sync
+            elif op.startswith("pto.") and not results:
+                handler = _Parser.s_tile
+            else:
+                raise self.error(f"unknown operation {op}")
+        handler(self, op, results, rest, scope, out)
+
+    def terminator(self, op: str, rest: str, scope: _Scope):
+        if op == "scf.yield":
+            return [self.value(n, scope) for n in _split(rest.split(":", 1)[0])]
+        m = self.match(_COND, rest, "scf.condition")
+        forwarded = [self.value(n, scope) for n in _split(m.group(2).split(":", 1)[0])]
+        return self.value(m.group(1), scope), forwarded
+
+    def value(self, name: str, scope: _Scope):
+        if name in scope.values:
+            return scope.values[name]
+        if name in scope.consts or name in scope.partitions or name in scope.extents:
+            raise self.error(f"{name} cannot be used here")
+        raise self.error(f"undefined value {name}")
+
+    def define(self, name: str, dtype: dt.dtype, scope: _Scope) -> Scalar:
+        s = Scalar(name[1:], dtype)
+        scope.values[name] = s
+        return s
+
+    def yields(self, term, what: str) -> list:
+        if term is not None and term[0] != "scf.yield":
+            raise self.error(f"{what} ends with scf.yield, not {term[0]}")
+        return term[1] if term else []
+
+    # -- control flow ---------------------------------------------------------------------------
+    def s_for(self, op, results, rest, scope, out):
+        m = self.match(_FOR, rest, "scf.for")
+        iv_name, lb, ub, step, pairs, types, iv_type = m.groups()
+        bounds = [self.value(n, scope) for n in (lb, ub, step)]
+        pairs, types = _split(pairs or ""), [self.dtype(t) for t in _split(types or "")]
+        if len(pairs) != len(types) or len(results) != len(pairs):
+            raise self.error("scf.for: iter_args, their types and the results differ in number")
+        inits = [self.value(p.partition("=")[2].strip(), scope) for p in pairs]
+        iv = self.define(iv_name, self.dtype(iv_type), scope)
+        iter_args = [self.define(p.partition("=")[0].strip(), d, scope)
+                     for p, d in zip(pairs, types)]
+        body, term, closer = self.block(scope)
+        if closer != "}":
+            raise self.error("scf.for body is closed by }")
+        yields = self.yields(term, "scf.for")
+        res = [self.define(r, d, scope) for r, d in zip(results, types)]
+        out.append(For(iv, *bounds, inits, iter_args, res, body, yields))
+
+    def s_if(self, op, results, rest, scope, out):
+        m = self.match(_IF, rest, "scf.if")
+        cond = self.value(m.group(1), scope)
+        types = [self.dtype(t) for t in _split(m.group(2) or "")]
+        if len(types) != len(results):
+            raise self.error("scf.if: results and result types differ in number")
+        then_body, then_term, closer = self.block(scope)
+        else_body, else_term = [], None
+        if closer == "} else {":
+            else_body, else_term, closer = self.block(scope)
+        if closer != "}":
+            raise self.error("scf.if regions are closed by } else { and }")
+        res = [self.define(r, d, scope) for r, d in zip(results, types)]
+        out.append(If(cond, then_body, else_body, res, self.yields(then_term, "scf.if"),
+                      self.yields(else_term, "scf.if")))
+
+    def s_while(self, op, results, rest, scope, out):
+        m = self.match(_WHILE, rest, "scf.while")
+        pairs, types = _split(m.group(1)), [self.dtype(t) for t in _split(m.group(2))]
+        if len(pairs) != len(types):
+            raise self.error("scf.while: arguments and their types differ in number")
+        inits = [self.value(p.partition("=")[2].strip(), scope) for p in pairs]
+        before_args = [self.define(p.partition("=")[0].strip(), d, scope)
+                       for p, d in zip(pairs, types)]
+        before, term, closer = self.block(scope)
+        if closer != "} do {" or term is None or term[0] != "scf.condition":
+            raise self.error("the before region of scf.while ends with scf.condition and } do {")
+        cond, forwarded = term[1]
+        bb = self.match(_BB, self.next(), "^bb0(...) block header")
+        after_args = []
+        for arg in _split(bb.group(1)):
+            name, _, ty = (s.strip() for s in arg.partition(":"))
+            after_args.append(self.define(name, self.dtype(ty), scope))
+        after, after_term, closer = self.block(scope)
+        if closer != "}":
+            raise self.error("scf.while's after region is closed by }")
+        if len(results) != len(forwarded):
+            raise self.error("scf.while: results and forwarded values differ in number")
+        res = [self.define(r, v.dtype, scope) for r, v in zip(results, forwarded)]
+        out.append(While(inits, before_args, before, cond, forwarded, after_args, after,
+                         self.yields(after_term, "scf.while"), res))
+
+    # -- scalars --------------------------------------------------------------------------------
+    def s_partition(self, op, results, rest, scope, out):
+        m = self.match(_PARTITION, rest, "pto.partition_view")
+        if len(results) != 1 or m.group(1) not in scope.tensor_views:
+            raise self.error("pto.partition_view of an unknown tensor view")
+        tensor = scope.tensor_views[m.group(1)]
+        offsets = _split(m.group(2))
+        if tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
+            offsets = offsets[1:]
+        offsets = [self.value(o, scope) for o in offsets]
+        sizes = tuple(_literal(s) for s in _split(m.group(3)))
+        scope.partitions[results[0]] = (tensor, offsets, sizes)
+
+    def s_misplaced(self, op, results, rest, scope, out):
+        raise self.error(f"{op} belongs at the top of a function, before its instructions")
+
+    def s_block_query(self, op, results, rest, scope, out):
+        m = self.match(_BLOCK_QUERY, rest, op)
+        name = "pto.program_id" if op == "pto.get_block_idx" else "pto.num_programs"
+        res = self.define(self.one(results), self.dtype(m.group(2)), scope)
+        out.append(Inst(name, [], [res], {"axis": int(m.group(1))}))
+
+    def one(self, results: list) -> str:
+        if len(results) != 1:
+            raise self.error("expected one result")
+        return results[0]
+
+    def s_constant(self, op, results, rest, scope, out):
+        value, _, ty = rest.strip().rpartition(" : ")
+        res = self.define(self.one(results), self.dtype(ty), scope)
+        out.append(Inst("arith.constant", [], [res], {"value": _literal(value)}))
+
+    def s_cast(self, op, results, rest, scope, out):
+        m = self.match(_UNARY, rest, op)
+        src = self.value(m.group(1), scope)
+        res = self.define(self.one(results), self.dtype(m.group(3)), scope)
+        out.append(Inst("arith.cast", [src], [res], {"dtype": res.dtype}))
+
+    def s_select(self, op, results, rest, scope, out):
+        m = self.match(_SELECT, rest, op)
+        ins = [self.value(n, scope) for n in m.groups()[:3]]
+        res = self.define(self.one(results), self.dtype(m.group(4)), scope)
+        out.append(Inst("arith.select", ins, [res]))
+
+    def s_cmp(self, op, results, rest, scope, out):
+        m = self.match(_CMP, rest, op)
+        if m.group(1) not in _CMP_PRED:
+            raise self.error(f"unknown comparison predicate {m.group(1)}")
+        ins = [self.value(n, scope) for n in m.groups()[1:3]]
+        res = self.define(self.one(results), dt.bool_, scope)
+        out.append(Inst("arith.cmp", ins, [res], {"pred": _CMP_PRED[m.group(1)]}))
+
+    def s_binary(self, op, results, rest, scope, out):
+        a, b, ty = self.match(_BINARY, rest, op).groups()
+        dtype, result = self.dtype(ty), self.one(results)
+        if op == "arith.addi" and scope.consts.get(b) == (0, "i64") and (
+                a in scope.consts or a in scope.extents):
+            out.append(self.tensor_dim(a, result, scope))
+            return
+        mnemonic = op[len("arith."):]
+        if dtype.is_floating:
+            name = _FLOAT_NAMES.get(mnemonic, mnemonic.removesuffix("f"))
+        else:
+            name = _INT_NAMES.get(mnemonic, mnemonic.removesuffix("i"))
+        mod = self.python_mod(result, a, b, ty) if op == "arith.floordivsi" else None
+        if mod is not None:
+            name, result = "mod", mod
+        ins = [self.value(a, scope), self.value(b, scope)]
+        out.append(Inst(f"arith.{name}", ins, [self.define(result, dtype, scope)]))
+
+    def python_mod(self, q: str, a: str, b: str, ty: str) -> str | None:
+        """Is ``q = a floordiv b`` the first of the printer's three lines for ``a % b``
+        (through its temporaries %qN and %mN+1)? If so, consume the other two and return the
+        name of the remainder."""
+        n = re.fullmatch(r"%q(\d+)", q)
+        if n is None or self.i + 1 >= len(self.lines):
+            return None
+        m = f"%m{int(n.group(1)) + 1}"
+        mul, sub = self.lines[self.i][1], self.lines[self.i + 1][1]
+        tail = re.fullmatch(rf"({_N}) = arith\.subi {re.escape(a)}, {m} : {ty}", sub)
+        if mul != f"{m} = arith.muli {q}, {b} : {ty}" or tail is None:
+            return None
+        self.next()
+        self.next()
+        return tail.group(1)
+
+    def tensor_dim(self, extent: str, result: str, scope: _Scope) -> Inst:
+        """``arith.addi <extent>, %c0_i64``: a dynamic extent names its tensor; a specialised
+        one is the same number whichever tensor it came from."""
+        if extent in scope.extents:
+            tensor, axis = scope.extents[extent]
+        else:
+            value = scope.consts[extent][0]
+            found = [(p, i) for p in scope.tensor_views.values()
+                     for i, d in enumerate(p.dims) if d == value]
+            if not found:
+                raise self.error(f"no tensor has an extent of {value}")
+            tensor, axis = found[0]
+        return Inst("tensor.dim", [tensor], [self.define(result, dt.int64, scope)],
+                    {"axis": axis})
+
+    # -- synchronisation and tile instructions -------------------------------------------------
+    def s_sync(self, op, results, rest, scope, out):
+        name = op[len("pto."):]
+        if name in ("set_flag", "wait_flag"):
+            src, dst, event = self.match(_FLAG, rest, op).groups()
+            attrs = {"src": src, "dst": dst, "event": int(event)}
+        elif name == "barrier":
+            attrs = {"pipe": self.match(_BARRIER, rest, op).group(1)}
+        elif name == "syncall":
+            if rest.strip():
+                raise self.error("pto.syncall takes no operands")
+            attrs = {}
+        else:
+            pipe, flag, count = self.match(_CROSS, rest, op).groups()
+            attrs = {"pipe": pipe, "flag": int(flag)}
+            if count is not None:
+                attrs["count"] = int(count)
+        out.append(Inst(name, [], [], attrs))
+
+    def s_tile(self, op, results, rest, scope, out):
+        """``pto.<op> ins(...) outs(...) {attrs}``: any tile instruction, known or not."""
+        ins, outs, attrs = self.operands(rest, op)
+        name = op[len("pto."):]
+        attrs = self.attrs(attrs)
+        if name == "tload":
+            tensor, offsets = self.partition(ins, outs, scope)
+            attrs["pad"] = attrs.pop("pad_value", 0)
+            out.append(Inst("tload", [tensor, *offsets], [self.value(outs[0], scope)], attrs))
+            return
+        if name == "tstore":
+            tensor, offsets = self.partition(outs, ins, scope)
+            out.append(Inst("tstore", [self.value(ins[0], scope)], [tensor, *offsets], attrs))
+            return
+        if name == "texpands" and len(ins) == 1 and ins[0] in scope.consts:
+            value = scope.consts[ins[0]][0]
+            # a fresh NaN per use, as the compiler makes them: NaN != NaN, so the printer
+            # hoists one %cnan_<type> line per use, and the reprint must too
+            attrs["value"] = float("nan") if isinstance(value, float) and math.isnan(value) \
+                else value
+            ins = []
+        inst = Inst(name, [self.value(n, scope) for n in ins],
+                    [self.value(n, scope) for n in outs], attrs)
+        if name == "tcvt" and _printer_default(inst):
+            del attrs["rmode"]
+        out.append(inst)
+
+    def operands(self, rest: str, op: str) -> tuple[list, list, str]:
+        """Operand names of ``ins(...)`` and ``outs(...)`` (types are the objects' own), and
+        the attribute text after them."""
+        groups = {}
+        text = rest.strip()
+        for key in ("ins", "outs"):
+            if text.startswith(key + "("):
+                end = _close(text, len(key))
+                if end < 0:
+                    raise self.error(f"{op}: unbalanced parentheses in {key}(...)")
+                groups[key] = _split(text[len(key) + 1:end].split(":", 1)[0])
+                text = text[end + 1:].strip()
+        return groups.get("ins", []), groups.get("outs", []), text
+
+    def attrs(self, text: str) -> dict:
+        if not text:
+            return {}
+        if not (text.startswith("{") and _close(text, 0) == len(text) - 1):
+            raise self.error(f"expected {{attributes}}, found {text!r}")
+        out = {}
+        for item in _split(text[1:-1]):
+            key, eq, value = (s.strip() for s in item.partition("="))
+            if not eq:
+                raise self.error(f"attribute {item!r} is not key = value")
+            out[key] = _unspell(key, value)
+        return out
+
+    def partition(self, views: list, tiles: list, scope: _Scope) -> tuple:
+        """The tensor and offsets of the one partition view of a tload/tstore."""
+        if len(views) != 1 or views[0] not in scope.partitions or len(tiles) != 1:
+            raise self.error("tload/tstore move one tile from or to one pto.partition_view")
+        tensor, offsets, sizes = scope.partitions[views[0]]
+        tile = self.value(tiles[0], scope)
+        if not isinstance(tile, Tile) or sizes != (tile.rows, tile.cols):
+            raise self.error(f"the partition view's sizes {list(sizes)} are not those of the "
+                             f"tile {tiles[0]}")
+        return tensor, offsets
+
+
+_STATEMENTS = {
+    "scf.for": _Parser.s_for, "scf.if": _Parser.s_if, "scf.while": _Parser.s_while,
+    "pto.partition_view": _Parser.s_partition,
+    "pto.make_tensor_view": _Parser.s_misplaced, "pto.alloc_tile": _Parser.s_misplaced,
+    "pto.get_block_idx": _Parser.s_block_query, "pto.get_block_num": _Parser.s_block_query,
+    "arith.constant": _Parser.s_constant, "arith.select": _Parser.s_select,
+    "arith.cmpi": _Parser.s_cmp, "arith.cmpf": _Parser.s_cmp,
+    **{f"arith.{c}": _Parser.s_cast for c in _CASTS},
+}
