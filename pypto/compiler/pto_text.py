@@ -30,7 +30,7 @@ class _Printer:
         self.lines.append("  " * depth + text)
 
     def const(self, value, ty, depth) -> str:
-        key = (value, ty)
+        key = (repr(value), ty)      # repr: -0.0 is not 0.0, and nan is one constant
         if key not in self.consts:
             name = f"%c{str(value).replace('-', 'm').replace('.', 'p')}_{ty}"
             self.consts[key] = name
@@ -185,9 +185,10 @@ class _Printer:
         tys = ", ".join(x.type_text() if isinstance(x, Tile) else x.dtype.mlir for x in i.ins)
         outs = ", ".join(f"{self.ref(x)} : {x.type_text()}" for x in i.outs)
         attrs = dict(i.attrs)
-        if op == "tcvt" and "rmode" not in attrs:   # the conversion's own default mode
-            src, dst = i.ins[0].dtype, i.outs[0].dtype
-            attrs["rmode"] = "trunc" if src.is_floating and not dst.is_floating else "rint"
+        src = i.ins[0].dtype if i.ins else None
+        if op == "tcvt" and "rmode" not in attrs and src.is_floating and \
+                not i.outs[0].dtype.is_floating:
+            attrs["rmode"] = "trunc"    # float → int truncates (an explicit trunc is the same)
         self.emit(f"pto.{op} ins({ins} : {tys}) outs({outs}){_attrs(attrs)}", depth)
 
     def scalar_inst(self, i: Inst, depth) -> None:

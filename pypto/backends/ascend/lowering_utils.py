@@ -135,8 +135,23 @@ def clamp(b, v, lo, hi):
     return b.select(b.icmp_signed(">", v, hi), hi, v)
 
 
+def _python_float_mod(b, x, y):
+    """``x % y`` with the divisor's sign (numpy's rule): fmod, then one correction."""
+    zero = ir.Constant(x.type, 0.0)
+    r = b.frem(x, y)
+    fix = b.and_(b.fcmp_ordered("!=", r, zero),
+                 b.icmp_unsigned("!=", b.fcmp_ordered("<", r, zero),
+                                 b.fcmp_ordered("<", y, zero)))
+    return b.select(fix, b.fadd(r, y), r)
+
+
 def safe_floordiv(b, x, y):
-    """Python floor division; x // 0 is 0 and INT_MIN // -1 wraps, so the host never traps."""
+    """Python floor division; x // 0 is 0 and INT_MIN // -1 wraps, so the host never traps.
+    Floats follow numpy: (x - x % y) / y, so x // 0.0 is inf or nan."""
+    if isinstance(x.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+        q = b.fdiv(b.fsub(x, _python_float_mod(b, x, y)), y)
+        exact = b.fcmp_ordered("!=", y, ir.Constant(x.type, 0.0))
+        return b.select(exact, call_intrinsic(b, "llvm.round", q), b.fdiv(x, y))
     zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
     bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
     ys = b.select(bad, one, y)
@@ -150,7 +165,9 @@ def safe_floordiv(b, x, y):
 
 
 def safe_mod(b, x, y):
-    """Python modulo (the result takes the divisor's sign); x % 0 is 0."""
+    """Python modulo (the result takes the divisor's sign); x % 0 is 0 (floats: nan)."""
+    if isinstance(x.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+        return _python_float_mod(b, x, y)
     zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))
     bad = b.or_(b.icmp_signed("==", y, zero), b.icmp_signed("==", y, minus1))
     ys = b.select(bad, one, y)
