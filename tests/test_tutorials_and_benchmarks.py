@@ -22,6 +22,9 @@ SCRIPTS = {
     "tutorials/02_fused_softmax.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
     "tutorials/03_matmul.py": r"^\s*size\s+PyPTO\s+numpy\s+ratio\s+PyPTO GFLOP/s\s*$",
     "tutorials/04_layer_norm.py": r"^\s*shape\s+PyPTO\s+numpy\s+torch\s+ratio\s*$",
+    "tutorials/05_multicore_barrier.py":
+        r"^\s*size\s+blocks\s+1 launch\s+2 launches\s+numpy\s+ratio\s*$",
+    "tutorials/06_double_buffering.py": r"^\s*shape\s+stages=1\s+stages=2\s+numpy\s+2 vs 1\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
     "benchmarks/matmul.py": GOAL_TABLE,
     "benchmarks/softmax.py": GOAL_TABLE,
@@ -30,6 +33,17 @@ SCRIPTS = {
     "benchmarks/startup.py": GOAL_TABLE,
     "benchmarks/scaling.py": GOAL_TABLE,
     "benchmarks/machine.py": GOAL_TABLE,
+}
+
+# What a tutorial must show besides its table (the .pto lines and errors it teaches)
+SHOWS = {
+    "tutorials/05_multicore_barrier.py": [
+        "pto.barrier #pto.pipe<PIPE_ALL>", "pto.syncall", "pto.sync.set[<PIPE_MTE3>, 0]",
+        "pto.sync.wait[<PIPE_S>, 0]", "without pl.barrier()", "more blocks than the 48 cores",
+        "deadlocked"],
+    "tutorials/06_double_buffering.py": [
+        "bit-identical", "_pong", "set_flag  MTE2 -> V", "wait_flag V -> MTE2",
+        "L1 used 32 KiB -> 64 KiB", "is read before pl.synchronize()"],
 }
 
 # What run_all.py's one table must hold: a line from every family.
@@ -62,6 +76,8 @@ def _run(argv, extra=()):
 def test_script_runs_and_prints_its_table(script):
     out = _run([script])
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"
+    for text in SHOWS.get(script, ()):
+        assert text in out, f"{script} does not show {text!r}:\n{out}"
 
 
 @pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py",
