@@ -11,6 +11,7 @@ import ctypes
 import functools
 import hashlib
 import inspect
+import math
 import os
 import sys
 import threading
@@ -78,8 +79,10 @@ class CompiledKernel:
 
 
 class JITFunction:
-    def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=()):
+    def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
+                 auto_sync=True):
         self.fn = fn
+        self.auto_sync = bool(auto_sync)
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
@@ -173,13 +176,19 @@ class JITFunction:
 
     def _interpret(self, grid, bound):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
-        from .interpreter import run_function
+        from .interpreter import CROSS_BLOCK_OPS, run_function
         target = get_target(self.target_name) if self.target_name else current_target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)
         fn = build_function(self.source, spec_args, self.source.node.name)
         uses_cube = any(op.name == "tile.matmul" for op in walk(fn.body))
         grid = self._grid(grid, bound, {"uses_cube": uses_cube}, target)
+        cores = target.cores_for(uses_cube)
+        if any(op.name in CROSS_BLOCK_OPS for op in walk(fn.body)) and \
+                math.prod(grid) > cores:     # as the compiled launch refuses it
+            raise ValueError(f"{self.__name__}: grid {tuple(grid)!r} has more blocks than the "
+                             f"{cores} cores of {target.name}; a kernel that uses "
+                             "pl.barrier/pl.wait needs every block running at once")
         args = {name: bound[name] for name, _, _ in runtime_params}
         run_function(fn, args, tuple(grid) + (1,) * (3 - len(grid)))
 
@@ -247,7 +256,8 @@ class JITFunction:
         spec_args, tensor_specs, runtime_params = self._specialise(spec, bound)
         key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
-                                envs.code_changing_environment(), override and override[2]))
+                                envs.code_changing_environment(), override and override[2],
+                                self.auto_sync))
         use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
         disk = cache_mod.DiskCache() if use_disk else None
         lock = disk.lock(key) if disk is not None else None
@@ -267,7 +277,7 @@ class JITFunction:
         import json
         cache_mod.STATS["compiles"] += 1
         asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
-                                       override and override[:2])
+                                       override and override[:2], auto_sync=self.auto_sync)
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
                   file=sys.stderr)
@@ -392,13 +402,17 @@ def _normalise_arg(fn_name: str, name: str, value):
     return arr
 
 
-def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=()):
+def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
+        auto_sync=True):
     """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it.
 
     ``do_not_specialize`` lists int parameters whose value must not split the cache (== 1,
     divisible by 16); ``dynamic`` lists tensor parameters (or ``{name: dims}``) whose extents
-    are read at run time, so one binary serves every size of those dimensions."""
+    are read at run time, so one binary serves every size of those dimensions.
+    ``auto_sync=False`` is the advanced mode: the compiler inserts no pipe flags, the kernel
+    orders its pipes itself with ``pl.set_flag``/``pl.wait_flag``/``pl.pipe_barrier``, and the
+    hazard checker rejects it with the racing instructions named if it missed one."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
-                           opt_level=opt_level, dynamic=dynamic)
+                           opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync)
     return wrap(fn) if fn is not None else wrap

@@ -21,16 +21,24 @@ data the previous iteration has not written yet) or its address depends on loop-
 from __future__ import annotations
 
 import itertools
+import threading
 
 from .errors import CompilationError
 from .pipes import is_scalar, tile_extent
 from .pto import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
 from ..language import dtypes as dt
 
-_names = itertools.count()
+_local = threading.local()
+
+
+def _next() -> int:
+    """Numbers for new names, counted per program so the .pto does not depend on what was
+    compiled before."""
+    return next(_local.names)
 
 
 def double_buffer(program: Program) -> Program:
+    _local.names = itertools.count()
     for _, body in program.parts:
         _visit(body, program)
     return program
@@ -99,7 +107,7 @@ def _fresh_tile(program: Program, like: Tile) -> Tile:
     loc = like.loc
     used = max([tile_extent(t, target)[2] for t in program.tiles if t.loc == loc] + [0])
     addr = -(-used // target.alignment) * target.alignment
-    tile = Tile(f"{like.name}_pong{next(_names)}", loc, like.dtype, like.rows, like.cols, addr,
+    tile = Tile(f"{like.name}_pong{_next()}", loc, like.dtype, like.rows, like.cols, addr,
                 like.v_row, like.v_col, like.pad)
     end = tile_extent(tile, target)[2]
     if end > target.buffers[loc]:
@@ -137,7 +145,7 @@ class _Cloner:
         return self.map.get(id(x), x)
 
     def fresh(self, s: Scalar) -> Scalar:
-        new = Scalar(f"{s.name}_{next(_names)}", s.dtype)
+        new = Scalar(f"{s.name}_{_next()}", s.dtype)
         self.map[id(s)] = new
         return new
 
@@ -186,7 +194,7 @@ def _unfuse(body: list, groups: set) -> None:
 
 
 def _scalar(op: str, ins: list, dtype, **attrs) -> tuple[Inst, Scalar]:
-    out = Scalar(f"db{next(_names)}", dtype)
+    out = Scalar(f"db{_next()}", dtype)
     return Inst(op, ins, [out], attrs), out
 
 
@@ -230,7 +238,7 @@ def _pipeline(loop: For, program: Program) -> list:
     second = _Cloner({id(loop.iv): iv_b, **carried}, pong)
     body_b = second.nodes(rest)
     then_body = [after_iv] + _prefetch(loads, iv_c, loop, ping) + body_b
-    results = [Scalar(f"{a.name}_r{next(_names)}", a.dtype) for a in loop.iter_args]
+    results = [Scalar(f"{a.name}_r{_next()}", a.dtype) for a in loop.iter_args]
     branch = If(more, then_body, [], results, [second.get(y) for y in loop.yields], yields_a)
     loop.body = [next_iv] + _prefetch(loads, iv_b, loop, pong) + body_a + [cmp, branch]
     loop.yields = results

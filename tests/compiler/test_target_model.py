@@ -347,3 +347,22 @@ def test_cube_buffer_limits(shape, buffer):
     with pytest.raises(CompilationError, match=re.escape(buffer) + " overflow"):
         mm[(1,)](np.zeros((M, K), np.float32), np.zeros((K, N), np.float32),
                  np.zeros((M, N), np.float32), M=M, K=K, N=N)
+
+
+def test_barrier_grid_larger_than_the_cores_is_refused_by_the_interpreter_too(monkeypatch):
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    x = np.zeros(64 * 16, np.float32)
+    with pytest.raises(ValueError, match="more blocks than the 48 cores"):
+        two_phase_sum[(64,)](x, np.zeros(64, np.float32), np.zeros(64, np.float32),
+                             BLOCK=16, BLOCKS=64)
+
+
+def test_pto_text_does_not_depend_on_what_was_compiled_before(monkeypatch):
+    x = np.zeros((64, 64), np.float32)
+    first = row_softmax.compile(x, x, 64, N=64, BM=8, STAGES=2).asm["pto"]
+    a = np.zeros((64, 64), np.float16)
+    mm_pipelined.compile(a, a, np.zeros((64, 64), np.float32), 64, BM=32, BN=32, BK=32,
+                         STAGES=2)
+    row_softmax._kernels.clear()
+    monkeypatch.setenv("PYPTO_DISABLE_CACHE", "1")
+    assert row_softmax.compile(x, x, 64, N=64, BM=8, STAGES=2).asm["pto"] == first

@@ -22,6 +22,7 @@ import numpy as np
 import llvmlite.binding as llvm
 
 from .codegen import POOL_LAUNCH_SYMBOL
+from .lowering.crosscore import SYS_FUTEX
 from .llvm_driver import LoadedObject, compile_to_object, host_identity
 
 # State block layout: int64 slots, hot fields on separate cache lines.
@@ -30,7 +31,6 @@ GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN
 STATE_SLOTS = 40
 MAX_THREADS = 256
 
-SYS_FUTEX = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine())
 
 _IR = r"""
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)

@@ -6,11 +6,14 @@ The blocks of a launch that uses them run as host threads all at once (see
     [0] next block   [1] barrier arrivals   [2] barrier generation   [3] deadlock
     [4 + f] cross-core flag f (0-15)
 
-A waiter that sees no progress for ``PYPTO_SYNC_TIMEOUT`` seconds marks the launch dead; every
-waiter then returns, the blocks end early, and the launch reports the deadlock to Python
+Waiters sleep on a futex of the slot they watch (more blocks than host cores is the normal
+case, so spinning would starve the blocks being waited for). A waiter that sees no progress for
+``PYPTO_SYNC_TIMEOUT`` seconds marks the launch dead; every waiter then returns, the blocks end early, and the launch reports the deadlock to Python
 instead of hanging the process.
 """
 from __future__ import annotations
+
+import platform
 
 from llvmlite import ir
 
@@ -18,6 +21,8 @@ from ....compiler.pipes import CROSS_CORE_FLAGS
 from ..lowering_utils import I64, PTR, i64
 
 ARRIVED, GENERATION, DEAD, FLAGS = 1, 2, 3, 4
+SYS_FUTEX = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine())
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 SYNC_SLOTS = FLAGS + CROSS_CORE_FLAGS
 I32 = ir.IntType(32)
 
@@ -31,40 +36,50 @@ def _declare(mod, name, ret, args):
     return fn if fn is not None else ir.Function(mod, ir.FunctionType(ret, args), name=name)
 
 
-def _wait_until(cg, ready, name: str):
-    """Spin (yielding the host core) until ``ready(builder)`` holds or the launch is dead;
-    then, if dead, leave the block early."""
+def _futex(cg, slot, op: int, value):
+    """futex(slot, op, value, 50 ms) on the low 32 bits of an i64 slot (little-endian hosts);
+    without a futex (other platforms) a yield instead."""
+    b = cg.b
+    if SYS_FUTEX is None:
+        b.call(_declare(cg.mod, "sched_yield", I32, []), [])
+        return
+    syscall = cg.mod.globals.get("syscall") or ir.Function(
+        cg.mod, ir.FunctionType(I64, [I64], var_arg=True), name="syscall")
+    timeout = cg.entry_alloca(I64, 2)
+    b.store(i64(0), timeout)
+    b.store(i64(50_000_000), b.gep(timeout, [i64(1)], source_etype=I64))
+    b.call(syscall, [i64(SYS_FUTEX), slot, ir.Constant(I32, op), value, timeout])
+
+
+def _wake_all(cg, slot):
+    _futex(cg, slot, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 2**31 - 1))
+
+
+def _wait_until(cg, ready, watch, name: str):
+    """Until ``ready(builder)`` holds: sleep on ``watch`` (woken when it changes; a 50 ms
+    timeout bounds a lost wake-up), and give up when the launch is dead or makes no progress
+    for the timeout, leaving the block early."""
     b, sync = cg.b, cg.sync
     fn = b.function
-    sched_yield = _declare(cg.mod, "sched_yield", I32, [])
     now = _declare(cg.mod, "time", I64, [PTR])
     deadline = b.add(b.call(now, [ir.Constant(PTR, None)]), i64(cg.sync_timeout))
-    head = fn.append_basic_block(f"{name}.spin")
-    check_time = fn.append_basic_block(f"{name}.clock")
+    head = fn.append_basic_block(f"{name}.check")
+    sleep = fn.append_basic_block(f"{name}.sleep")
     timed_out = fn.append_basic_block(f"{name}.timeout")
     dead = fn.append_basic_block(f"{name}.dead")
     done = fn.append_basic_block(f"{name}.done")
-    pre = b.block
     b.branch(head)
     b.position_at_end(head)
-    spins = b.phi(I64)
-    spins.add_incoming(i64(0), pre)
-    is_ready = ready(b)
-    not_ready = fn.append_basic_block(f"{name}.wait")
-    b.cbranch(is_ready, done, not_ready)
-    b.position_at_end(not_ready)
+    seen = b.trunc(b.load_atomic(watch, "acquire", 8, typ=I64), I32)   # before the check
+    b.cbranch(ready(b), done, sleep)
+    b.position_at_end(sleep)
     gone = b.load_atomic(_slot(b, sync, DEAD), "acquire", 8, typ=I64)
     alive = fn.append_basic_block(f"{name}.alive")
     b.cbranch(b.icmp_signed("!=", gone, i64(0)), dead, alive)
     b.position_at_end(alive)
-    b.call(sched_yield, [])
-    nxt = b.add(spins, i64(1))
-    b.cbranch(b.icmp_signed("==", b.and_(nxt, i64(1023)), i64(0)), check_time, head)
-    spins.add_incoming(nxt, alive)
-    b.position_at_end(check_time)
+    _futex(cg, watch, FUTEX_WAIT_PRIVATE, seen)
     b.cbranch(b.icmp_signed(">", b.call(now, [ir.Constant(PTR, None)]), deadline),
               timed_out, head)
-    spins.add_incoming(nxt, check_time)
     b.position_at_end(timed_out)
     b.atomic_rmw("xchg", _slot(b, sync, DEAD), i64(1), "release")
     b.branch(dead)
@@ -82,14 +97,18 @@ def _syncall(cg, inst):
         with last:        # the last to arrive opens the barrier for the next round too
             b.atomic_rmw("xchg", _slot(b, sync, ARRIVED), i64(0), "release")
             b.atomic_rmw("add", _slot(b, sync, GENERATION), i64(1), "acq_rel")
+            _wake_all(cg, _slot(b, sync, GENERATION))
         with others:
+            generation = _slot(b, sync, GENERATION)
             _wait_until(cg, lambda bb: bb.icmp_signed(
-                "!=", bb.load_atomic(_slot(bb, sync, GENERATION), "acquire", 8, typ=I64), gen), "syncall")
+                "!=", bb.load_atomic(generation, "acquire", 8, typ=I64), gen), generation,
+                "syncall")
 
 
 def _sync_set(cg, inst):
-    cg.b.atomic_rmw("add", _slot(cg.b, cg.sync, FLAGS + inst.attrs["flag"]),
-                    i64(inst.attrs.get("count", 1)), "acq_rel")
+    slot = _slot(cg.b, cg.sync, FLAGS + inst.attrs["flag"])
+    cg.b.atomic_rmw("add", slot, i64(inst.attrs.get("count", 1)), "acq_rel")
+    _wake_all(cg, slot)
 
 
 def _sync_wait(cg, inst):
@@ -104,7 +123,7 @@ def _sync_wait(cg, inst):
         swapped = b.cmpxchg(slot, seen, new, "acq_rel", "monotonic")
         return b.and_(enough, b.extract_value(swapped, 1))
 
-    _wait_until(cg, take, "sync_wait")
+    _wait_until(cg, take, slot, "sync_wait")
 
 
 RULES = {"syncall": _syncall, "sync.set": _sync_set, "sync.wait": _sync_wait}
