@@ -13,12 +13,14 @@ from .ir import Module
 from .passes import run_pipeline
 from .pto import lower_to_pto
 from .pto_text import print_program
+from .double_buffer import double_buffer
+from .split import split_cube_vector
 from .sync import insert_sync
 
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
-                   opt_level: str, pto_override: tuple[str, str] | None = None
-                   ) -> tuple[dict, dict]:
+                   opt_level: str, pto_override: tuple[str, str] | None = None,
+                   auto_sync: bool = True) -> tuple[dict, dict]:
     """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj".
     ``pto_override`` = (path, text): a hand-edited .pto compiled in place of the generated
     program (PYPTO_OVERRIDE_DIR)."""
@@ -27,7 +29,10 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     module = Module(fn, target)
     frontend_ir = str(module)
     module = run_pipeline(module)
-    program = insert_sync(lower_to_pto(module, tensor_specs))
+    program = lower_to_pto(module, tensor_specs)
+    program = double_buffer(split_cube_vector(program))
+    if auto_sync:
+        program = insert_sync(program)
     if pto_override is not None:
         from .pto_parse import override_program
         program = override_program(program, *pto_override)
@@ -41,7 +46,8 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         "name": fn.name,
         "target": target.name,
         "kind": program.kind,
-        "uses_cube": program.kind == "cube",
+        "uses_cube": program.kind != "vector",
+        "cores": target.cores_for(program.kind != "vector"),
         "buffer_bytes": program.buffer_bytes,
         "scratch_bytes": scratch_bytes,
         "entry": f"{fn.name}_launch",
