@@ -52,6 +52,10 @@ PYPTO_SYNC_TIMEOUT = register("PYPTO_SYNC_TIMEOUT", "10", True,
                               "seconds a barrier or pl.wait may make no progress before the "
                               "launch is reported as deadlocked")
 
+PYPTO_VERIFY_PTO = register("PYPTO_VERIFY_PTO", "", False,
+                            "1: after each compile, parse the printed .pto back and check that "
+                            "it prints identically (the test suite sets it)")
+
 
 def registry() -> dict[str, EnvVar]:
     return dict(_REGISTRY)

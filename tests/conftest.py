@@ -1,5 +1,6 @@
 """Test-wide setup: every test session gets its own kernel cache directory, so tests never
-read kernels compiled by another checkout and never write into the user's cache."""
+read kernels compiled by another checkout and never write into the user's cache; and every
+compile checks its .pto round trip."""
 import os
 import tempfile
 
@@ -7,6 +8,9 @@ import pytest
 
 _session_cache = tempfile.mkdtemp(prefix="pypto-test-cache-")
 os.environ["PYPTO_CACHE_DIR"] = _session_cache
+# every kernel the tests compile (tutorials included) must print .pto that reads back
+# identically; the hazard checker runs on every compile anyway
+os.environ["PYPTO_VERIFY_PTO"] = "1"
 
 
 @pytest.fixture

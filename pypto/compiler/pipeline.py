@@ -9,11 +9,14 @@ import time
 from ..backends.ascend.codegen import generate_llvm_ir, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
 from .frontend import KernelSource, build_function
+from .. import envs
+from .errors import InternalError
 from .ir import Module
 from .passes import run_pipeline
 from .pto import lower_to_pto
 from .pto_text import print_program
 from .double_buffer import double_buffer
+from .hazards import check_program
 from .split import split_cube_vector
 from .sync import insert_sync
 
@@ -36,7 +39,10 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if pto_override is not None:
         from .pto_parse import override_program
         program = override_program(program, *pto_override)
+    check_program(program)          # every kernel, whoever placed its flags
     pto_text = print_program(program)
+    if envs.PYPTO_VERIFY_PTO.get() not in ("", "0"):
+        _verify_round_trip(pto_text)
     llir = generate_llvm_ir(program)
     obj, optimized = compile_to_object(llir, opt_level)
     _, scratch_bytes = scratch_layout(target)
@@ -58,6 +64,13 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
            "llir_opt": optimized, "obj": obj}
     return asm, metadata
+
+
+def _verify_round_trip(text: str) -> None:
+    from .pto_parse import parse_program
+    again = print_program(parse_program(text))
+    if again != text:
+        raise InternalError("the printed .pto does not read back identically", text)
 
 
 def _is_stored(module, param) -> bool:

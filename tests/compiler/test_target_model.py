@@ -366,3 +366,45 @@ def test_pto_text_does_not_depend_on_what_was_compiled_before(monkeypatch):
     row_softmax._kernels.clear()
     monkeypatch.setenv("PYPTO_DISABLE_CACHE", "1")
     assert row_softmax.compile(x, x, 64, N=64, BM=8, STAGES=2).asm["pto"] == first
+
+
+# -- advanced mode --------------------------------------------------------------------------------
+
+@pypto.jit(auto_sync=False)
+def manual_add(x, y, out, FLAGS: pl.constexpr):
+    a = pl.load(x, [0], [64])
+    b = pl.load(y, [0], [64])
+    if FLAGS:
+        pl.set_flag("MTE2", "V", 0)
+        pl.wait_flag("MTE2", "V", 0)
+    c = a + b
+    pl.set_flag("V", "MTE3", 1)
+    pl.wait_flag("V", "MTE3", 1)
+    pl.store(out, [0], c)
+
+
+def test_advanced_mode_with_the_right_flags_runs():
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    manual_add[(1,)](x, x, out, FLAGS=True)
+    np.testing.assert_array_equal(out, 2 * x)
+    pto = manual_add.compile(x, x, out, FLAGS=True).asm["pto"]
+    assert pto.count("pto.set_flag") == 2        # the user's, and no more
+
+
+def test_advanced_mode_race_is_reported_with_both_instructions():
+    from pypto.compiler.hazards import HazardError
+    x = np.zeros(64, np.float32)
+    with pytest.raises(HazardError) as e:
+        manual_add[(1,)](x, x, x.copy(), FLAGS=False)
+    msg = str(e.value)
+    assert "RAW" in msg and "pto.tload" in msg and "pto.tadd" in msg and "MTE2" in msg
+
+
+def test_advanced_mode_flag_arguments_are_checked():
+    @pypto.jit(auto_sync=False)
+    def bad(x):
+        pl.set_flag("MTE2", "VEC", 0)
+
+    with pytest.raises(CompilationError, match="target pipe must be one of"):
+        bad[(1,)](np.zeros(16, np.float32))
