@@ -1,12 +1,67 @@
 """Ascend chip descriptions as data (reference: shared/reference/ascend910b.md).
 
-A target decides capacities, legality and modelled time; it never decides host behaviour.
+A target decides capacities, legality and modelled time (``costs``, read by
+``cycle_model.py``); it never decides host behaviour.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 KiB = 1024
+GiB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class VectorCost:
+    """One family of vector instructions: each issue (at most ``max_repeats`` repeats of
+    ``repeat_bytes``) pays ``issue_cycles``; the data streams at ``bytes_per_cycle``; some
+    functions (exp, log, sqrt...) add ``cycles_per_element``."""
+    bytes_per_cycle: float
+    issue_cycles: float
+    cycles_per_element: float = 0.0
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The cycle model's numbers (shared/reference/ascend910b.md, "Cycle model parameters").
+
+    Every figure the model uses is here, so a calibration is a change of data. Vector issue
+    overheads and the reduction rate are calibrated so that the reference page's examples come
+    out exactly: TEXP fp32 16x16 = 41 + 1024/256 + 256*0.031 = 53, TADD fp16 64x64 =
+    34 + 8192/128 = 98, TROWSUM fp32 64x64 = 19 + 16384/512 = 51; the cube's
+    TMATMUL fp16 128x64x128 = 6 + 8*4*8 fractals = 262. Figures the page marks "approx." or
+    does not give (division as a transcendental, loop and dispatch cycles) are marked below.
+    """
+    # cube: cycles per fractal of the operand dtype (16 rows x 32 bytes of K x 16 columns:
+    # 16x16x16 fp16/bf16, 16x8x16 fp32 at 2 cycles, 16x32x16 int8) plus a head per instruction
+    cube_fractal_cycles: dict = field(default_factory=lambda: {
+        "float16": 1.0, "bfloat16": 1.0, "float32": 2.0, "int8": 1.0, "uint8": 1.0})
+    cube_head_cycles: float = 6.0
+    acc_fractal_bytes: int = 1024          # 16x16 fp32: one cube cycle to fill (approx.)
+    # vector families (see cycle_model.VECTOR_FAMILY for which opcode is which)
+    vector: dict = field(default_factory=lambda: {
+        "unary": VectorCost(256.0, 41.0),             # unary and tile-scalar: 256 B/cycle
+        "binary": VectorCost(128.0, 34.0),            # tile-tile: half the rate
+        "reduce": VectorCost(512.0, 19.0),            # calibrated on TROWSUM fp32 64x64 = 51
+        "transcendental": VectorCost(256.0, 41.0, 0.031),   # exp/log/sqrt (div: approx.)
+    })
+    repeat_bytes: int = 256
+    max_repeats: int = 255
+    # transfers: GiB/s per core on each (source, destination) path; "gm" is global memory
+    transfer_gibps: dict = field(default_factory=lambda: {
+        ("gm", "vec"): 100.9, ("gm", "mat"): 135.0, ("vec", "gm"): 188.5,
+        ("mat", "gm"): 32.0, ("vec", "vec"): 1024.0, ("acc", "gm"): 70.0,
+        ("acc", "mat"): 128.0, ("mat", "left"): 441.0, ("mat", "right"): 220.5})
+    # paths whose bandwidth saturates with size: bw(B) = peak * B / (K + B), i.e. a transfer
+    # takes (K + B) / peak. Value: (peak GiB/s, K bytes), K = 30.6 KB read as KiB
+    saturating: dict = field(default_factory=lambda: {("gm", "vec"): (247.0, 30.6 * KiB)})
+    # scalar unit: one instruction, one cycle; a loop iteration's increment and compare-branch
+    # (approx.); each tile instruction takes one issue slot on the scalar unit (approx.);
+    # flags and barriers are waits, not work
+    scalar_cycles: float = 1.0
+    loop_iteration_cycles: float = 2.0
+    dispatch_cycles: float = 1.0
+    sync_cycles: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -28,6 +83,7 @@ class Target:
     max_matmul_dim: int = 4095
     fractal_bytes: int = 32   # cube operand fractal: 16 rows x 32 bytes
     fractal_rows: int = 16
+    costs: CostModel = field(default_factory=CostModel)   # the cycle model's parameters
 
     def cores_for(self, uses_cube: bool) -> int:
         return self.cube_cores if uses_cube else self.vector_cores
