@@ -16,14 +16,13 @@ printer's spellings:
   are the tensor and the offsets; ``pto.texpands`` of a hoisted constant is the ``value`` form;
 * ``arith.addi <extent>, %c0_i64`` is ``tensor.dim``; ``floordivsi``/``muli``/``subi`` through
   the printer's ``%q``/``%m`` temporaries is Python's ``%``; the default ``rmode`` that the
-  printer writes on a ``tcvt`` between two dtypes is dropped again (without one the backend
-  converts as numpy does; a ``tcvt`` to the same dtype only exists to round, so keeps it).
+  printer writes on a float → int ``tcvt`` is dropped again (an explicit ``trunc`` converts
+  the same way; every other explicit mode is kept).
 
 What the text does not say cannot come back: host hints (attributes starting with ``_``, the
 fusion groups) are not printed, so a parsed program runs unfused; ``tensor.dim`` of a
-specialised extent names the first tensor with that extent; an explicit ``rounding="rint"``
-between two different float types prints like the default conversion and reads back as it
-(an explicit "trunc" from float to int does too, which converts the same).
+specialised extent names the first tensor with that extent; an explicit "trunc" from float to
+int reads back as the default conversion, which converts the same.
 """
 from __future__ import annotations
 
@@ -175,14 +174,12 @@ def _const_name(value_text: str, ty: str) -> str:
 
 
 def _printer_default(inst: Inst) -> bool:
-    """Is the ``rmode`` of this ``tcvt`` the one the printer writes when there is none? A
-    conversion to the same dtype exists only to round (legalised floor, round, ...), so its
-    mode is always the kernel's own."""
+    """Is the ``rmode`` of this ``tcvt`` the one the printer writes when there is none? It
+    writes one only for float → int, where truncation is what an explicit ``trunc`` does too."""
     if not inst.ins or not inst.outs or "rmode" not in inst.attrs:
         return False
     src, dst = inst.ins[0].dtype, inst.outs[0].dtype
-    default = "trunc" if src.is_floating and not dst.is_floating else "rint"
-    return src != dst and inst.attrs["rmode"] == default
+    return src.is_floating and not dst.is_floating and inst.attrs["rmode"] == "trunc"
 
 
 # -- per-function state ------------------------------------------------------------------------
