@@ -15,10 +15,11 @@ import math
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 
-from . import envs, runtime
+from . import envs, profile, runtime
 from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.targets import get_target
 from .device import current_target
@@ -26,7 +27,6 @@ from .compiler import cache as cache_mod
 from .compiler.errors import CompilationError
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
 from .compiler.ir import walk
-from .compiler.pipeline import compile_kernel
 from .language import dtypes as dt
 from .language.core import constexpr
 from .binder import NoFastPath, make_caller, make_launcher
@@ -190,7 +190,10 @@ class JITFunction:
                              f"{cores} cores of {target.name}; a kernel that uses "
                              "pl.barrier/pl.wait needs every block running at once")
         args = {name: bound[name] for name, _, _ in runtime_params}
+        t0 = time.perf_counter()
         run_function(fn, args, tuple(grid) + (1,) * (3 - len(grid)))
+        if profile.ACTIVE:
+            profile.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
 
 
     def _grid(self, grid, bound, metadata, target) -> tuple:
@@ -276,6 +279,7 @@ class JITFunction:
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         import json
         cache_mod.STATS["compiles"] += 1
+        from .compiler.pipeline import compile_kernel    # the compiler loads on first compile
         asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
                                        override and override[:2], auto_sync=self.auto_sync)
         if envs.log_enabled("compile"):
