@@ -284,6 +284,11 @@ def eval_scalar(inst, get) -> object:
     return convert(apply_binary(name, ins[0], ins[1], out), out)
 
 
+def _inside(extent: int, dim: int, offset: int) -> int:
+    """How much of ``extent`` elements from ``offset`` lies inside ``0 .. dim``."""
+    return max(0, min(extent, dim - offset, extent + offset))
+
+
 def _as_python(value, d: dt.dtype):
     """Signed integers as Python ints (fast index arithmetic), others as numpy values."""
     if _is_int(d):
@@ -350,7 +355,7 @@ class _Part:
     def _tile(self, inst: Inst) -> None:
         pipe = pipe_of(inst)
         issue = self._issue(self.costs.dispatch_cycles)
-        cycles, flops, nbytes = self._cost(inst, pipe)
+        cycles, flops, nbytes = self._cost(inst)
         start = max(self.free[pipe], issue + self.costs.dispatch_cycles)
         end = start + cycles
         self.free[pipe] = end
@@ -358,7 +363,7 @@ class _Part:
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
                                        PIPE_KIND[pipe], self.env.part))
 
-    def _cost(self, inst: Inst, pipe: str):
+    def _cost(self, inst: Inst):
         if inst.op in ("tload", "tstore"):
             return instruction_cycles(inst, self.target, nbytes=self._moved(inst),
                                       active_cores=self.env.active_cores)
@@ -371,23 +376,18 @@ class _Part:
 
     def _moved(self, inst: Inst) -> int:
         """Bytes a load or store really moves: its tile clamped to the tensor at the
-        instruction's offsets (ragged edges move less)."""
+        instruction's offsets (ragged edges move less, a prefetch past the end nothing)."""
         if inst.op == "tload":
             tensor, offsets, tile = inst.ins[0], inst.ins[1:], inst.outs[0]
         else:
             tile, tensor, offsets = inst.ins[0], inst.outs[0], inst.outs[1:]
         rows, cols = _valid(tile)
-        dims = self.shapes.get(tensor.name, tensor.dims) if isinstance(tensor, TensorArg) \
-            else ()
-        if isinstance(tensor, TensorArg) and len(dims) in (1, 2) and \
-                all(isinstance(d, int) for d in dims) and len(offsets) == len(dims):
-            offs = [int(self.get(o)) for o in offsets]
-            if len(dims) == 1:
-                cols = max(0, min(cols, dims[0] - offs[0]))
-                rows = min(rows, 1)
-            else:
-                rows = max(0, min(rows, dims[0] - offs[0]))
-                cols = max(0, min(cols, dims[1] - offs[1]))
+        dims = self.shapes.get(getattr(tensor, "name", None), ())
+        offs = [int(self.get(o)) for o in offsets] if len(dims) == len(offsets) else []
+        if len(offs) == 1:
+            rows, cols = min(rows, 1), _inside(cols, dims[0], offs[0])
+        elif len(offs) == 2:
+            rows, cols = _inside(rows, dims[0], offs[0]), _inside(cols, dims[1], offs[1])
         return rows * cols * tile.dtype.itemsize
 
     def _reach(self, pipe: str) -> float:

@@ -1,0 +1,385 @@
+"""The NPU cycle model (pypto/backends/ascend/cycle_model.py): per-instruction costs against the
+reference page's examples, pipes overlapping under double buffering, the launch over the
+cores, barriers, cross-core flags of mixed kernels and trip counts taken from the arguments."""
+import itertools
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto.backends.ascend.cycle_model import (
+    BlockEnv,
+    instruction_cycles,
+    model_kernel,
+    model_launch,
+    simulate_block,
+    transfer_cycles,
+    vector_family,
+)
+from pypto.backends.ascend.targets import TARGETS, CostModel, GiB, get_target
+from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
+from pypto.compiler.pto_parse import parse_program
+from pypto.language import dtypes as dt
+
+B1 = get_target("ascend910b1")
+F16, F32, I8, I64 = dt.float16, dt.float32, dt.int8, dt.int64
+
+
+def tile(loc, dtype, rows, cols):
+    return Tile(f"{loc}{rows}x{cols}", loc, dtype, rows, cols, 0, rows, cols)
+
+
+def cost(op, ins, outs, **kw):
+    return instruction_cycles(Inst(op, ins, outs), B1, **kw)
+
+
+def per_cycle(gibps):
+    return gibps * GiB / (B1.clock_ghz * 1e9)
+
+
+# -- the parameters -----------------------------------------------------------------------------
+
+def test_every_variant_carries_the_reference_parameters():
+    for target in TARGETS.values():
+        c = target.costs
+        assert c == CostModel()                        # the page gives one set for the 910B
+        assert c.cube_head_cycles == 6 and c.cube_fractal_cycles["float32"] == 2
+        assert c.transfer_gibps[("gm", "vec")] == 100.9
+        assert c.saturating[("gm", "vec")][0] == 247.0
+        assert all(15 <= v.issue_cycles <= 45 for v in c.vector.values())
+        assert c.max_repeats == 255
+    assert TARGETS["ascend910b4"].hbm_gbps == 800.0
+    # the page's own check: L1 -> L0A 441 GiB/s is 256 bytes per cycle at 1.85 GHz
+    assert per_cycle(441) == pytest.approx(256, rel=0.01)
+
+
+# -- per instruction: the published examples ----------------------------------------------------
+
+@pytest.mark.parametrize("op,ins,outs,published", [
+    ("texp", [tile("vec", F32, 16, 16)], [tile("vec", F32, 16, 16)], 53),
+    ("tadd", [tile("vec", F16, 64, 64)] * 2, [tile("vec", F16, 64, 64)], 98),
+    ("trowsum", [tile("vec", F32, 64, 64)], [tile("vec", F32, 64, 1)], 51),
+    ("tmatmul", [tile("left", F16, 128, 64), tile("right", F16, 64, 128)],
+     [tile("acc", F32, 128, 128)], 262),
+])
+def test_published_examples_within_20_percent(op, ins, outs, published):
+    cycles, _, _ = cost(op, ins, outs)
+    assert cycles == pytest.approx(published, rel=0.2)
+    assert cycles == pytest.approx(published, abs=1)       # calibrated on them
+
+
+# -- per instruction: families ------------------------------------------------------------------
+
+def test_vector_families_by_bytes():
+    a = tile("vec", F32, 32, 64)                            # 8 KiB, 32 repeats
+    assert vector_family("tadds") == "unary" and vector_family("tadd") == "binary"
+    assert vector_family("tcolmax") == "reduce" and vector_family("tsqrt") == "transcendental"
+    unary, flops, nbytes = cost("tadds", [a, 1.0], [a])
+    assert (unary, flops, nbytes) == (41 + 8192 / 256, 2048, 8192)
+    binary, _, _ = cost("tmul", [a, a], [a])
+    assert binary == 34 + 8192 / 128                       # tile-tile: half the rate
+    sqrt, _, _ = cost("tsqrt", [a], [a])
+    assert sqrt == pytest.approx(unary + 2048 * 0.031)
+    # fp16 streams twice the elements per cycle: the same bytes cost the same
+    h = tile("vec", F16, 32, 128)
+    assert cost("tadds", [h, 1.0], [h])[0] == unary
+    # a broadcast streams its output; it computes nothing
+    expand, flops, nbytes = cost("trowexpand", [tile("vec", F32, 32, 1)], [a])
+    assert (expand, flops, nbytes) == (unary, 0, 8192)
+
+
+def test_more_than_255_repeats_pay_the_issue_again():
+    big = tile("vec", F32, 128, 256)                       # 128 KiB = 512 repeats: 3 issues
+    cycles, _, _ = cost("tadds", [big, 1.0], [big])
+    assert cycles == 3 * 41 + 131072 / 256
+
+
+@pytest.mark.parametrize("dtype,frac_k,per_fractal", [(F16, 16, 1), (F32, 8, 2), (I8, 32, 1)])
+def test_cube_fractals_per_dtype(dtype, frac_k, per_fractal):
+    m, k, n = 32, 64, 48
+    cycles, flops, _ = cost("tmatmul", [tile("left", dtype, m, k), tile("right", dtype, k, n)],
+                            [tile("acc", F32, m, n)])
+    assert cycles == 6 + (m // 16) * (k // frac_k) * (n // 16) * per_fractal
+    assert flops == 2 * m * k * n
+    # ragged shapes are padded to whole fractals
+    ragged, _, _ = cost("tmatmul", [tile("left", dtype, 17, k), tile("right", dtype, k, 1)],
+                        [tile("acc", F32, 17, 1)])
+    assert ragged == 6 + 2 * (k // frac_k) * 1 * per_fractal
+    acc = tile("acc", F32, m, n)
+    assert cost("tmatmul.acc", [acc, tile("left", dtype, m, k), tile("right", dtype, k, n)],
+                [acc])[0] == cycles
+
+
+def test_transfers_by_path():
+    v, mat = tile("vec", F32, 64, 64), tile("mat", F16, 64, 64)     # 16 KiB, 8 KiB
+    x = TensorArg("x", F32, (4096, 64), (64, 1))
+    # GM -> UB saturates: (K + B) / peak
+    load, _, nbytes = cost("tload", [x, 0, 0], [v])
+    assert nbytes == 16384
+    assert load == pytest.approx((30.6 * 1024 + 16384) / per_cycle(247))
+    assert cost("tload", [x, 0, 0], [mat])[0] == pytest.approx(8192 / per_cycle(135))
+    assert cost("tstore", [v], [x, 0, 0])[0] == pytest.approx(16384 / per_cycle(188.5))
+    assert cost("tstore", [mat], [x, 0, 0])[0] == pytest.approx(8192 / per_cycle(32))
+    acc = tile("acc", F32, 64, 64)
+    assert cost("tstore", [acc], [x, 0, 0])[0] == pytest.approx(16384 / per_cycle(70))
+    assert cost("tmov", [acc], [tile("mat", F32, 64, 64)])[0] == \
+        pytest.approx(16384 / per_cycle(128))
+    assert cost("tmov", [mat], [tile("left", F16, 64, 64)])[0] == pytest.approx(8192 / 256, rel=1e-3)
+    assert cost("tmov", [mat], [tile("right", F16, 64, 64)])[0] == \
+        pytest.approx(8192 / per_cycle(220.5))
+    assert cost("tmov", [v], [tile("vec", F32, 64, 64)])[0] == \
+        pytest.approx(16384 / per_cycle(1024))
+    # small loads are latency bound, big ones approach the peak
+    small = transfer_cycles("gm", "vec", 32, B1)
+    assert small > 200 and transfer_cycles("gm", "vec", 1 << 20, B1) < (1 << 20) / per_cycle(200)
+
+
+def test_hbm_is_shared_between_active_cores():
+    nbytes = 1 << 20
+    alone = transfer_cycles("vec", "gm", nbytes, B1, active_cores=1)
+    crowd = transfer_cycles("vec", "gm", nbytes, B1, active_cores=48)
+    assert alone == pytest.approx(nbytes / per_cycle(188.5))          # the path's own limit
+    assert crowd == pytest.approx(nbytes / (1600e9 / 48 / 1.85e9))    # 1/48 of the HBM
+    b4 = get_target("ascend910b4")                                     # half the HBM
+    assert transfer_cycles("vec", "gm", nbytes, b4, active_cores=40) == \
+        pytest.approx(nbytes / (800e9 / 40 / 1.5e9))
+
+
+def test_sync_and_scalar_instructions():
+    assert instruction_cycles(Inst("set_flag", [], [], {"src": "MTE2", "dst": "V",
+                                                         "event": 0}), B1) == (0, 0, 0)
+    assert instruction_cycles(Inst("barrier", [], [], {"pipe": "ALL"}), B1)[0] == 0
+    s = Scalar("s", I64)
+    assert instruction_cycles(Inst("arith.add", [s, s], [s]), B1) == (1, 0, 0)
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+@pypto.jit
+def row_softmax(x, out, M, N: pl.constexpr, BM: pl.constexpr, STAGES: pl.constexpr):
+    pid = pl.program_id(0)
+    for r in pl.range(pid * BM, M, BM * pl.num_programs(0), num_stages=STAGES):
+        t = pl.load(x, [r, 0], [BM, N])
+        e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+        pl.store(out, [r, 0], e / pl.sum(e, axis=1, keepdims=True))
+
+
+@pypto.jit
+def scale(x, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    pl.store(out, [pid * BLOCK], pl.load(x, [pid * BLOCK], [BLOCK]) * 2.0)
+
+
+def test_double_buffering_overlaps_loads_with_compute():
+    """Single-buffered, each iteration loads (L on MTE2), then computes (C on V), then stores
+    (S on MTE3): the next load waits for V to have read the tile, and the store overlaps the
+    next load, so an iteration takes L + C. Double-buffered, the next tile is loaded while V
+    computes; the result tile is still single, so V waits for the store before it writes it
+    again: an iteration takes max(L, C + S). The speedup is (L + C) / max(L, C + S)."""
+    rows = 1024
+    x = np.zeros((rows, 64), np.float32)
+    single = model_kernel(row_softmax, (1,), x, x, rows, N=64, BM=8, STAGES=1)
+    double = model_kernel(row_softmax, (1,), x, x, rows, N=64, BM=8, STAGES=2)
+    recs = single.blocks[0].records
+    span = lambda name: next(r.end - r.start for r in recs if r.name == name)
+    load, store = span("tload"), span("tstore")
+    iterations = rows // 8
+    compute = sum(r.end - r.start for r in recs if r.pipe == "V") / iterations
+    expected = (load + compute) / max(load, compute + store)
+    measured = single.cycles / double.cycles
+    assert double.cycles < single.cycles
+    assert measured == pytest.approx(expected, rel=0.1), (measured, expected)
+    assert single.cycles == pytest.approx(iterations * (load + compute), rel=0.05)
+    # the same work either way: only the overlap differs
+    assert single.pipe_busy["V"] == pytest.approx(double.pipe_busy["V"])
+    # one load per tile, plus the prefetch past the end, which moves nothing
+    loads = [r.bytes for r in double.blocks[0].records if r.name == "tload"]
+    assert len(loads) == iterations + 1 and loads.count(0) == 1
+    # in the double-buffered loop a load runs while V computes
+    drecs = double.blocks[0].records
+    loads = [r for r in drecs if r.name == "tload"]
+    vec = [r for r in drecs if r.pipe == "V"]
+    assert any(v.start < ld.end and ld.start < v.end for ld in loads[1:5] for v in vec)
+
+
+def test_one_block_uses_one_of_48_vector_cores():
+    x = np.zeros(1024, np.float32)
+    m = model_kernel(scale, (1,), x, x.copy(), BLOCK=1024)
+    assert m.cores == 48
+    assert m.core_utilization == pytest.approx(1 / 48)
+    assert m.time_ms == pytest.approx(m.cycles / 1.85e6)
+    block = m.blocks[0]
+    assert block.pid == (0, 0, 0) and block.core == 0 and block.start == 0
+    assert [r.name for r in block.records] == ["tload", "tmuls", "tstore"]
+    assert [r.kind for r in block.records] == ["memory", "compute", "memory"]
+    assert block.end == m.cycles == max(r.end for r in block.records)
+    assert "core utilization 2.1%" in m.summary()
+
+
+def test_large_balanced_grid_keeps_the_cores_busy():
+    blocks = 48 * 10
+    x = np.zeros(blocks * 1024, np.float32)
+    m = model_kernel(scale, (blocks,), x, x.copy(), BLOCK=1024)
+    assert m.core_utilization > 0.8
+    assert {b.core for b in m.blocks} == set(range(48))
+    assert [b.pid[0] for b in m.blocks] == list(range(blocks))
+    # every core runs its blocks back to back
+    first = [b for b in m.blocks if b.core == 0]
+    assert all(a.end == pytest.approx(b.start) for a, b in itertools.pairwise(first))
+    # 48 cores share the HBM: a block is slower than alone
+    alone = model_kernel(scale, (1,), x[:1024], x[:1024].copy(), BLOCK=1024)
+    assert m.blocks[0].cycles > alone.cycles
+
+
+def test_grid_with_a_few_blocks_more_than_the_cores():
+    x = np.zeros(49 * 1024, np.float32)
+    m = model_kernel(scale, (49,), x, x.copy(), BLOCK=1024)
+    assert m.blocks[48].start == pytest.approx(m.blocks[0].end)
+    # one core works a second round alone, with the whole HBM to itself (so faster)
+    assert m.blocks[48].cycles < m.blocks[0].cycles
+    expected = (48 * m.blocks[0].cycles + m.blocks[48].cycles) / (48 * m.cycles)
+    assert m.core_utilization == pytest.approx(expected) and m.core_utilization < 0.65
+
+
+@pypto.jit
+def unbalanced_two_phase(x, partial, out, BLOCK: pl.constexpr):
+    """Block p scales p + 1 tiles, then every block reads block 0's partial result."""
+    pid = pl.program_id(0)
+    for i in range(pid + 1):
+        pl.store(partial, [pid * BLOCK], pl.load(x, [i * BLOCK], [BLOCK]) * 2.0)
+    pl.barrier()
+    pl.store(out, [pid * BLOCK], pl.load(partial, [0], [BLOCK]) + 1.0)
+
+
+def test_barrier_makes_every_block_wait_for_the_slowest():
+    blocks, block = 6, 256
+    x = np.zeros(blocks * block, np.float32)
+    m = model_kernel(unbalanced_two_phase, (blocks,), x, x.copy(), x.copy(), BLOCK=block)
+    phase1_end, phase2_start = [], []
+    for b in m.blocks:
+        names = [r.name for r in b.records]
+        second = names.index("tadds") - 1             # the load after the barrier
+        assert names[second] == "tload"
+        phase1_end.append(max(r.end for r in b.records[:second]))
+        phase2_start.append(b.records[second].start)
+    slowest = max(phase1_end)
+    assert phase1_end[0] < phase1_end[-1]                 # the work is unbalanced
+    assert all(s >= slowest for s in phase2_start)
+    assert max(phase2_start) - min(phase2_start) < 5       # released together
+    with pytest.raises(ValueError, match="more blocks than the 48 cores"):
+        program = parse_program(unbalanced_two_phase.compile(
+            np.zeros(64 * 16, np.float32), np.zeros(64 * 16, np.float32),
+            np.zeros(64 * 16, np.float32), BLOCK=16).asm["pto"])
+        model_launch(program, (64,), {"x": x, "partial": x, "out": x})
+
+
+@pypto.jit
+def broadcast(x, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    if pid == 0:
+        pl.store(x, [0], pl.exp(pl.load(x, [0], [BLOCK])))
+        pl.signal(2, count=3)
+    else:
+        pl.wait(2)
+        pl.store(out, [pid * BLOCK], pl.load(x, [0], [BLOCK]) * 10.0)
+
+
+def test_signal_and_wait_order_blocks():
+    x, out = np.zeros(1024, np.float32), np.zeros(4 * 1024, np.float32)
+    m = model_kernel(broadcast, (4,), x, out, BLOCK=1024)
+    producer_store = next(r for r in m.blocks[0].records if r.name == "tstore")
+    for b in m.blocks[1:]:
+        assert b.records[0].name == "tload"
+        assert b.records[0].start >= producer_store.end
+
+
+@pypto.jit
+def mm_bias_relu(a, b, bias, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    pm = pl.program_id(0)
+    pn = pl.program_id(1)
+    acc = pl.zeros((BM, BN), pl.float32)
+    for k in range(0, K, BK):
+        acc = pl.matmul(pl.load(a, [pm * BM, k], [BM, BK]), pl.load(b, [k, pn * BN], [BK, BN]),
+                        acc=acc)
+    out = pl.maximum(acc + pl.load(bias, [0, pn * BN], [1, BN]), 0.0)
+    pl.store(c, [pm * BM, pn * BN], out)
+
+
+def test_mixed_kernel_runs_cube_then_vector_in_one_cluster():
+    M, N, K = 128, 128, 256
+    a, b = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16)
+    bias, c = np.zeros((1, N), np.float32), np.zeros((M, N), np.float32)
+    m = model_kernel(mm_bias_relu, (2, 2), a, b, bias, c, K, BM=64, BN=64, BK=64)
+    assert m.kind == "mixed" and m.cores == 24            # clusters: one AIC + its AIVs
+    assert m.core_utilization == pytest.approx(4 / 24)
+    for block in m.blocks:
+        cube = [r for r in block.records if r.part == "cube"]
+        vector = [r for r in block.records if r.part == "vector"]
+        assert sum(r.name == "tmatmul.acc" for r in cube) == K // 64
+        assert {r.pipe for r in cube} <= {"MTE2", "MTE1", "M", "FIX", "S"}
+        assert {r.pipe for r in vector} <= {"MTE2", "V", "MTE3", "S"}
+        handoff = next(r for r in cube if r.name == "tstore" and r.pipe == "FIX")
+        workspace_load = vector[0]
+        assert workspace_load.name == "tload"
+        # the cross-core flag: the vector core reads the workspace after the FIX store
+        assert workspace_load.start >= handoff.end
+        assert block.end == max(r.end for r in block.records)
+    matmuls = [r for b in m.blocks for r in b.records if r.name == "tmatmul.acc"]
+    assert sum(r.end - r.start for r in matmuls) == 4 * (K // 64) * (6 + 4 * 4 * 4)
+    flops = sum(r.flops for r in matmuls)
+    assert flops == 2 * M * N * K
+
+
+@pypto.jit
+def vadd(x, y, out, n, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    for i in range(pid * BLOCK, n, BLOCK * pl.num_programs(0)):
+        pl.store(out, [i], pl.load(x, [i], [BLOCK]) + pl.load(y, [i], [BLOCK]))
+
+
+@pytest.mark.parametrize("n", [256, 1000, 4096])
+def test_trip_counts_come_from_the_scalar_arguments(n):
+    x = np.zeros(n, np.float32)
+    m = model_kernel(vadd, (2,), x, x, x.copy(), n, BLOCK=128)
+    tiles = -(-n // 128)
+    for p, block in enumerate(m.blocks):
+        adds = sum(r.name == "tadd" for r in block.records)
+        assert adds == len(range(p * 128, n, 256)) and block.pid == (p, 0, 0)
+    assert sum(r.name == "tadd" for b in m.blocks for r in b.records) == tiles
+    # the ragged last tile moves only the elements inside the tensor
+    moved = sum(r.bytes for b in m.blocks for r in b.records if r.name == "tstore")
+    assert moved == 4 * n
+
+
+def test_trip_counts_come_from_dynamic_tensor_extents():
+    @pypto.jit(dynamic={"x": (0,), "out": (0,)})
+    def row_sums(x, out, TR: pl.constexpr, TC: pl.constexpr):
+        for r in range(pl.program_id(0) * TR, x.shape[0], pl.num_programs(0) * TR):
+            pl.store(out, [r, 0], pl.sum(pl.load(x, [r, 0], [TR, TC]), axis=1, keepdims=True))
+
+    small = np.zeros((64, 16), np.float32)
+    kernel = row_sums.compile(small, np.zeros((64, 1), np.float32), TR=8, TC=16)
+    program = parse_program(kernel.asm["pto"])
+    cycles = []
+    for rows in (64, 640):
+        x, out = np.zeros((rows, 16), np.float32), np.zeros((rows, 1), np.float32)
+        m = model_launch(program, (1,), {"x": x, "out": out})
+        assert sum(r.name == "trowsum" for r in m.blocks[0].records) == rows // 8
+        cycles.append(m.cycles)
+    assert cycles[1] == pytest.approx(10 * cycles[0], rel=0.05)
+
+
+def test_simulate_block_alone_matches_the_launch():
+    x = np.zeros((256, 64), np.float32)
+    kernel = row_softmax.compile(x, x, 256, N=64, BM=8, STAGES=2)
+    program = parse_program(kernel.asm["pto"])
+    args = {"x": x, "out": x, "M": 256}
+    env = BlockEnv(B1, (0, 0, 0), (1, 1, 1), args, program.params)
+    trace = simulate_block(program.body, env)
+    launch = model_launch(program, (1,), args)
+    assert trace.end == pytest.approx(launch.cycles)
+    assert len(trace.records) == len(launch.blocks[0].records)
+    assert launch.pipe_busy["V"] == pytest.approx(trace.pipe_busy["V"])
+    with pytest.raises(ValueError, match="no value for M"):
+        model_launch(program, (1,), {"x": x, "out": x})
