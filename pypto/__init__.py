@@ -13,8 +13,11 @@ from .jit import CompiledKernel, JITFunction, __version__, jit
 from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
+from . import memory, profile
+from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
-           "empty", "get_backend", "set_target", "set_num_threads", "testing"] + \
+           "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
+           "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report"] + \
     list(_language_all)

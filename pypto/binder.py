@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 
 import numpy as np
 
-from . import envs, runtime
+from . import envs, profile, runtime
 from .compiler.cache import STATS as cache_stats
 from .device import Tensor, _current_target
 
@@ -114,6 +115,7 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid):
     values = ", ".join(f"id({n} if type({n}) is _nd else {n}._data)" if kind == "tensor" else n
                        for n, kind, _ in runtime_params)
     meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
+    raw = ", ".join(n for n, _, _ in runtime_params)
     checks = "".join(
         f"    if not {n}.flags.writeable:\n"
         f"        raise ValueError(\"{jitfn.__name__}(): argument '{n}' is stored to but is a "
@@ -125,6 +127,8 @@ def call(_pypto_grid, {", ".join(names)}):
             len(_pypto_grid) > 1 and type(_pypto_grid[1]) is not int or \\
             len(_pypto_grid) > 2 and type(_pypto_grid[2]) is not int:
         _pypto_grid = _normalise(_pypto_grid, {meta})
+    if _prof:
+        return _profiled(_pypto_grid, ({values}{"," if runtime_params else ""}), ({raw}{"," if runtime_params else ""}))
     try:
         _pypto_status = _run(_entry, _pypto_grid, ({values}{"," if runtime_params else ""}))
     except _ctypes_error as _pypto_error:
@@ -158,7 +162,20 @@ def call(_pypto_grid, {", ".join(names)}):
                 "PYPTO_SYNC_TIMEOUT seconds)")
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
-    scope = {"_entry": kernel.entry, "_status_error": status_error, "_normalise": normalise_grid, "_run": runtime.run,
+    def profiled(grid, values, raw_values):
+        """The launch while a profiler is active (``profile.ACTIVE`` non-empty): timed, then
+        recorded with the arguments' shapes and scalar values."""
+        t0 = time.perf_counter()
+        try:
+            status = runtime.run(kernel.entry, grid, values)
+        except ctypes.ArgumentError as error:
+            raise explain(error, grid) from None
+        if status:
+            raise status_error(status, grid)
+        profile.record_compiled(kernel, grid, raw_values, t0)
+
+    scope = {"_entry": kernel.entry, "_status_error": status_error,
+             "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray,
              "_ctypes_error": ctypes.ArgumentError}

@@ -1,0 +1,209 @@
+"""Memory analysis of a compiled kernel: on-chip buffers at their peak, global memory of a
+launch, and how much of the allocated on-chip space holds data.
+
+::
+
+    report = pypto.memory.analyze(kernel, x, y, out, n, grid=(48,), BLOCK=1024)
+    report.peak_memory          # 12544 (bytes per core), also report.peak_memory["UB"]
+    report.global_memory        # bytes of global memory the launch touches at once
+    report.efficiency           # percent of allocated on-chip bytes that hold tile data
+    print(report)
+
+Every figure is static, read from what the compiler decided (``compiled.metadata
+["buffer_bytes"]``, the PTO program's tiles) and the arguments' sizes: nothing is run.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["analyze", "MemoryReport", "PeakMemory", "BUFFER_NAMES"]
+
+# PTO location -> the buffer's name on the AI Core
+BUFFER_NAMES = {"vec": "UB", "mat": "L1", "left": "L0A", "right": "L0B", "acc": "L0C",
+                "bias": "BT"}
+
+
+class PeakMemory(int):
+    """On-chip bytes at peak, per core: the int is the total over every buffer (so
+    ``peak_memory / 1e6`` is MB, as in the seed), and it reads like a dict of buffer name
+    (UB, L1, L0A, L0B, L0C, BT) → bytes."""
+
+    def __new__(cls, per_buffer: dict):
+        self = super().__new__(cls, sum(per_buffer.values()))
+        self._buffers = dict(per_buffer)
+        return self
+
+    def __getitem__(self, buffer):
+        return self._buffers[buffer]
+
+    def __iter__(self):
+        return iter(self._buffers)
+
+    def __len__(self):
+        return len(self._buffers)
+
+    def __contains__(self, buffer):
+        return buffer in self._buffers
+
+    def keys(self):
+        return self._buffers.keys()
+
+    def values(self):
+        return self._buffers.values()
+
+    def items(self):
+        return self._buffers.items()
+
+    def get(self, buffer, default=None):
+        return self._buffers.get(buffer, default)
+
+    def as_dict(self) -> dict:
+        return dict(self._buffers)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={v}" for k, v in self._buffers.items())
+        return f"PeakMemory({int(self)} bytes: {parts})"
+
+
+Mapping.register(PeakMemory)
+
+
+class MemoryReport:
+    """What ``analyze`` found.
+
+    * ``peak_memory``: on-chip bytes of one core at peak, per buffer (``PeakMemory``: an int,
+      the total, that indexes like a dict). It is the memory planner's high-water mark of each
+      buffer (plus double buffering's ping/pong space), the space the kernel needs reserved.
+    * ``capacity``: each buffer's size on the target; ``utilization``: peak / capacity.
+    * ``global_memory``: bytes of global memory (HBM) the launch uses at once: the tensor
+      arguments' ``nbytes`` (an array passed twice counts once) plus the GM workspace of a
+      cube/vector kernel (one slot per core running a block). ``global_breakdown`` names
+      each part.
+    * ``efficiency``: in percent, useful bytes over allocated bytes on chip, where *allocated*
+      is the sum of the buffers' high-water marks (``peak_memory``) and *useful* is, per
+      buffer, the number of bytes covered by at least one tile's elements (the union over the
+      program's tiles of ``[addr, addr + rows * cols * itemsize)``). What is lost is alignment
+      and cube fractal padding between tiles and holes the planner left; tiles sharing space
+      at different times are not waste. 100.0 when nothing is allocated. Ragged edges (a
+      tile's valid region smaller than its shape) are not counted as waste: the tile's shape
+      is what the kernel asked for. ``useful_bytes`` gives the per-buffer numerator.
+    """
+
+    def __init__(self, name, target, peak, capacity, useful, global_breakdown, grid, cores):
+        self.kernel = name
+        self.target = target
+        self.peak_memory = PeakMemory(peak)
+        self.capacity = dict(capacity)
+        self.utilization = {b: (peak[b] / capacity[b] if capacity[b] else 0.0) for b in peak}
+        self.useful_bytes = dict(useful)
+        self.global_breakdown = dict(global_breakdown)
+        self.global_memory = sum(global_breakdown.values())
+        self.grid = grid
+        self.cores = cores
+        allocated = int(self.peak_memory)
+        self.efficiency = 100.0 * sum(useful.values()) / allocated if allocated else 100.0
+
+    def summary(self) -> str:
+        grid = f", grid {self.grid}" if self.grid is not None else ""
+        lines = [f"memory of {self.kernel} on {self.target}{grid} (static analysis)",
+                 f"{'buffer':<6} {'peak bytes':>11} {'capacity':>10} {'used':>7} "
+                 f"{'useful bytes':>13}"]
+        for b, peak in self.peak_memory.items():
+            lines.append(f"{b:<6} {peak:>11} {self.capacity[b]:>10} "
+                         f"{self.utilization[b]:>7.1%} {self.useful_bytes.get(b, 0):>13}")
+        lines.append(f"on-chip peak per core: {int(self.peak_memory)} bytes "
+                     f"({int(self.peak_memory) / 1024:.1f} KiB); efficiency "
+                     f"{self.efficiency:.1f}% (useful / allocated on-chip bytes)")
+        parts = ", ".join(f"{k} {v}" for k, v in self.global_breakdown.items())
+        lines.append(f"global memory of the launch: {self.global_memory} bytes "
+                     f"({self.global_memory / 2**20:.3f} MiB): {parts or 'none'}")
+        return "\n".join(lines)
+
+    __str__ = summary
+
+    def __repr__(self) -> str:
+        return (f"<MemoryReport {self.kernel}: peak {int(self.peak_memory)} B on chip, "
+                f"{self.global_memory} B global, efficiency {self.efficiency:.1f}%>")
+
+
+def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
+    """Memory report of a kernel: ``analyze(jit_fn, *args, grid=..., **kwargs)`` compiles (or
+    fetches) the specialisation those arguments select, as ``jit_fn.compile`` does;
+    ``analyze(compiled)`` reads a ``CompiledKernel`` (arguments optional: without them the
+    tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
+    would choose) decides how many GM workspace slots a cube/vector kernel uses."""
+    from .backends.ascend.targets import get_target
+    from .jit import CompiledKernel, JITFunction
+    from .profile import pto_program
+
+    bound = None
+    if isinstance(kernel_or_compiled, JITFunction):
+        jitfn = kernel_or_compiled
+        bound = jitfn._bind(args, kwargs)
+        compiled, target = jitfn._get_kernel(bound)
+        grid = jitfn._grid(grid, bound, compiled.metadata, target)
+    elif isinstance(kernel_or_compiled, CompiledKernel):
+        compiled = kernel_or_compiled
+        target = get_target(compiled.metadata["target"])
+        if args or kwargs:
+            names = [name for name, _, _ in compiled.runtime_params]
+            bound = dict(zip(names, args))
+            bound.update(kwargs)
+        if grid is not None:
+            grid = (int(grid),) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    else:
+        raise TypeError("pypto.memory.analyze takes a @pypto.jit kernel (with its arguments) "
+                        f"or a CompiledKernel, not {type(kernel_or_compiled).__name__}")
+
+    program = pto_program(compiled)
+    buffer_bytes = compiled.metadata["buffer_bytes"]
+    peak, capacity, useful = {}, {}, {}
+    for loc, name in BUFFER_NAMES.items():
+        if loc not in target.buffers:
+            continue
+        peak[name] = int(buffer_bytes.get(loc, 0))
+        capacity[name] = int(target.buffers[loc])
+        useful[name] = _union_bytes([(t.addr, t.addr + t.rows * t.cols * t.dtype.itemsize)
+                                     for t in program.tiles if t.loc == loc])
+    cores = compiled.metadata.get("cores") or target.cores_for(compiled.metadata["uses_cube"])
+    running = min(math.prod(grid), cores) if grid is not None else cores
+    return MemoryReport(compiled.metadata["name"], target.name, peak, capacity, useful,
+                        _global_bytes(program, bound, running), grid, cores)
+
+
+def _union_bytes(intervals) -> int:
+    total, end = 0, None
+    for lo, hi in sorted(intervals):
+        if end is None or lo >= end:
+            total += hi - lo
+            end = hi
+        elif hi > end:
+            total += hi - end
+            end = hi
+    return total
+
+
+def _global_bytes(program, bound, running_blocks) -> dict:
+    from .compiler.pto import TensorArg
+    from .tensor_args import as_array
+    out, seen = {}, set()
+    for p in program.params:
+        if not isinstance(p, TensorArg):
+            continue
+        if p.workspace:
+            if all(isinstance(d, int) for d in p.dims):
+                out["workspace"] = out.get("workspace", 0) + \
+                    math.prod(p.dims) * p.dtype.itemsize * running_blocks
+            continue
+        value = bound.get(p.name) if bound is not None else None
+        value = as_array(value) if value is not None else None
+        if value is not None:
+            key = (value.__array_interface__["data"][0], value.nbytes)
+            out[p.name] = 0 if key in seen else int(value.nbytes)
+            seen.add(key)
+        elif all(isinstance(d, int) for d in p.dims):
+            out[p.name] = math.prod(p.dims) * p.dtype.itemsize
+    return out
