@@ -383,3 +383,23 @@ def test_simulate_block_alone_matches_the_launch():
     assert launch.pipe_busy["V"] == pytest.approx(trace.pipe_busy["V"])
     with pytest.raises(ValueError, match="no value for M"):
         model_launch(program, (1,), {"x": x, "out": x})
+
+
+@pypto.jit
+def stuck(x):
+    if pl.program_id(0) == 0:
+        pl.wait(5)
+    pl.store(x, [0], pl.load(x, [0], [16]))
+
+
+def test_a_wait_nobody_signals_is_a_modelled_deadlock():
+    x = np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="deadlocks: a sync.wait is never satisfied"):
+        model_kernel(stuck, (2,), x)
+
+
+def test_no_grid_means_one_block_per_core():
+    x = np.zeros(48 * 1024, np.float32)
+    program = parse_program(scale.compile(x, x.copy(), BLOCK=1024).asm["pto"])
+    m = model_launch(program, None, {"x": x, "out": x})
+    assert m.grid == (48, 1, 1) and m.core_utilization == pytest.approx(1.0)

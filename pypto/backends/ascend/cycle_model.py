@@ -34,6 +34,12 @@ The pipe model (the choices this module makes where the reference is silent):
   the last one arrives. In a mixed kernel the flags belong to the block's cluster (its cube
   and vector parts); otherwise they are launch-wide counters (``pl.signal``/``pl.wait``).
 * Only tile instructions are recorded; scalar work shows in ``pipe_busy["S"]``.
+
+The launch: blocks in launch order (pid0 fastest) take the core that frees first. A vector
+kernel runs on the AIVs, a cube kernel on the AICs, a mixed kernel's block on one cluster (its
+cube part on the AIC, its vector part on an AIV, both counted against HBM). A block's share of
+HBM bandwidth is fixed when it starts: the cores still busy then plus those starting with it.
+Blocks that meet (``syncall``) or signal each other all start at once (the grid must fit).
 """
 from __future__ import annotations
 
@@ -503,7 +509,6 @@ class _Agent:
     def __init__(self, part: _Part, scope):
         self.part, self.scope = part, scope
         self.gen = part.run()
-        self.done = False
 
 
 class _Flags:
@@ -532,61 +537,76 @@ class _Flags:
         return ready
 
 
-def _drive(agents: list, standalone: bool = False) -> None:
-    """Run the agents' simulations together, always advancing the one furthest behind in
-    time, answering their cross-core requests. ``standalone``: one part alone, where a wait
+class _Hub:
+    """Runs the agents' simulations together, always advancing the one furthest behind in
+    time, and answers their cross-core requests. ``standalone``: one part alone, where a wait
     nobody can signal goes on at once and a syncall meets only itself."""
-    flags = _Flags()
-    heap = [(a.part.env.start, i, None) for i, a in enumerate(agents)]
-    heapq.heapify(heap)
-    waiting: list = []               # (agent index, key, count, time)
-    arrived: list = []               # (agent index, time)
-    while heap:
-        _, i, reply = heapq.heappop(heap)
-        agent = agents[i]
-        try:
-            request = agent.gen.send(reply)
-        except StopIteration:
-            agent.done = True
-            request = None
-        if request is not None:
-            kind, *rest = request
-            if kind == "set":
-                flag, count, t = rest
-                flags.post((agent.scope, flag), t, count)
-                heapq.heappush(heap, (t, i, None))
-            elif kind == "wait":
-                flag, count, t = rest
-                waiting.append((i, (agent.scope, flag), count, t))
+
+    def __init__(self, agents: list, standalone: bool = False):
+        self.agents, self.standalone = agents, standalone
+        self.flags = _Flags()
+        self.heap = [(a.part.env.start, i, None) for i, a in enumerate(agents)]
+        heapq.heapify(self.heap)
+        self.waiting: list = []          # (agent index, flag key, count, time)
+        self.arrived: list = []          # (agent index, time) at a syncall
+        self.live = len(agents)
+
+    def run(self) -> None:
+        while self.heap:
+            _, i, reply = heapq.heappop(self.heap)
+            try:
+                request = self.agents[i].gen.send(reply)
+            except StopIteration:
+                self.live -= 1
             else:
-                arrived.append((i, rest[0]))
+                self._request(i, *request)
+            self._wake_waiters()
+            self._open_barrier()
+        if self.waiting or self.arrived:
+            stuck = "sync.wait" if self.waiting else "syncall"
+            raise ValueError(f"the modelled launch deadlocks: a {stuck} is never satisfied "
+                             "(a flag nobody signals, or a barrier some block never reaches)")
+
+    def _resume(self, i: int, t: float, reply=None) -> None:
+        heapq.heappush(self.heap, (t, i, reply))
+
+    def _request(self, i: int, kind: str, *rest) -> None:
+        scope = self.agents[i].scope
+        if kind == "set":
+            flag, count, t = rest
+            self.flags.post((scope, flag), t, count)
+            self._resume(i, t)
+        elif kind == "wait":
+            flag, count, t = rest
+            self.waiting.append((i, (scope, flag), count, t))
+        else:
+            self.arrived.append((i, rest[0]))
+
+    def _wake_waiters(self) -> None:
         still = []
-        for j, key, count, t in waiting:
-            ready = flags.take(key, count)
-            if ready is None and standalone:
+        for i, key, count, t in self.waiting:
+            ready = self.flags.take(key, count)
+            if ready is None and self.standalone:
                 ready = t
             if ready is None:
-                still.append((j, key, count, t))
+                still.append((i, key, count, t))
             else:
-                heapq.heappush(heap, (max(t, ready), j, max(t, ready)))
-        waiting = still
-        live = sum(not a.done for a in agents)
-        if arrived and (len(arrived) == live or standalone):
-            release = max(t for _, t in arrived)
-            for j, _ in arrived:
-                heapq.heappush(heap, (release, j, release))
-            arrived = []
-    if waiting or arrived:
-        stuck = "sync.wait" if waiting else "syncall"
-        raise ValueError(f"the modelled launch deadlocks: a {stuck} is never satisfied "
-                         "(a flag nobody signals, or a barrier some block never reaches)")
+                self._resume(i, max(t, ready), max(t, ready))
+        self.waiting = still
+
+    def _open_barrier(self) -> None:
+        if self.arrived and (len(self.arrived) == self.live or self.standalone):
+            release = max(t for _, t in self.arrived)
+            for i, _ in self.arrived:
+                self._resume(i, release, release)
+            self.arrived = []
 
 
 def simulate_block(program_part_body: list, env: BlockEnv) -> BlockTrace:
     """One block's part on one core, alone: cross-core waits go on at once (use
     ``model_launch`` for the flags between parts and blocks)."""
     part = _Part(program_part_body, env)
-    _drive([_Agent(part, 0)], standalone=True)
+    _Hub([_Agent(part, 0)], standalone=True).run()
     return part.trace()
 
 
@@ -674,12 +694,13 @@ def _check_args(program, args: dict) -> None:
 
 
 def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
-    """Model one launch of ``program`` over ``grid`` with the runtime ``args`` (parameter
-    name → numpy array / anything with ``.shape``, or number)."""
+    """Model one launch of ``program`` over ``grid`` (up to 3 ints; None: one block per
+    core) with the runtime ``args`` (parameter name → numpy array / anything with
+    ``.shape``, or number); ``target`` defaults to the program's."""
     target = _target(target or program.target)
     _check_args(program, args)
-    grid = _grid3(grid)
     cores = target.cores_for(program.kind != "vector")
+    grid = _grid3((cores,) if grid is None else grid)     # as a launch without a grid
     pids = _pids(grid)
     parts = len(program.parts)
 
@@ -694,7 +715,7 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
                              "must all run at once")
         per_block = [_block_parts(program, env_factory(pid, i, 0.0, len(pids)))
                      for i, pid in enumerate(pids)]
-        _drive([a for agents in per_block for a in agents])
+        _Hub([a for agents in per_block for a in agents]).run()
         traces = [_merge(agents) for agents in per_block]
     else:
         traces = _schedule(program, pids, cores, env_factory)
@@ -713,7 +734,7 @@ def _schedule(program, pids: list, cores: int, env_factory) -> list:
         busy = sum(1 for t, _ in free if t > start)
         active = busy + min(len(pids) - i, cores - busy)
         agents = _block_parts(program, env_factory(pid, core, start, active))
-        _drive(agents)
+        _Hub(agents).run()
         trace = _merge(agents)
         traces.append(trace)
         heapq.heappush(free, (trace.end, core))
