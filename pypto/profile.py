@@ -90,7 +90,7 @@ class Launch:
         self.kernel = kernel            # CompiledKernel, or None if it could not be compiled
         self.args = args                # runtime parameter name -> TensorSpec | int | float
         self.mode = mode                # "compiled" or "interpreted"
-        self.error = error              # why there is no model (interpreted, compile failed)
+        self.error = error              # why there is no model (no compile, model failed)
         self._model = None
 
     @property
@@ -104,8 +104,11 @@ class Launch:
     @property
     def model(self):
         """The cycle model's ``LaunchModel`` of this launch (None if the kernel has none)."""
-        if self._model is None and self.kernel is not None:
-            self._model = _model_of(self.kernel, self.grid, self.args)
+        if self._model is None and self.kernel is not None and self.error is None:
+            try:
+                self._model = _model_of(self.kernel, self.grid, self.args)
+            except Exception as e:  # noqa: BLE001 - one unmodelled launch keeps the report
+                self.error = f"cycle model: {type(e).__name__}: {e}"
         return self._model
 
 
@@ -240,7 +243,8 @@ def _ms_per_cycle(model, target_name) -> float:
 
 
 def _busy_core_cycles(model) -> float:
-    return model.core_utilization * model.cores * model.cycles
+    """Core-cycles the launch's blocks kept their cores busy (first to last instruction)."""
+    return sum(b.end - b.start for b in model.blocks)
 
 
 def _bound_pipe(pipe_busy: dict):
@@ -248,8 +252,11 @@ def _bound_pipe(pipe_busy: dict):
     return max(busy, key=busy.get) if busy else None
 
 
-def _pid_text(pid) -> str:
+def _pid_text(pid, grid=None) -> str:
+    """A block id as the launch's grid spells it: "3" in a 1-D grid, "1,2" in a 2-D one."""
     if isinstance(pid, (tuple, list)):
+        if grid is not None:
+            pid = tuple(pid)[:max(1, len(grid))]
         return ",".join(str(p) for p in pid)
     return str(pid)
 
@@ -324,7 +331,7 @@ class ProfileReport:
                         flops += r.flops or 0
                         nbytes += r.bytes or 0
                     out.append(TileProfile(
-                        f"{k.name}[{_pid_text(block.pid)}]", k.name, index, block.pid,
+                        f"{k.name}[{_pid_text(block.pid, k.grid)}]", k.name, index, block.pid,
                         block.core, block.start * ms, (block.end - block.start) * ms, flops,
                         nbytes, kinds["compute"] * ms, kinds["memory"] * ms,
                         kinds["sync"] * ms))
@@ -421,41 +428,41 @@ class ProfileReport:
     # -- trace --
     def chrome_trace(self) -> dict:
         """The Chrome trace event dict ``export_chrome_trace`` writes: one process per core
-        (pid = core index), one thread per pipe (tid = 1 + index in MTE2, MTE1, M, V, MTE3,
-        FIX, S, named by ``thread_name`` metadata), one complete ("X") event per modelled
-        instruction with ts/dur in microseconds of modelled NPU time; launches are laid end
-        to end in the order they were made."""
-        events, cores_seen, tracks_seen = [], {}, set()
+        (``pid`` = the index of a vector core, ``CUBE_PID_BASE`` + the index of a cube core; a
+        mixed kernel's cluster n shows as AIC core n and AIV core n), one thread per pipe (``tid`` = 1 + the pipe's index
+        in MTE2, MTE1, M, V, MTE3, FIX, S, named by ``thread_name`` metadata), one complete
+        ("X") event per modelled instruction with ``ts``/``dur`` in microseconds of modelled
+        NPU time. Launches are laid end to end in the order they were made."""
+        events, processes, tracks = [], {}, set()
         offset_us = 0.0
         for index, k in enumerate(self.kernels):
             if k.model is None:
                 continue
             us = _ms_per_cycle(k.model, k.target) * 1e3
-            side = _CORE_KIND.get(k.kind, "AI Core")
             for block in k.model.blocks:
-                cores_seen.setdefault(block.core, side)
+                block_text = _pid_text(block.pid, k.grid)
                 for r in block.records:
-                    tid = _tid(r.pipe)
-                    tracks_seen.add((block.core, r.pipe))
+                    pid, label = _process(block.core, k.kind, getattr(r, "part", None))
+                    processes.setdefault(pid, label)
+                    tracks.add((pid, r.pipe))
                     events.append({
-                        "name": r.name, "cat": r.kind, "ph": "X", "pid": block.core,
-                        "tid": tid, "ts": offset_us + r.start * us,
+                        "name": r.name, "cat": r.kind, "ph": "X", "pid": pid,
+                        "tid": _tid(r.pipe), "ts": offset_us + r.start * us,
                         "dur": max(0.0, (r.end - r.start) * us),
-                        "args": {"kernel": k.name, "launch": index,
-                                 "block": _pid_text(block.pid), "pipe": r.pipe,
-                                 "cycles": r.end - r.start, "flops": r.flops,
-                                 "bytes": r.bytes}})
+                        "args": {"kernel": k.name, "launch": index, "block": block_text,
+                                 "pipe": r.pipe, "cycles": r.end - r.start,
+                                 "flops": r.flops, "bytes": r.bytes}})
             offset_us += k.model.cycles * us
         meta = []
-        for core, side in sorted(cores_seen.items()):
-            meta.append({"name": "process_name", "ph": "M", "pid": core, "tid": 0,
-                         "args": {"name": f"core {core} ({side})"}})
-            meta.append({"name": "process_sort_index", "ph": "M", "pid": core, "tid": 0,
-                         "args": {"sort_index": core}})
-        for core, pipe in sorted(tracks_seen, key=lambda cp: (cp[0], _tid(cp[1]))):
-            meta.append({"name": "thread_name", "ph": "M", "pid": core, "tid": _tid(pipe),
+        for pid, label in sorted(processes.items()):
+            meta.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                         "args": {"name": label}})
+            meta.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+                         "args": {"sort_index": pid}})
+        for pid, pipe in sorted(tracks, key=lambda t: (t[0], _tid(t[1]))):
+            meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": _tid(pipe),
                          "args": {"name": pipe}})
-            meta.append({"name": "thread_sort_index", "ph": "M", "pid": core,
+            meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid,
                          "tid": _tid(pipe), "args": {"sort_index": _tid(pipe)}})
         return {"traceEvents": meta + events, "displayTimeUnit": "ns",
                 "otherData": {"source": "PyPTO cycle model (modelled NPU time, not measured)",
@@ -470,7 +477,17 @@ class ProfileReport:
         return str(path)
 
 
-_CORE_KIND = {"vector": "AIV", "cube": "AIC", "mixed": "AIC+AIV"}
+CUBE_PID_BASE = 1000      # trace pid of cube core n (AIC): base + n; vector core n (AIV): n
+
+
+def _process(core: int, kind: str | None, part: str | None) -> tuple[int, str]:
+    """(trace pid, process name) of the core a record ran on: ``part`` is the program part
+    ("cube" or "vector"); a mixed kernel's cluster ``core`` has one of each."""
+    if part is None:
+        part = "cube" if kind == "cube" else "vector"
+    if part == "cube":
+        return CUBE_PID_BASE + core, f"AIC core {core}"
+    return core, f"AIV core {core}"
 
 
 def _tid(pipe: str) -> int:
