@@ -54,6 +54,7 @@ from ...compiler.pto import For, If, Inst, Scalar, TensorArg, Tile, While
 from ...language import dtypes as dt
 from .targets import GiB, Target, get_target
 
+GM_PIPES = ("MTE2", "MTE3", "FIX")      # the pipes that move data to or from global memory
 PIPE_KIND = {"M": "compute", "V": "compute", "S": "compute", "MTE1": "memory",
              "MTE2": "memory", "MTE3": "memory", "FIX": "memory"}
 
@@ -361,18 +362,21 @@ class _Part:
     def _tile(self, inst: Inst) -> None:
         pipe = pipe_of(inst)
         issue = self._issue(self.costs.dispatch_cycles)
-        cycles, flops, nbytes = self._cost(inst)
         start = max(self.free[pipe], issue + self.costs.dispatch_cycles)
+        # a load and a store of one core in flight together split the core's share of HBM
+        sharing = 2 if inst.op in ("tload", "tstore") and any(
+            self.free[p] > start for p in GM_PIPES if p != pipe) else 1
+        cycles, flops, nbytes = self._cost(inst, sharing)
         end = start + cycles
         self.free[pipe] = end
         self.busy[pipe] += cycles
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
                                        PIPE_KIND[pipe], self.env.part))
 
-    def _cost(self, inst: Inst):
+    def _cost(self, inst: Inst, sharing: int = 1):
         if inst.op in ("tload", "tstore"):
             return instruction_cycles(inst, self.target, nbytes=self._moved(inst),
-                                      active_cores=self.env.active_cores)
+                                      active_cores=self.env.active_cores * sharing)
         key = id(inst)
         cost = self._static.get(key)
         if cost is None:
