@@ -18,8 +18,8 @@ PIPELINE = (
     ("dead-code-elimination", dead_code_elimination),
     ("legalize", legalize),
     ("infer-memory-space", infer_memory_space),
-    ("plan-memory", plan_memory),
     ("fuse-elementwise", fuse_elementwise),
+    ("plan-memory", plan_memory),
 )
 
 

@@ -6,9 +6,11 @@ whole run in a single loop with values kept in registers, so a softmax reads its
 The PTO program is unchanged (one instruction each, every tile in UB as the real chip needs):
 this is how our simulator executes the instructions, not a change to what the NPU would do.
 
-A result is "internal" (never stored) when every reader is later in the same group. Groups are
-split where fusing would change results: a buffer written in the group that overlaps, at a
-different element mapping, a buffer the group reads.
+A result is "internal" (never stored) when every reader is later in the same group. Marking
+runs before memory planning, which keeps every tile a group reads from outside alive until the
+group's last op, so nothing the host writes in a group can clobber what the group still reads.
+An op that does not depend on the open group and would only interrupt it (a reshape of a weight
+row, a scalar computation) is moved in front of the group.
 """
 from __future__ import annotations
 
@@ -50,26 +52,16 @@ def _fusable(op: Op) -> bool:
     return all(not v.is_tile or v.type.space == VEC for v in op.operands)
 
 
-def _region(v):
-    """The byte range a planned tile occupies in its buffer."""
-    return v.addr, v.addr + v.type.numel * v.type.dtype.itemsize
-
-
-def _conflicts(group: list, op: Op) -> bool:
-    """Would adding ``op`` make some element be read after a different element overwrote it?"""
-    members = group + [op]
-    writes = [m.result for m in members if m.results]
-    reads = [v for m in members for v in m.operands if v.is_tile]
-    for w in writes:
-        wlo, whi = _region(w)
-        for r in reads:
-            rlo, rhi = _region(r)
-            if wlo < rhi and rlo < whi:
-                same_mapping = (wlo == rlo and _shape2d(w) == _shape2d(r)
-                                and w.type.dtype.itemsize == r.type.dtype.itemsize)
-                if not same_mapping:
-                    return True
-    return False
+def _hoistable(group: list, op: Op) -> bool:
+    """Should ``op`` run before the open group instead of ending it? When it is pure, reads
+    nothing the group computes, and is scalar work or a smaller tile (a weight row's reshape):
+    a larger tile starts a group of its own."""
+    if op.blocks or any(v.owner in group for v in op.operands):
+        return False
+    if op.name.startswith("arith."):
+        return True
+    return op.name in FUSABLE and op.name != "tile.load" and \
+        op.result.type.numel < group[0].result.type.numel
 
 
 def _groups(block: Block):
@@ -92,15 +84,12 @@ def _groups(block: Block):
             group.append(op)       # a store closes its group
             close()
         elif group and _row_reduction(op) and \
-                _shape2d(op.operands[0]) == _shape2d(group[0].result) and \
-                not _conflicts(group, op):
+                _shape2d(op.operands[0]) == _shape2d(group[0].result):
             group.append(op)       # a row reduction closes its group
             close()
-        elif _fusable(op) and (not group or (_shape2d(op.result) == _shape2d(group[0].result)
-                                             and not _conflicts(group, op))):
+        elif _fusable(op) and (not group or _shape2d(op.result) == _shape2d(group[0].result)):
             group.append(op)
-        elif group and op.name.startswith("arith.") and not any(
-                v.owner in group for v in op.operands):
+        elif group and _hoistable(group, op):
             hoisted.append(op)
         else:
             close()

@@ -129,6 +129,7 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[2], op.result)
     pos: dict = {}
     _positions(fn.body, pos, [0])
+    group_end = _fusion_group_ends(fn.body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
 
@@ -141,10 +142,15 @@ def plan_memory(module: Module) -> Module:
     def visit(block: Block, loops: list):
         for op in block.ops:
             here = pos[id(op)]
+            group = op.attrs.get("_fuse")
             for v in op.operands:
                 if v.is_tile:
-                    # a value defined outside a loop and read inside stays live to the loop end
+                    # a fused group reads what it gets from outside until its last op; a value
+                    # defined outside a loop and read inside stays live to the loop end
                     end = here
+                    if group is not None and (v.owner is None or
+                                              v.owner.attrs.get("_fuse") != group):
+                        end = group_end[group]
                     for loop in loops:
                         if not _defined_in(v, loop, memo):
                             end = max(end, pos[("end", id(loop))])
@@ -167,6 +173,16 @@ def plan_memory(module: Module) -> Module:
     module.facts["buffer_bytes"] = usage
     module.facts["planned"] = True
     return module
+
+
+def _fusion_group_ends(block: Block, pos: dict) -> dict:
+    """Fusion group → position of its last op (the host runs a group as one loop)."""
+    last: dict = {}
+    for op in walk(block):
+        group = op.attrs.get("_fuse")
+        if group is not None:
+            last[group] = max(last.get(group, 0), pos[id(op)])
+    return last
 
 
 def _tie_accumulators(block: Block) -> None:
