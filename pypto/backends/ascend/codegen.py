@@ -292,7 +292,7 @@ class Codegen:
         each instruction's element rule runs on values held in registers, sources are read with
         broadcasting indices, internal results are never stored. Loads and a closing store in
         the group go straight to global memory when every window lies inside its tensor;
-        otherwise (a ragged edge) the instructions run one by one, with their masking."""
+        otherwise (a ragged edge) see ``_ragged``."""
         from .lowering.memory import direct_window, independent
         b = self.b
         windows = {}
@@ -318,10 +318,25 @@ class Codegen:
             with then:
                 self._fused_loop(insts, windows)
             with otherwise:
-                for inst in insts:
-                    RULES[inst.op](self, inst)
+                self._ragged(insts)
 
-    def _fused_loop(self, insts, windows):
+    def _ragged(self, insts):
+        """A group at a ragged edge: its loads run with their masking and padding into their
+        tiles, the computation still as one loop over the tiles, and a closing store (whose
+        source is then kept in its tile) with its masking."""
+        for inst in insts:
+            if inst.op == "tload":
+                RULES["tload"](self, inst)
+        rest = [inst for inst in insts if inst.op != "tload"]
+        store = rest.pop() if rest and rest[-1].op == "tstore" else None
+        if len(rest) > 1 or (rest and rest[0].op not in ROW_REDUCTIONS):
+            self._fused_loop(rest, {}, keep={id(store.ins[0])} if store else set())
+        elif rest:
+            RULES[rest[0].op](self, rest[0])
+        if store is not None:
+            RULES["tstore"](self, store)
+
+    def _fused_loop(self, insts, windows, keep=frozenset()):
         from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
         closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
@@ -367,7 +382,7 @@ class Codegen:
                                                   x.dtype) if isinstance(x, Tile) else x
                                        for x in inputs))
                     regs[id(dst)] = value
-                    if not inst.attrs.get("_internal"):
+                    if not inst.attrs.get("_internal") or id(dst) in keep:
                         self.store_elem(value, ptr(dst), dst.dtype,
                                         b.add(b.mul(r, i64(dst.cols)), c))
                 if closing is not None:

@@ -158,6 +158,9 @@ def plan_memory(module: Module) -> Module:
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
+                    if group is not None and op.name == "tile.load":
+                        # at a ragged edge the group reads its loads from their tiles
+                        touch(r, group_end[group])
             for blk in op.blocks:
                 for a in blk.args:
                     if a.is_tile:
