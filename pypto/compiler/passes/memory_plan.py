@@ -120,6 +120,9 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
 
 
 def plan_memory(module: Module) -> Module:
+    """Plan with the host's fusion groups in mind (their inputs live to the group's end);
+    when that does not fit the chip's buffers, the groups are dropped (the host then runs the
+    instructions one by one) and the plan, or its overflow error, is the chip's own."""
     fn, target = module.kernel, module.target
     _make_loops_in_place_safe(fn.body)
     _tie_accumulators(fn.body)
@@ -129,7 +132,29 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[2], op.result)
     pos: dict = {}
     _positions(fn.body, pos, [0])
-    group_end = _fusion_group_ends(fn.body, pos)
+    try:
+        usage = _assign(fn.body, classes, pos, target)
+    except CompilationError:
+        if not _drop_fusion(fn.body):
+            raise
+        usage = _assign(fn.body, classes, pos, target)
+    module.facts["buffer_bytes"] = usage
+    module.facts["planned"] = True
+    return module
+
+
+def _drop_fusion(block: Block) -> bool:
+    """Remove the fusion hints; returns whether there were any."""
+    found = False
+    for op in walk(block):
+        found |= op.attrs.pop("_fuse", None) is not None
+        op.attrs.pop("_internal", None)
+    return found
+
+
+def _assign(body: Block, classes, pos: dict, target) -> dict:
+    """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each."""
+    group_end = _fusion_group_ends(body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
 
@@ -168,14 +193,12 @@ def plan_memory(module: Module) -> Module:
                         touch(a, pos[("end", id(op))])
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
 
-    visit(fn.body, [])
+    visit(body, [])
     usage = {}
     for space in target.buffers:
         members = [iv for iv in intervals.values() if iv[2].type.space == space]
         usage[space] = _first_fit(members, space, target)
-    module.facts["buffer_bytes"] = usage
-    module.facts["planned"] = True
-    return module
+    return usage
 
 
 def _fusion_group_ends(block: Block, pos: dict) -> dict:

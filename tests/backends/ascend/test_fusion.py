@@ -122,3 +122,18 @@ def test_ragged_group_keeps_its_loaded_tile_while_writing_the_stored_value():
     out = np.zeros(9, np.float16)
     cast_chain[(1,)](np.array([0.25], np.float32), out)
     np.testing.assert_array_equal(out, np.array([0.25] + [1.0] * 8, np.float16))
+
+
+def test_fusion_never_makes_a_kernel_too_big_for_the_chip(monkeypatch):
+    """Keeping a group's inputs alive to its end costs UB; a kernel that fits the chip without
+    that (2 x 4096 layer norm: 209 KB with it, 192 KB available) compiles unfused instead."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 4096)).astype(np.float32)
+    w, b = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+    got = np.zeros_like(x)
+    layer_norm[(2,)](x, w, b, got, 1e-5, BM=2, BN=4096)
+    assert "fuse=" not in layer_norm.compile(x, w, b, got, 1e-5, BM=2, BN=4096).asm["tile_ir"]
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    ref = np.zeros_like(x)
+    layer_norm[(2,)](x, w, b, ref, 1e-5, BM=2, BN=4096)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
