@@ -56,16 +56,26 @@ def pipe_of(inst) -> str:
     return "V"
 
 
-def tile_extent(tile: Tile, target) -> tuple[str, int, int]:
-    """(buffer, first byte, end byte): cube-side tiles occupy whole fractals."""
-    rows, cols, item = tile.rows, tile.cols, tile.dtype.itemsize
-    if tile.loc in ("mat", "left", "right"):
+def footprint(loc: str, dtype, rows: int, cols: int, target) -> int:
+    """Bytes a tile occupies in its buffer. Cube-side tiles are whole fractals; a UB tile's
+    rows (its columns, for a one-column tile, which is column-major) are 32-byte aligned, as
+    the chip lays them out."""
+    item, align = dtype.itemsize, target.alignment
+    if loc in ("mat", "left", "right"):
         frac_cols = target.fractal_bytes // item
         rows = -(-rows // target.fractal_rows) * target.fractal_rows
         cols = -(-cols // frac_cols) * frac_cols
-    elif tile.loc == "acc":
-        rows, cols = -(-rows // 16) * 16, -(-cols // 16) * 16
-    nbytes = -(-(rows * cols * item) // target.alignment) * target.alignment
+        return rows * cols * item
+    if loc == "acc":
+        return -(-rows // 16) * 16 * (-(-cols // 16) * 16) * item
+    if cols == 1 and rows > 1:
+        return -(-(rows * item) // align) * align
+    return rows * (-(-(cols * item) // align) * align)
+
+
+def tile_extent(tile: Tile, target) -> tuple[str, int, int]:
+    """(buffer, first byte, end byte)."""
+    nbytes = footprint(tile.loc, tile.dtype, tile.rows, tile.cols, target)
     return tile.loc, tile.addr, tile.addr + nbytes
 
 

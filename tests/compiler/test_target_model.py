@@ -408,3 +408,17 @@ def test_advanced_mode_flag_arguments_are_checked():
 
     with pytest.raises(CompilationError, match="target pipe must be one of"):
         bad[(1,)](np.zeros(16, np.float32))
+
+
+def test_ub_rows_are_32_byte_aligned_in_the_plan():
+    """A row-major UB tile's rows start on 32-byte boundaries on the chip: (8, 100) float16
+    rows of 200 bytes take 224 each."""
+    @pypto.jit
+    def copy(x, out):
+        pl.store(out, [0, 0], pl.load(x, [0, 0], [8, 100]))
+
+    x = np.random.default_rng(0).standard_normal((8, 100)).astype(np.float16)
+    out = np.zeros_like(x)
+    copy[(1,)](x, out)
+    np.testing.assert_array_equal(out, x)
+    assert copy.compile(x, out).metadata["buffer_bytes"]["vec"] == 8 * 224

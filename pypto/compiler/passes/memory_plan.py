@@ -9,7 +9,8 @@ copy is inserted instead, so in-place updates are always safe.
 from __future__ import annotations
 
 from ..errors import CompilationError
-from ..ir import ACC, LEFT, MAT, RIGHT, Block, Module, Op, Value, walk
+from ..ir import Block, Module, Op, Value, walk
+from ..pipes import footprint
 from ..pto import view2d
 from .memory_space import loop_classes
 
@@ -21,17 +22,9 @@ LOOPS = ("scf.for", "scf.while")
 
 
 def tile_bytes(ttype, target) -> int:
-    """Bytes a tile occupies: cube-side tiles are padded to whole fractals."""
+    """Bytes a tile occupies in its buffer (``pipes.footprint``)."""
     rows, cols = view2d(ttype.shape)
-    item = ttype.dtype.itemsize
-    if ttype.space in (MAT, LEFT, RIGHT):
-        frac_cols = target.fractal_bytes // item
-        rows = -(-rows // target.fractal_rows) * target.fractal_rows
-        cols = -(-cols // frac_cols) * frac_cols
-    elif ttype.space == ACC:
-        rows, cols = -(-rows // 16) * 16, -(-cols // 16) * 16
-    nbytes = rows * cols * item
-    return -(-nbytes // target.alignment) * target.alignment
+    return footprint(ttype.space, ttype.dtype, rows, cols, target)
 
 
 def _copy(v: Value, loc) -> Op:
