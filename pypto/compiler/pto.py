@@ -42,14 +42,25 @@ class Tile:
         return self.rows * self.cols
 
     def type_text(self) -> str:
+        """The chip's tile type: a UB tile's rows (a one-column tile's column) are allocated
+        in whole 32 bytes, so ``rows``/``cols`` may exceed the valid ``v_row``/``v_col``."""
         blayout, slayout, fractal = LAYOUTS[self.loc]
+        rows, cols = self.rows, self.cols
         if self.loc == VEC and self.cols == 1 and self.rows > 1:
             blayout = "col_major"     # per-row scalars (reduction results, row operands)
+            rows = _whole_32_bytes(rows, self.dtype)
+        elif self.loc == VEC:
+            cols = _whole_32_bytes(cols, self.dtype)
         vr = "?" if self.v_row is None else self.v_row
         vc = "?" if self.v_col is None else self.v_col
-        return (f"!pto.tile_buf<loc={self.loc}, dtype={self.dtype.mlir}, rows={self.rows}, "
-                f"cols={self.cols}, v_row={vr}, v_col={vc}, blayout={blayout}, "
+        return (f"!pto.tile_buf<loc={self.loc}, dtype={self.dtype.mlir}, rows={rows}, "
+                f"cols={cols}, v_row={vr}, v_col={vc}, blayout={blayout}, "
                 f"slayout={slayout}, fractal={fractal}, pad={self.pad}>")
+
+
+def _whole_32_bytes(n: int, dtype) -> int:
+    per = max(1, 32 // dtype.itemsize)
+    return -(-n // per) * per
 
 
 @dataclass

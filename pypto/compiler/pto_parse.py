@@ -348,6 +348,9 @@ class _Parser:
             if key in fields:
                 kwargs[key] = (self.dtype(value) if key == "dtype" else
                                None if value == "?" else _literal(value))
+        for size, valid in (("rows", "v_row"), ("cols", "v_col")):
+            if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes
+                kwargs[size] = kwargs[valid]
         try:
             tile = Tile(name=name, addr=addr, **kwargs)
             printed = tile.type_text()

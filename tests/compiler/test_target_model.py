@@ -422,3 +422,15 @@ def test_ub_rows_are_32_byte_aligned_in_the_plan():
     copy[(1,)](x, out)
     np.testing.assert_array_equal(out, x)
     assert copy.compile(x, out).metadata["buffer_bytes"]["vec"] == 8 * 224
+
+
+def test_ub_tile_types_print_allocated_and_valid_sizes():
+    @pypto.jit
+    def row_max(x, out):
+        t = pl.load(x, [0, 0], [8, 100])
+        pl.store(out, [0, 0], t + pl.max(t, axis=1, keepdims=True))
+
+    x = np.zeros((8, 100), np.float16)
+    pto = row_max.compile(x, x.copy()).asm["pto"]
+    assert "rows=8, cols=112, v_row=8, v_col=100, blayout=row_major" in pto
+    assert "rows=16, cols=1, v_row=8, v_col=1, blayout=col_major" in pto
