@@ -320,6 +320,12 @@ def _full(run, op, ins):
     return np.full(ty.shape, convert(value, ty.dtype), dtype=ty.dtype.to_numpy())
 
 
+def _alloc(run, op, ins):
+    """An unfilled buffer (the frontend rejects reading it); zeros stand for its contents."""
+    ty = _result(op)
+    return np.zeros(ty.shape, dtype=ty.dtype.to_numpy())
+
+
 def _arange(run, op, ins):
     return np.arange(op.attrs["start"], op.attrs["end"], dtype=np.int64)
 
@@ -490,7 +496,7 @@ SCALAR_BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max",
                  "and", "or", "xor", "shl", "shr")
 
 HANDLERS = {
-    "tile.load": _load, "tile.store": _store, "tile.full": _full, "tile.arange": _arange,
+    "tile.load": _load, "tile.store": _store, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
     "tile.unary": _unary, "tile.binary": _tile_binary, "tile.where": _where,
     "tile.cast": _cast, "tile.broadcast": _broadcast, "tile.reduce": _reduce,
     "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.transpose": _transpose,

@@ -76,13 +76,18 @@ class Builder:
         self.call_chain: list[str] = []
         self.inlining: tuple = ()          # jit functions being inlined, innermost last
         self.pending: dict[int, str] = {}  # async_load results not yet synchronized: id → name
+        self.unfilled: dict[int, object] = {}   # alloc_buffer tiles no load filled: id → loc
 
     def emit(self, name, operands=(), result_types=(), attrs=None, blocks=()) -> Op:
-        if self.pending and name.startswith("tile."):
+        if (self.pending or self.unfilled) and name.startswith("tile."):
             for v in operands:
                 if v.id in self.pending:
                     raise self.error(f"'{self.pending[v.id]}' is read before pl.synchronize() "
                                      "waits for the async_load that fills it")
+                if v.id in self.unfilled:
+                    raise self.error(f"the buffer from pl.alloc_buffer at line "
+                                     f"{self.unfilled[v.id].line} is read before any "
+                                     "async_load fills it")
         op = Op(name, operands, result_types, attrs, blocks, self.loc)
         self.block.ops.append(op)
         return op
@@ -398,6 +403,8 @@ class CodeGenerator(ast.NodeVisitor):
         for init, arg in zip(inits, args):
             if init.id in self.b.pending:
                 self.b.pending[arg.id] = self.b.pending[init.id]
+            if init.id in self.b.unfilled:
+                self.b.unfilled[arg.id] = self.b.unfilled[init.id]
         return set(self.b.pending)
 
     def _check_pending(self, before: set, where: str) -> None:

@@ -306,6 +306,9 @@ class _Lowering:
         self.values[op.result.id] = arg
         self.workspaces.append(arg)
 
+    def _tile_alloc(self, op, out):
+        self.tile(op.result)          # UB space, no instruction
+
     def _pto_set_flag(self, op, out):
         out.append(Inst("set_flag", [], [], dict(op.attrs)))
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..language import dtypes as dt
-from .ir import Value
+from .ir import TileType, Value
 from .pipes import CROSS_CORE_FLAGS, EVENT_IDS, PIPES
-from .semantics import _describe, _shape, cast, full, load
+from .semantics import _describe, _shape, cast, load
 
 
 @dataclass
@@ -43,8 +43,12 @@ def slice_tensor(b, tensor: Value, index) -> TensorSlice:
 
 
 def alloc_buffer(b, shape, dtype=None):
+    """A tile with no contents yet (no instruction: on the chip it is just UB space); reading
+    it before an async_load fills it is a compile error."""
     dtype = dt.float32 if dtype is None else dt.from_any(dtype)
-    return full(b, _shape(shape, "alloc_buffer() shape"), 0, dtype)
+    tile = b.emit("tile.alloc", [], [TileType(dtype, _shape(shape, "alloc_buffer() shape"))])
+    b.unfilled[tile.result.id] = b.loc
+    return tile.result
 
 
 def async_load(b, src, buffer, offsets=None, padding=0):

@@ -17,7 +17,7 @@ KNOWN_OPS = {
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
     "pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
-    "pto.pipe_barrier", "tensor.workspace",
+    "pto.pipe_barrier", "tensor.workspace", "tile.alloc",
 }
 TERMINATORS = ("scf.yield", "scf.condition")
 

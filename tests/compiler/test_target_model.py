@@ -434,3 +434,27 @@ def test_ub_tile_types_print_allocated_and_valid_sizes():
     pto = row_max.compile(x, x.copy()).asm["pto"]
     assert "rows=8, cols=112, v_row=8, v_col=100, blayout=row_major" in pto
     assert "rows=16, cols=1, v_row=8, v_col=1, blayout=col_major" in pto
+
+
+def test_alloc_buffer_costs_no_instruction():
+    x = np.arange(8 * 64, dtype=np.float32)
+    pto = explicit_double_buffer.compile(x, x.copy(), 8, TILE=64).asm["pto"]
+    assert "pto.texpands" not in pto        # the buffers are UB space, not a zero fill
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_reading_an_unfilled_buffer_is_a_compile_error(interpret, monkeypatch):
+    if interpret:
+        monkeypatch.setenv("PYPTO_INTERPRET", "1")
+
+    @pypto.jit
+    def unfilled(x, out, n):
+        buf = pl.alloc_buffer((16,), pl.float32)
+        for i in range(n):
+            pl.store(out, [i * 16], buf + 1.0)
+            pl.async_load(x, buf, offsets=[i * 16])
+            pl.synchronize()
+
+    with pytest.raises(CompilationError, match="alloc_buffer at line .* is read before any "
+                                               "async_load fills it"):
+        unfilled[(1,)](np.zeros(64, np.float32), np.zeros(64, np.float32), 4)
