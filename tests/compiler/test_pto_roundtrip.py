@@ -537,3 +537,24 @@ def test_override_errors_name_the_file_and_line(tmp_path, monkeypatch):
         "constant 1000 : i64", "constant 2000 : i64"))
     with pytest.raises(CompilationError, match="does not match this specialisation"):
         _run_add(x, x)
+
+
+def test_hand_edited_pto_with_a_flag_removed_is_rejected_naming_both_instructions(
+        tmp_path, monkeypatch):
+    """The hazard checker runs on overridden programs too: deleting the MTE2 -> V wait of the
+    vector add leaves the add reading tiles the loads may still be writing."""
+    from pypto.compiler.hazards import HazardError
+    x = RNG.random(1000).astype(np.float32)
+    text = _add_kernel().compile(x, x, np.zeros_like(x), BLOCK=256).asm["pto"]
+    wait = next(line for line in text.splitlines()
+                if "pto.wait_flag[<PIPE_MTE2>, <PIPE_V>" in line)
+    set_ = next(line for line in text.splitlines()
+                if "pto.set_flag[<PIPE_MTE2>, <PIPE_V>" in line)
+    monkeypatch.setenv("PYPTO_OVERRIDE_DIR", str(tmp_path))
+    (tmp_path / "add_kernel.pto").write_text(
+        text.replace(wait + "\n", "").replace(set_ + "\n", ""))
+    with pytest.raises(HazardError) as e:
+        _run_add(x, x)
+    msg = str(e.value)
+    assert "RAW" in msg and "pto.tload" in msg and "pto.tadd" in msg
+    assert "MTE2" in msg and " V" in msg
