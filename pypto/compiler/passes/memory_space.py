@@ -111,11 +111,21 @@ def _insert_moves(block: Block) -> None:
 def _spill(body: Block, is_acc) -> None:
     """Route every accumulator that vector ops read through a GM workspace: store (FIX pipe,
     cube core), signal, wait, load into UB (vector core). The vector readers get the load."""
+    use_map = users(body)
+
+    def vector_readers(v: Value) -> list[Op]:
+        return [u for u in use_map.get(v, ()) if u.name not in CUBE_USERS]
+
+    top = set(map(id, body.ops))
+    for op in walk(body):
+        if id(op) not in top and any(is_acc(r) and vector_readers(r) for r in op.results):
+            raise _mixing_error(op, "this matmul result is read by vector code inside a loop "
+                                    "or branch")
     slot = 0
     for op in list(body.ops):
         for r in op.results:
-            readers = [u for u in walk(body) if r in u.operands and u.name not in CUBE_USERS]
-            if not is_acc(r) or not readers:
+            readers = vector_readers(r) if is_acc(r) else []
+            if not readers:
                 continue
             exchange = _exchange(r, slot, op.loc)
             at = body.ops.index(op) + 1
@@ -123,13 +133,6 @@ def _spill(body: Block, is_acc) -> None:
             for u in readers:
                 u.operands = [exchange[-1].result if v is r else v for v in u.operands]
             slot += 1
-    for op in walk(body):
-        if op not in body.ops:
-            for r in op.results:
-                if is_acc(r) and any(r in u.operands and u.name not in CUBE_USERS
-                                     for u in walk(body)):
-                    raise _mixing_error(op, "this matmul result is read by vector code inside a "
-                                            "loop or branch")
 
 
 def _exchange(acc: Value, slot: int, loc) -> list[Op]:
@@ -173,7 +176,8 @@ def infer_memory_space(module: Module) -> Module:
 
     _fold_store_casts(body, space)
     dead_code_elimination(module)
-    _spill(body, lambda v: v.is_tile and space(v) == ACC)
+    if acc_roots:
+        _spill(body, lambda v: v.is_tile and space(v) == ACC)
     use_map = users(body)
     for op in walk(body):
         for r in op.results:
