@@ -19,7 +19,8 @@ import threading
 import numpy as np
 
 from .compiler.errors import InternalError
-from .compiler.ir import Block, Function, Op, ScalarType, TensorType, Value, walk
+from .compiler.ir import (CROSS_BLOCK_OPS, Block, Function, Op, ScalarType, TensorType, Value,
+                          walk)
 from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
@@ -642,8 +643,6 @@ def run_function(fn: Function, args: dict, grid: tuple[int, int, int]) -> None:
         return
     _run_together(pids, run_block)
 
-
-CROSS_BLOCK_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait")
 
 
 def _run_together(pids, run_block) -> None:

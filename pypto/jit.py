@@ -26,7 +26,7 @@ from .device import current_target
 from .compiler import cache as cache_mod
 from .compiler.errors import CompilationError
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
-from .compiler.ir import walk
+from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
 from .language.core import constexpr
 from .binder import NoFastPath, make_caller, make_launcher
@@ -176,7 +176,7 @@ class JITFunction:
 
     def _interpret(self, grid, bound):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
-        from .interpreter import CROSS_BLOCK_OPS, run_function
+        from .interpreter import run_function
         target = get_target(self.target_name) if self.target_name else current_target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)

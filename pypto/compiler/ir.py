@@ -16,6 +16,11 @@ from .errors import SourceLoc
 # Memory spaces of tiles (PTO "loc" names). None until memory-space inference has run.
 VEC, MAT, LEFT, RIGHT, ACC = "vec", "mat", "left", "right", "acc"
 
+# Ops that make blocks of a launch wait for each other (pl.barrier / pl.signal / pl.wait), and
+# every synchronisation op: no results, kept for their effect on the order of work.
+CROSS_BLOCK_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait")
+SYNC_OPS = CROSS_BLOCK_OPS + ("pto.set_flag", "pto.wait_flag", "pto.pipe_barrier")
+
 
 @dataclass(frozen=True)
 class ScalarType:

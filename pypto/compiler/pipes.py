@@ -22,7 +22,8 @@ PIPES = ("MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S")
 EVENT_IDS = 8
 CROSS_CORE_FLAGS = 16
 FLAG_OPS = ("set_flag", "wait_flag")
-SYNC_OPS = FLAG_OPS + ("barrier", "syncall", "sync.set", "sync.wait")
+CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
+SYNC_OPS = FLAG_OPS + ("barrier",) + CROSS_CORE_OPS
 
 # opcode → pipe, where the opcode alone decides it
 _FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S"}

@@ -278,25 +278,24 @@ class _Lowering:
         out += [Inst("barrier", [], [], {"pipe": "ALL"}), Inst("syncall", [], [])]
 
     def _pto_sync_set(self, op, out):
-        if op.attrs.get("split"):      # the cube hands a workspace tile to the vector core
-            out.append(Inst("sync.set", [], [], {"pipe": "FIX", **_count_attrs(op)}))
+        self._cross_core(op, out, "sync.set", split_pipe="FIX", pipe="MTE3")
+
+    def _pto_sync_wait(self, op, out):
+        self._cross_core(op, out, "sync.wait", split_pipe="MTE2", pipe="S")
+
+    def _cross_core(self, op, out, opcode: str, split_pipe: str, pipe: str) -> None:
+        """A cube→vector hand-off (``split``) is ordered by its own pipes; a kernel's
+        pl.signal / pl.wait drains every pipe first (set) or holds them all after (wait)."""
+        if op.attrs.get("split"):
+            out.append(Inst(opcode, [], [], {"pipe": split_pipe, **_count_attrs(op)}))
             return
         if self.module.facts.get("uses_cube"):
             raise CompilationError("pl.signal/pl.wait in a kernel that uses matmul are not "
                                    "supported yet (the cube and vector parts would each need "
                                    "their own flags)", op.loc)
-        out += [Inst("barrier", [], [], {"pipe": "ALL"}),
-                Inst("sync.set", [], [], {"pipe": "MTE3", **_count_attrs(op)})]
-
-    def _pto_sync_wait(self, op, out):
-        if op.attrs.get("split"):
-            out.append(Inst("sync.wait", [], [], {"pipe": "MTE2", **_count_attrs(op)}))
-            return
-        if self.module.facts.get("uses_cube"):
-            raise CompilationError("pl.signal/pl.wait in a kernel that uses matmul are not "
-                                   "supported yet", op.loc)
-        out += [Inst("sync.wait", [], [], {"pipe": "S", **_count_attrs(op)}),
-                Inst("barrier", [], [], {"pipe": "ALL"})]
+        flag = Inst(opcode, [], [], {"pipe": pipe, **_count_attrs(op)})
+        drain = Inst("barrier", [], [], {"pipe": "ALL"})
+        out += [drain, flag] if opcode == "sync.set" else [flag, drain]
 
     def _tensor_workspace(self, op, out):
         """This block's slot of the GM workspace (see passes/memory_space.py)."""

@@ -125,5 +125,3 @@ BUILTINS = {
     "signal": signal, "wait": wait, "set_flag": _flag("set_flag"),
     "wait_flag": _flag("wait_flag"), "pipe_barrier": pipe_barrier,
 }
-SYNC_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
-            "pto.pipe_barrier")

@@ -11,6 +11,8 @@ level of the kernel.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .errors import CompilationError
 from .pipes import is_scalar
 from .pto import (For, If, Inst, Program, TensorArg, Tile, While, nested_bodies,
@@ -39,23 +41,27 @@ def _only_scalars(node) -> bool:
 
 
 def _project(body: list, part: str) -> list:
+    """The instructions of ``body`` that ``part`` runs; loops and branches keep their scalars
+    and results, and disappear when nothing else of theirs is left."""
     out = []
     for n in body:
-        if isinstance(n, For):
-            out.append(For(n.iv, n.lb, n.ub, n.step, n.inits, n.iter_args, n.results,
-                           _project(n.body, part), n.yields, n.stages))
-        elif isinstance(n, If):
-            out.append(If(n.cond, _project(n.then_body, part), _project(n.else_body, part),
-                          n.results, n.then_yields, n.else_yields))
-        elif isinstance(n, While):
-            out.append(While(n.inits, n.before_args, _project(n.before_body, part), n.cond,
-                             n.forwarded, n.after_args, _project(n.after_body, part), n.yields,
-                             n.results))
+        if isinstance(n, (For, If, While)):
+            n = _project_node(n, part)
+            if not _only_scalars(n):
+                out.append(n)
         elif side(n) in ("both", part):
             out.append(n)
-        if nested_bodies(out[-1] if out else None) and _only_scalars(out[-1]):
-            out.pop()
     return out
+
+
+def _project_node(n, part: str):
+    if isinstance(n, For):
+        return replace(n, body=_project(n.body, part))
+    if isinstance(n, If):
+        return replace(n, then_body=_project(n.then_body, part),
+                       else_body=_project(n.else_body, part))
+    return replace(n, before_body=_project(n.before_body, part),
+                   after_body=_project(n.after_body, part))
 
 
 def _tensors(body: list, op: str, field: str) -> set[str]:

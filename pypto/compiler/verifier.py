@@ -5,7 +5,7 @@ A failure here is a compiler bug, not a user error, so it raises ``InternalError
 from __future__ import annotations
 
 from .errors import InternalError
-from .ir import Block, Module, TileType
+from .ir import SYNC_OPS, Block, Module, TileType
 
 KNOWN_OPS = {
     "arith.constant", "arith.cast", "arith.cmp", "arith.select",
@@ -16,8 +16,7 @@ KNOWN_OPS = {
     "tile.where", "tile.cast", "tile.broadcast", "tile.reduce", "tile.cumsum",
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
-    "pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
-    "pto.pipe_barrier", "tensor.workspace", "tile.alloc",
+    *SYNC_OPS, "tensor.workspace", "tile.alloc",
 }
 TERMINATORS = ("scf.yield", "scf.condition")
 

@@ -18,7 +18,7 @@ from ... import envs
 from ...compiler.errors import CompilationError, InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While, walk_insts
 from ...language import dtypes as dt
-from ...compiler.pipes import FLAG_OPS
+from ...compiler.pipes import CROSS_CORE_OPS, FLAG_OPS
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
@@ -27,7 +27,6 @@ from .targets import Target
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
 ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
 HOST_NOPS = FLAG_OPS + ("barrier",)
-CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
 WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 

@@ -1,11 +1,10 @@
 """Dead code elimination: drop side-effect-free ops whose results nobody reads."""
 from __future__ import annotations
 
-from ..ir import Block, Module, users
+from ..ir import SYNC_OPS, Block, Module, users
 
 SIDE_EFFECTS = {"tile.store", "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
-                "pto.syncall", "pto.sync_set", "pto.sync_wait", "pto.set_flag", "pto.wait_flag",
-                "pto.pipe_barrier"}
+                *SYNC_OPS}
 
 
 def _sweep(block: Block, used) -> bool:
