@@ -11,6 +11,8 @@ from pypto import profile
 from pypto.backends.ascend.cycle_model import model_launch
 from pypto.compiler.pto_parse import parse_program
 
+from .kernels import mm_bias_relu
+
 PIPES = {"MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S"}
 BLOCK = 1024
 
@@ -22,16 +24,6 @@ def add(x, y, out, n, BLOCK: pl.constexpr):
     b = pl.load(y, [pid * BLOCK], [BLOCK])
     pl.store(out, [pid * BLOCK], pl.where(pl.arange(0, BLOCK) < n, a + b, 0.0))
 
-
-@pypto.jit
-def mm_bias_relu(a, b, bias, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
-    pm = pl.program_id(0)
-    pn = pl.program_id(1)
-    acc = pl.zeros((BM, BN), pl.float32)
-    for k in range(0, K, BK):
-        acc = pl.matmul(pl.load(a, [pm * BM, k], [BM, BK]), pl.load(b, [k, pn * BN], [BK, BN]),
-                        acc=acc)
-    pl.store(c, [pm * BM, pn * BN], pl.maximum(acc + pl.load(bias, [0, pn * BN], [1, BN]), 0.0))
 
 
 def arrays(blocks, dtype=np.float32):

@@ -22,6 +22,8 @@ from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
 from pypto.compiler.pto_parse import parse_program
 from pypto.language import dtypes as dt
 
+from ..kernels import mm_bias_relu, row_softmax, vadd
+
 B1 = get_target("ascend910b1")
 F16, F32, I8, I64 = dt.float16, dt.float32, dt.int8, dt.int64
 
@@ -156,14 +158,6 @@ def test_sync_and_scalar_instructions():
 
 # -- kernels ------------------------------------------------------------------------------------
 
-@pypto.jit
-def row_softmax(x, out, M, N: pl.constexpr, BM: pl.constexpr, STAGES: pl.constexpr):
-    pid = pl.program_id(0)
-    for r in pl.range(pid * BM, M, BM * pl.num_programs(0), num_stages=STAGES):
-        t = pl.load(x, [r, 0], [BM, N])
-        e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
-        pl.store(out, [r, 0], e / pl.sum(e, axis=1, keepdims=True))
-
 
 @pypto.jit
 def scale(x, out, BLOCK: pl.constexpr):
@@ -294,17 +288,6 @@ def test_signal_and_wait_order_blocks():
         assert b.records[0].start >= producer_store.end
 
 
-@pypto.jit
-def mm_bias_relu(a, b, bias, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
-    pm = pl.program_id(0)
-    pn = pl.program_id(1)
-    acc = pl.zeros((BM, BN), pl.float32)
-    for k in range(0, K, BK):
-        acc = pl.matmul(pl.load(a, [pm * BM, k], [BM, BK]), pl.load(b, [k, pn * BN], [BK, BN]),
-                        acc=acc)
-    out = pl.maximum(acc + pl.load(bias, [0, pn * BN], [1, BN]), 0.0)
-    pl.store(c, [pm * BM, pn * BN], out)
-
 
 def test_mixed_kernel_runs_cube_then_vector_in_one_cluster():
     M, N, K = 128, 128, 256
@@ -330,12 +313,6 @@ def test_mixed_kernel_runs_cube_then_vector_in_one_cluster():
     flops = sum(r.flops for r in matmuls)
     assert flops == 2 * M * N * K
 
-
-@pypto.jit
-def vadd(x, y, out, n, BLOCK: pl.constexpr):
-    pid = pl.program_id(0)
-    for i in range(pid * BLOCK, n, BLOCK * pl.num_programs(0)):
-        pl.store(out, [i], pl.load(x, [i], [BLOCK]) + pl.load(y, [i], [BLOCK]))
 
 
 @pytest.mark.parametrize("n", [256, 1000, 4096])

@@ -10,6 +10,8 @@ import pypto
 import pypto.language as pl
 from pypto.compiler.errors import CompilationError
 
+from ..kernels import mm_bias_relu, row_softmax, vadd
+
 
 def softmax_ref(x):
     e = np.exp(x - x.max(1, keepdims=True))
@@ -17,12 +19,6 @@ def softmax_ref(x):
 
 
 # -- pipe flags ---------------------------------------------------------------------------------
-
-@pypto.jit
-def vadd(x, y, out, n, BLOCK: pl.constexpr):
-    pid = pl.program_id(0)
-    for i in range(pid * BLOCK, n, BLOCK * pl.num_programs(0)):
-        pl.store(out, [i], pl.load(x, [i], [BLOCK]) + pl.load(y, [i], [BLOCK]))
 
 
 def test_vector_loop_gets_the_canonical_flags():
@@ -52,14 +48,6 @@ def test_flags_balance_in_every_block_of_the_text():
 
 
 # -- double buffering ---------------------------------------------------------------------------
-
-@pypto.jit
-def row_softmax(x, out, M, N: pl.constexpr, BM: pl.constexpr, STAGES: pl.constexpr):
-    pid = pl.program_id(0)
-    for r in pl.range(pid * BM, M, BM * pl.num_programs(0), num_stages=STAGES):
-        t = pl.load(x, [r, 0], [BM, N])
-        e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
-        pl.store(out, [r, 0], e / pl.sum(e, axis=1, keepdims=True))
 
 
 @pytest.mark.parametrize("rows", [1, 8, 16, 24, 100])
@@ -133,17 +121,6 @@ def test_num_stages_must_be_one_or_two():
 
 
 # -- cube / vector split ------------------------------------------------------------------------
-
-@pypto.jit
-def mm_bias_relu(a, b, bias, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
-    pm = pl.program_id(0)
-    pn = pl.program_id(1)
-    acc = pl.zeros((BM, BN), pl.float32)
-    for k in range(0, K, BK):
-        acc = pl.matmul(pl.load(a, [pm * BM, k], [BM, BK]), pl.load(b, [k, pn * BN], [BK, BN]),
-                        acc=acc)
-    out = pl.maximum(acc + pl.load(bias, [0, pn * BN], [1, BN]), 0.0)
-    pl.store(c, [pm * BM, pn * BN], out)
 
 
 @pytest.mark.parametrize("shape", [(64, 96, 200), (33, 47, 70), (32, 32, 32)])
