@@ -31,6 +31,15 @@ def parse_args(description: str, argv=None, extra=None) -> argparse.Namespace:
     return args
 
 
+def row_blocks(n_cols: int, block_m: int, max_tile_elements: int) -> tuple[int, int]:
+    """(rows, columns) of a row kernel's tile: whole rows padded to a power of two, and as
+    many of them (up to ``block_m``) as ``max_tile_elements`` allows."""
+    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    if block_n > max_tile_elements:
+        raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")
+    return min(block_m, max_tile_elements // block_n), block_n
+
+
 def median_time(fn, reps: int, warmup: int = 1) -> float:
     """Median wall time of ``fn()`` in seconds over ``reps`` calls, after ``warmup`` calls."""
     for _ in range(warmup):

@@ -26,6 +26,7 @@ from _harness import (
     make_row,
     median_time,
     pct_of,
+    row_blocks,
     settle,
     speedup,
     use_threads,
@@ -56,10 +57,7 @@ def layer_norm_kernel(x, w, b, y, eps, BLOCK_M: pl.constexpr, BLOCK_N: pl.conste
 
 
 def block_sizes(n_cols):
-    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
-    if block_n > MAX_TILE_ELEMENTS:
-        raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")
-    return min(BLOCK_M, MAX_TILE_ELEMENTS // block_n), block_n
+    return row_blocks(n_cols, BLOCK_M, MAX_TILE_ELEMENTS)
 
 
 def pypto_layer_norm(x, w, b, y, eps=EPS):

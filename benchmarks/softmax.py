@@ -28,6 +28,7 @@ from _harness import (
     make_row,
     median_time,
     pct_of,
+    row_blocks,
     settle,
     speedup,
     use_threads,
@@ -53,10 +54,7 @@ def softmax_kernel(x, out, BLOCK_M: pl.constexpr, BLOCK_N: pl.constexpr):
 
 
 def block_sizes(n_cols):
-    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
-    if block_n > MAX_TILE_ELEMENTS:
-        raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")
-    return min(BLOCK_M, MAX_TILE_ELEMENTS // block_n), block_n
+    return row_blocks(n_cols, BLOCK_M, MAX_TILE_ELEMENTS)
 
 
 def pypto_softmax(x, out):
