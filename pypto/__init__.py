@@ -15,9 +15,15 @@ from .language import *  # noqa: F401,F403 - the language is also reachable as p
 from .language import __all__ as _language_all
 from . import memory, profile
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
+from . import graph, debug
+from .graph import (GraphTensor, Module, TensorGraph, call_ascend_c, compile, conv2d,
+                    get_default_graph, placeholder, register_op, tile_map, tile_op)
 
 __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
-           "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report"] + \
+           "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
+           "graph", "debug", "TensorGraph", "GraphTensor", "Module", "placeholder",
+           "get_default_graph", "tile_op", "tile_map", "compile", "call_ascend_c", "conv2d",
+           "register_op"] + \
     list(_language_all)

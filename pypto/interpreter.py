@@ -478,6 +478,19 @@ def _nothing(run, op, ins):
     return []
 
 
+# Called at every ``debug.breakpoint`` as ``hook(pid, names, tiles, loc)`` (``pypto.debug`` sets
+# it while debug mode is on); None: breakpoints do nothing.
+BREAKPOINT_HOOK = None
+
+
+def _breakpoint(run, op, ins):
+    hook = BREAKPOINT_HOOK
+    if hook is not None:
+        hook(tuple(int(p) for p in run.pid), op.attrs["names"],
+             [np.array(x, copy=True) for x in ins], op.loc)
+    return []
+
+
 def _syncall(run, op, ins):
     run.coop.barrier()
     return []
@@ -506,6 +519,7 @@ HANDLERS = {
     "arith.cmp": _cmp, "pto.program_id": _program_id, "pto.num_programs": _num_programs,
     "pto.syncall": _syncall, "pto.sync_set": _sync_set, "pto.sync_wait": _sync_wait,
     "pto.set_flag": _nothing, "pto.wait_flag": _nothing, "pto.pipe_barrier": _nothing,
+    "debug.breakpoint": _breakpoint,
     "tensor.dim": _dim, "scf.for": _for, "scf.if": _if, "scf.while": _while,
     **{f"arith.{name}": _scalar_binary(name) for name in SCALAR_BINARY},
 }

@@ -4,6 +4,7 @@ launch, and how much of the allocated on-chip space holds data.
 ::
 
     report = pypto.memory.analyze(kernel, x, y, out, n, grid=(48,), BLOCK=1024)
+    report = pypto.memory.analyze(graph)     # a TensorGraph: every kernel pypto.compile makes
     report.peak_memory          # 12544 (bytes per core), also report.peak_memory["UB"]
     report.global_memory        # bytes of global memory the launch touches at once
     report.efficiency           # percent of allocated on-chip bytes that hold tile data
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["analyze", "MemoryReport", "PeakMemory", "BUFFER_NAMES"]
+__all__ = ["analyze", "MemoryReport", "GraphMemoryReport", "PeakMemory", "BUFFER_NAMES"]
 
 # PTO location -> the buffer's name on the AI Core
 BUFFER_NAMES = {"vec": "UB", "mat": "L1", "left": "L0A", "right": "L0B", "acc": "L0C",
@@ -136,9 +137,15 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
     tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
     from .backends.ascend.targets import get_target
+    from .graph import Module, TensorGraph
     from .jit import CompiledKernel, JITFunction
     from .profile import pto_program
 
+    if isinstance(kernel_or_compiled, (TensorGraph, Module)):
+        if args or kwargs or grid is not None:
+            raise TypeError("pypto.memory.analyze(graph) takes no other arguments: the "
+                            "placeholders give the shapes and each kernel has its own grid")
+        return _analyze_graph(kernel_or_compiled)
     bound = None
     if isinstance(kernel_or_compiled, JITFunction):
         jitfn = kernel_or_compiled
@@ -155,8 +162,9 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
         if grid is not None:
             grid = (int(grid),) if isinstance(grid, (int, np.integer)) else tuple(grid)
     else:
-        raise TypeError("pypto.memory.analyze takes a @pypto.jit kernel (with its arguments) "
-                        f"or a CompiledKernel, not {type(kernel_or_compiled).__name__}")
+        raise TypeError("pypto.memory.analyze takes a @pypto.jit kernel (with its arguments), "
+                        "a CompiledKernel, a pypto.TensorGraph or a compiled graph Module, not "
+                        f"{type(kernel_or_compiled).__name__}")
 
     program = pto_program(compiled)
     buffer_bytes = compiled.metadata["buffer_bytes"]
@@ -207,3 +215,64 @@ def _global_bytes(program, bound, running_blocks) -> dict:
         elif all(isinstance(d, int) for d in p.dims):
             out[p.name] = math.prod(p.dims) * p.dtype.itemsize
     return out
+
+
+class GraphMemoryReport:
+    """``analyze(graph)``: the memory of every kernel a graph compiles to (``kernels``, one
+    ``MemoryReport`` each, with the grid ``Module.run`` launches). The kernels run one after
+    another, so ``peak_memory`` is that of the kernel with the largest on-chip total (with its
+    ``capacity`` and ``utilization``); ``efficiency`` is useful over allocated on-chip bytes
+    summed over the kernels; ``global_memory`` is the bytes of every graph tensor that exists
+    in global memory during a run (placeholders, intermediates, outputs; fused intermediates
+    never reach it), named in ``global_breakdown``."""
+
+    def __init__(self, module, reports):
+        self.graph = module.graph.name
+        self.target = module.target.name
+        self.kernels = reports
+        peak = max(reports, key=lambda r: int(r.peak_memory))
+        self.peak_kernel = peak.kernel
+        self.peak_memory = peak.peak_memory
+        self.capacity = peak.capacity
+        self.utilization = peak.utilization
+        allocated = sum(int(r.peak_memory) for r in reports)
+        useful = sum(sum(r.useful_bytes.values()) for r in reports)
+        self.efficiency = 100.0 * useful / allocated if allocated else 100.0
+        tensors = list(module.graph.placeholders) + [k.output for k in module.kernels]
+        self.global_breakdown = {t.name: math.prod(t.shape) * t.dtype.itemsize for t in tensors}
+        workspace = sum(r.global_breakdown.get("workspace", 0) for r in reports)
+        if workspace:
+            self.global_breakdown["workspace"] = workspace
+        self.global_memory = sum(self.global_breakdown.values())
+
+    def summary(self) -> str:
+        lines = [f"memory of graph {self.graph} on {self.target}: {len(self.kernels)} "
+                 f"kernel(s), run one after another (static analysis)"]
+        for r in self.kernels:
+            lines.append(f"  {r.kernel}: grid {r.grid}, on-chip peak {int(r.peak_memory)} "
+                         f"bytes per core ({', '.join(f'{b} {v}' for b, v in r.peak_memory.items() if v)}), "
+                         f"efficiency {r.efficiency:.1f}%")
+        lines.append(f"on-chip peak per core: {int(self.peak_memory)} bytes "
+                     f"({self.peak_kernel}); efficiency {self.efficiency:.1f}% (useful / "
+                     "allocated on-chip bytes, all kernels)")
+        parts = ", ".join(f"{k} {v}" for k, v in self.global_breakdown.items())
+        lines.append(f"global memory of a run: {self.global_memory} bytes "
+                     f"({self.global_memory / 2**20:.3f} MiB): {parts}")
+        return "\n".join(lines)
+
+    __str__ = summary
+
+    def __repr__(self) -> str:
+        return (f"<GraphMemoryReport {self.graph}: peak {int(self.peak_memory)} B on chip, "
+                f"{self.global_memory} B global, efficiency {self.efficiency:.1f}%>")
+
+
+def _analyze_graph(graph_or_module) -> GraphMemoryReport:
+    """Compile the graph for the current target (or read a compiled Module) and analyse
+    each kernel with its launch grid; nothing runs."""
+    from .device import current_target
+    from .graph import Module, compile as compile_graph
+    module = graph_or_module if isinstance(graph_or_module, Module) else \
+        compile_graph(graph_or_module, target=current_target().name)
+    reports = [analyze(k.compiled, grid=k.grid) for k in module.kernels]
+    return GraphMemoryReport(module, reports)

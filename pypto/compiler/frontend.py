@@ -607,6 +607,8 @@ class CodeGenerator(ast.NodeVisitor):
         if name == "synchronize":
             self.b.pending.clear()
             return None
+        if name == "breakpoint" or fn is _py_builtins.breakpoint:
+            return self._breakpoint(args, kwargs)
         if name is not None:
             handler = BUILTINS.get(name)
             if handler is None:
@@ -638,6 +640,14 @@ class CodeGenerator(ast.NodeVisitor):
         self.env[target.id] = tile
         self.b.pending[tile.id] = target.id
         return None
+
+    def _breakpoint(self, args, kwargs):
+        """The tiles bound to names here (loaded ones, not pending or unfilled buffers)."""
+        if args or kwargs:
+            raise self.b.error("breakpoint() takes no arguments")
+        live = {n: v for n, v in self.env.items() if isinstance(v, Value) and v.is_tile
+                and v.id not in self.b.pending and v.id not in self.b.unfilled}
+        semantics_sync.breakpoint(self.b, live)
 
     def _inline(self, callee, args, kwargs, node):
         """Compile ``callee``'s body in place with its parameters bound to the call's values."""

@@ -120,6 +120,13 @@ def pipe_barrier(b, pipe="ALL"):
                                       _pipe(pipe, "pipe_barrier() pipe")})
 
 
+def breakpoint(b, live: dict):
+    """``debug.breakpoint`` reads the live local tiles (name → tile) so the interpreter can
+    show them; it has no result and the compile pipeline removes it before any pass."""
+    names = tuple(live)
+    b.emit("debug.breakpoint", [live[n] for n in names], attrs={"names": names})
+
+
 BUILTINS = {
     "alloc_buffer": alloc_buffer, "local_buffer": alloc_buffer, "barrier": barrier,
     "signal": signal, "wait": wait, "set_flag": _flag("set_flag"),

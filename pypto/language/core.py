@@ -270,6 +270,12 @@ def wait(flag, count=1):
 
 
 @builtin
+def breakpoint():
+    """Debug mode (``pypto.debug``): the reference interpreter stops here in every block and
+    hands the live local tiles to the debug hook. Compiled kernels drop it (no instruction)."""
+
+
+@builtin
 def set_flag(src_pipe, dst_pipe, event_id):
     """Advanced mode (``@pypto.jit(auto_sync=False)``): signal from ``src_pipe`` (e.g. "MTE2")
     to ``dst_pipe`` (e.g. "V") on event ``event_id`` (0-7)."""

@@ -1,0 +1,243 @@
+"""``pypto.compile(graph)`` → ``Module``; ``module.run(ctx, inputs)`` launches its kernels.
+
+Compiling plans the kernels (``plan``), writes each one's source (``codegen``) and compiles it
+with the ordinary jit for the placeholders' shapes, so compilation errors and the ``.pto`` text
+exist before anything runs. Running checks the inputs by name, shape and dtype, allocates
+every intermediate and output with ``pypto.empty`` and launches the kernels in dependency
+order: ordinary jit launches, so profilers, the disk cache and ``PYPTO_INTERPRET`` apply as to
+any kernel.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import envs
+from ..backends.ascend.targets import get_target
+from ..compiler.errors import CompilationError
+from ..device import Context, Tensor, empty
+from ..tensor_args import as_array
+from .codegen import kernel_name, kernel_source, make_kernel
+from .graph import TensorGraph
+from .plan import Group, choose_form, plan_groups
+
+# option -> default. tile_fusion: fuse chains of tile_maps into one kernel (plan.py).
+# loop_unroll: grid-stride tile loops run unrolled by two with the next tile's loads issued
+# ahead (pl.range(num_stages=2), double buffering). layout_opt: accepted for the seed, no
+# effect (see docs/language.md, "Graph API": tensors keep the layout they are given).
+OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False}
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One generated kernel: the nodes it computes, its launch form and grid, the jit
+    function and (once compiled) the ``CompiledKernel``."""
+    name: str
+    group: Group
+    form: str
+    grid: tuple
+    source: str
+    jit: object
+    params: list
+    compiled: object = None
+
+    @property
+    def output(self):
+        return self.group.output
+
+
+def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None):  # noqa: A001
+    """Compile every tile_map node of ``graph`` for ``target`` into a ``Module``.
+
+    ``output``: a path to write the kernels' ``.pto`` text to. ``emit_ir``: accepted for the
+    seed; ``module.tile_graph_ir`` and ``module.pto_instructions`` are always filled (the
+    compiler produces them anyway). ``options``: see ``OPTIONS``; unknown keys are errors."""
+    if not isinstance(graph, TensorGraph):
+        raise TypeError(f"pypto.compile(graph=...) takes a pypto.TensorGraph, got "
+                        f"{type(graph).__name__}")
+    if not isinstance(target, str):
+        raise TypeError(f"pypto.compile(target=...) must be a chip name such as "
+                        f"'ascend910b', got {target!r}")
+    chip = get_target(target)
+    opts = _check_options(options)
+    if output is not None and not isinstance(output, (str, os.PathLike)):
+        raise TypeError(f"pypto.compile(output=...) must be a file path, got {output!r}")
+    if not graph.nodes:
+        raise ValueError(f"pypto.compile: graph {graph.name!r} has no tile_map nodes")
+    module = Module(graph, chip, opts, bool(emit_ir))
+    module.kernels = build_kernels(graph, chip, opts, debug=False)
+    for kernel in module.kernels:
+        _compile_kernel(kernel)
+    if output is not None:
+        with open(output, "w") as f:
+            f.write(module.pto_instructions)
+    return module
+
+
+def _check_options(options) -> dict:
+    if options is None:
+        return dict(OPTIONS)
+    if not isinstance(options, dict):
+        raise TypeError(f"pypto.compile(options=...) must be a dict, got {options!r}")
+    unknown = sorted(set(options) - set(OPTIONS), key=str)
+    if unknown:
+        raise ValueError(f"pypto.compile(options=...): unknown option(s) "
+                         f"{', '.join(map(repr, unknown))}; accepted: {', '.join(OPTIONS)}")
+    for key, value in options.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"pypto.compile(options=...): {key!r} must be True or False, got "
+                            f"{value!r}")
+    return {**OPTIONS, **options}
+
+
+def build_kernels(graph, chip, opts, debug: bool) -> list[Kernel]:
+    """The graph's kernels in launch order (not compiled). ``debug``: one block per tile, so
+    a block's index is its tile's index."""
+    kernels = []
+    for group in plan_groups(graph, fuse=opts["tile_fusion"]):
+        cores = chip.cores_for(group.uses_cube)
+        form, grid = choose_form(group, group.last.strategy, cores, debug)
+        name = kernel_name(graph.name, group)
+        source, scope = kernel_source(group, name, form, opts["loop_unroll"])
+        jitfn = make_kernel(source, scope, name, chip.name)
+        kernels.append(Kernel(name, group, form, grid, source, jitfn, group.external_inputs()))
+    return kernels
+
+
+def _standins(kernel: Kernel) -> list:
+    """Uninitialised arrays of the kernel's argument shapes (compiling reads only those)."""
+    tensors = kernel.params + [kernel.output]
+    return [np.empty(t.shape, t.dtype.to_numpy()) for t in tensors]
+
+
+def _compile_kernel(kernel: Kernel) -> None:
+    try:
+        kernel.compiled = kernel.jit.compile(*_standins(kernel))
+    except CompilationError as e:
+        nodes = ", ".join(n.name for n in kernel.group.nodes)
+        error = CompilationError(f"{e.message}\n(in kernel {kernel.name}, generated for "
+                                 f"tile_map node(s) {nodes})", e.loc, e.call_chain)
+        if envs.PYPTO_DEBUG.get() in ("", "0"):
+            raise error.with_traceback(None) from None
+        raise error from e
+
+
+class Module:
+    """A compiled graph: ``run(ctx, inputs)``, ``kernels``, ``tile_graph_ir``,
+    ``pto_instructions``, ``input_names``, ``output_names``."""
+
+    def __init__(self, graph, target, options, emit_ir=False):
+        self.graph = graph
+        self.target = target
+        self.options = options
+        self.emit_ir = emit_ir
+        self.kernels: list[Kernel] = []
+        self._debug_kernels = None
+
+    @property
+    def input_names(self) -> list[str]:
+        return [t.name for t in self.graph.placeholders]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.graph.outputs]
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, ctx=None, inputs=None):
+        """Launch the graph on ``inputs`` ({placeholder name: pypto.Tensor or array}). Returns
+        the output as a ``pypto.Tensor``, or a tuple of them in node creation order when the
+        graph has several outputs. In debug mode (``pypto.debug.enable()``) the kernels run in
+        the reference interpreter, one block per tile."""
+        from .. import debug
+        if ctx is None:
+            ctx = Context()
+        if not isinstance(ctx, Context):
+            raise TypeError(f"Module.run(ctx=...) takes a pypto.Context, got "
+                            f"{type(ctx).__name__}")
+        values = self._check_inputs(inputs)
+        interpret = debug.is_enabled()
+        for kernel in (self._debug() if interpret else self.kernels):
+            out = empty(kernel.output.shape, kernel.output.dtype, ctx)
+            args = [values[id(t)] for t in kernel.params] + [out]
+            if interpret:
+                debug.interpret(kernel, args)
+            else:
+                kernel.jit[kernel.grid](*args)
+            values[id(kernel.output)] = out
+        outputs = tuple(values[id(t)] for t in self.graph.outputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    __call__ = run
+
+    def _check_inputs(self, inputs) -> dict:
+        expected = self.input_names
+        if not isinstance(inputs, dict):
+            raise TypeError(f"Module.run(inputs=...) must be a dict of the graph's inputs "
+                            f"{expected}, got {type(inputs).__name__}")
+        missing = [n for n in expected if n not in inputs]
+        extra = [n for n in inputs if n not in expected]
+        if missing or extra:
+            parts = ([f"missing {missing}"] if missing else []) + \
+                ([f"unknown {extra}"] if extra else [])
+            raise InputNameError(f"Module.run(inputs=...): {'; '.join(parts)}. Graph "
+                           f"{self.graph.name!r} expects exactly {expected}")
+        values = {}
+        for t in self.graph.placeholders:
+            given = inputs[t.name]
+            arr = as_array(given)
+            if arr is None:
+                raise TypeError(f"Module.run: input {t.name!r} must be a pypto.Tensor or an "
+                                f"array, got {type(given).__name__}")
+            if tuple(arr.shape) != t.shape:
+                raise ValueError(f"Module.run: input {t.name!r} has shape {tuple(arr.shape)}, "
+                                 f"the placeholder has shape {t.shape}")
+            try:
+                dtype = _dtype(arr)
+            except TypeError as e:
+                raise TypeError(f"Module.run: input {t.name!r}: {e}") from None
+            if dtype != t.dtype:
+                raise TypeError(f"Module.run: input {t.name!r} has dtype {dtype}, the "
+                                f"placeholder has dtype {t.dtype}")
+            values[id(t)] = given if isinstance(given, Tensor) else arr
+        return values
+
+    def _debug(self) -> list[Kernel]:
+        if self._debug_kernels is None:
+            self._debug_kernels = build_kernels(self.graph, self.target, self.options,
+                                                debug=True)
+        return self._debug_kernels
+
+    # -- what was built ---------------------------------------------------------------------
+    @property
+    def pto_instructions(self) -> str:
+        """Every kernel's ``.pto`` program, one after another."""
+        parts = []
+        for k in self.kernels:
+            nodes = ", ".join(n.name for n in k.group.nodes)
+            parts.append(f"// kernel {k.name}: tile_map node(s) {nodes}; grid {k.grid}\n"
+                         f"{k.compiled.asm['pto'].rstrip()}\n")
+        return "\n".join(parts)
+
+    @property
+    def tile_graph_ir(self) -> str:
+        from .ir_text import tile_graph_text
+        return tile_graph_text(self)
+
+    def __repr__(self) -> str:
+        return (f"<pypto.Module {self.graph.name!r} for {self.target.name}: "
+                f"{len(self.kernels)} kernel(s), inputs {self.input_names}, outputs "
+                f"{self.output_names}>")
+
+
+class InputNameError(KeyError):
+    """Wrong input names for ``Module.run`` (a KeyError whose message is not quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _dtype(arr):
+    from ..language import dtypes as dt
+    return dt.from_any(arr.dtype)

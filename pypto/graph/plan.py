@@ -1,0 +1,118 @@
+"""What ``pypto.compile`` builds from a graph: which nodes share a kernel, and each kernel's
+launch form.
+
+**Fusion** (``options["tile_fusion"]``, on by default): a node whose output only one other node
+reads, tile by tile in the same windows (same output shape and tile, the consumer following
+every axis of it), is computed in the consumer's kernel: the intermediate tile is passed on in
+on-chip memory instead of being stored to global memory and loaded again. Nodes using the
+cube or cross-block synchronisation are not fused (a matmul result may not feed vector code
+inside the tile loop on 910B, and a barrier's meaning depends on its launch).
+
+**Launch forms**: ``"tile"`` launches one block per tile (the grid is the tile grid);
+``"stride"`` launches ``min(tiles, cores)`` blocks that loop over tiles ``pid, pid + G, ...``;
+``"uniform"`` is ``"stride"`` with the same number of rounds in every block (tiles past the end
+load padding and store nothing), which a tile op with ``pypto.barrier()`` needs so that every
+block reaches every barrier.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# "auto" launches one block per tile up to this many tiles per core, and a grid-stride loop
+# over the cores beyond it. Measured on this host (2 cores, docs/language.md "Graph API"): one
+# block per tile costs ~0.1 us more per tile than a loop iteration, so the forms are within
+# noise up to a few tiles per core and the loop wins for large tile counts, while keeping the
+# modelled NPU makespan the same (blocks are list-scheduled on the cores either way).
+AUTO_TILES_PER_CORE = 4
+
+
+@dataclass(eq=False)
+class Group:
+    """Nodes computed by one kernel, in order; the last one's output is stored."""
+    nodes: list
+
+    @property
+    def last(self):
+        return self.nodes[-1]
+
+    @property
+    def tiling(self):
+        return self.last.tiling
+
+    @property
+    def output(self):
+        return self.last.output
+
+    @property
+    def uses_cube(self) -> bool:
+        return any(n.tiling.uses_cube for n in self.nodes)
+
+    @property
+    def cross_block(self) -> bool:
+        return any(n.tiling.cross_block for n in self.nodes)
+
+    def external_inputs(self) -> list:
+        """Graph tensors the group reads from global memory, in first-use order."""
+        inside = {id(n.output) for n in self.nodes}
+        seen, out = set(), []
+        for n in self.nodes:
+            for t in n.inputs:
+                if id(t) not in inside and id(t) not in seen:
+                    seen.add(id(t))
+                    out.append(t)
+        return out
+
+
+def plan_groups(graph, fuse: bool) -> list[Group]:
+    """The graph's kernels in launch order (each group runs after the groups it reads)."""
+    groups: list[Group] = []
+    by_output: dict[int, Group] = {}
+    for node in graph.nodes:
+        target = None
+        if fuse:
+            for t in node.inputs:
+                g = by_output.get(id(t))
+                if g is not None and _fusible(g.last, node, graph):
+                    target = g
+                    break
+        if target is None:
+            target = Group([])
+            groups.append(target)
+        else:
+            del by_output[id(target.output)]
+        target.nodes.append(node)
+        by_output[id(node.output)] = target
+    return sorted(groups, key=lambda g: graph.nodes.index(g.last))
+
+
+def _fusible(producer, consumer, graph) -> bool:
+    p, c = producer.tiling, consumer.tiling
+    if graph.consumers(producer.output) != [consumer]:
+        return False
+    if p.out_shape != c.out_shape or p.tile != c.tile or p.broadcast_result:
+        return False
+    if p.uses_cube or c.uses_cube or p.cross_block or c.cross_block:
+        return False
+    if producer.strategy != consumer.strategy:
+        return False
+    identity = tuple(range(len(c.out_shape)))
+    return all(c.maps[k] == identity for k, t in enumerate(consumer.inputs)
+               if t is producer.output)
+
+
+def choose_form(group: Group, strategy: str, cores: int, debug: bool = False) -> tuple:
+    """(form, grid) for a group launched on ``cores`` cores."""
+    tiling = group.tiling
+    tiles = tiling.num_tiles
+    if group.cross_block:
+        if strategy == "data_parallel" and tiles > cores:
+            raise ValueError(
+                f"tile_map(parallel_strategy='data_parallel'): node {group.last.name!r} uses "
+                f"pypto.barrier/signal/wait, so its blocks must all run at once, but it has "
+                f"{tiles} tiles and the target has {cores} cores; use parallel_strategy="
+                "'auto' (each block then loops over several tiles)")
+        return "uniform", (min(tiles, cores),)
+    if debug or strategy == "data_parallel" or (
+            strategy == "auto" and tiles <= AUTO_TILES_PER_CORE * cores):
+        return "tile", tiling.grid
+    return "stride", (min(tiles, cores),)
