@@ -6,8 +6,9 @@ input is cut); ``compile`` generates one jit kernel per node or fused chain (``p
 ``codegen``) and compiles it; ``Module.run`` launches them. Nothing here compiles code by
 itself: every kernel goes through the ordinary jit frontend, passes and backend.
 """
-from .graph import GraphTensor, TensorGraph, get_default_graph, placeholder, reset_default_graph
-from .module import OPTIONS, Module, compile  # noqa: A004 - pypto.compile, as the seed spells it
+from .graph import (GraphTensor, TensorGraph, get_default_graph, placeholder,
+                    reset_default_graph)
+from .module import OPTIONS, Module, compile  # noqa: A004 - the seed's pypto.compile
 from .tile_map import STRATEGIES, tile_map
 from .tile_op import TileOp, tile_op
 from .unsupported import call_ascend_c, conv2d, register_op

@@ -66,9 +66,10 @@ def kernel_source(group, name: str, form: str, unroll: bool) -> tuple[str, dict]
             lines += [f"    for k in range(0, pl.cdiv({total}, pl.num_programs(0))):",
                       "        t = k * pl.num_programs(0) + pl.program_id(0)"]
         else:
+            loop, stages = ("pl.range", ", 1, num_stages=2") if unroll else ("range", "")
             lines += [f"    c = pl.cdiv({total}, pl.num_programs(0))",
-                      f"    for t in {'pl.range' if unroll else 'range'}(pl.program_id(0) * c, "
-                      f"min(pl.program_id(0) * c + c, {total}){', 1, num_stages=2' if unroll else ''}):"]
+                      f"    for t in {loop}(pl.program_id(0) * c, "
+                      f"min(pl.program_id(0) * c + c, {total}){stages}):"]
         pad = "        "
         if rank == 1:
             lines.append(f"{pad}o0 = t * {tiling.tile[0]}")

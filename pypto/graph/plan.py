@@ -9,10 +9,11 @@ cube or cross-block synchronisation are not fused (a matmul result may not feed 
 inside the tile loop on 910B, and a barrier's meaning depends on its launch).
 
 **Launch forms**: ``"tile"`` launches one block per tile (the grid is the tile grid);
-``"stride"`` launches ``min(tiles, cores)`` blocks that loop over tiles ``pid, pid + G, ...``;
-``"uniform"`` is ``"stride"`` with the same number of rounds in every block (tiles past the end
-load padding and store nothing), which a tile op with ``pypto.barrier()`` needs so that every
-block reaches every barrier.
+``"stride"`` launches ``min(tiles, cores)`` blocks, block ``b`` looping over its contiguous
+share of tiles ``[b*c, (b+1)*c)`` with ``c = cdiv(tiles, blocks)`` (the ``"grid_stride"``
+strategy: a persistent kernel); ``"uniform"`` gives every block the same number of rounds,
+block ``b`` taking tiles ``b, b + G, ...`` (tiles past the end load padding and store nothing),
+which a tile op with ``pypto.barrier()`` needs so that every block reaches every barrier.
 """
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ class Tiling:
         for m in self.maps[k]:
             offsets.append("0" if m is None else f"{self.tile[m]}*{letters[m]}"
                            if self.grid[m] > 1 else "0")
-        return f"tile {self.in_tiles[k]} at ({', '.join(offsets)}{',' if len(offsets) == 1 else ''})"
+        comma = "," if len(offsets) == 1 else ""
+        return f"tile {self.in_tiles[k]} at ({', '.join(offsets)}{comma})"
 
 
 def decide(op, inputs, tile_size, input_tiles=None, out_shape=None) -> Tiling:
