@@ -108,16 +108,21 @@ class JITFunction:
         return self._source
 
     def source_hash(self, seen=None) -> str:
-        """Hash of this kernel's source and of every jit function it calls, transitively."""
+        """Hash of this kernel's source, of the constants it reads from its closure and
+        globals (the compiled code folds them, so a new value must not reuse a cached binary:
+        tile ops made by a factory differ only there), and of every jit function it calls,
+        transitively."""
         seen = seen if seen is not None else set()
         seen.add(id(self))
         h = hashlib.sha256(self.source.text.encode())
         h.update(str(self.source.first_line).encode())
         for node in ast.walk(self.source.node):
             if isinstance(node, ast.Name):
-                other = self.source.globals.get(node.id, self.source.closure.get(node.id))
+                other = self.source.closure.get(node.id, self.source.globals.get(node.id))
                 if isinstance(other, JITFunction) and id(other) not in seen:
                     h.update(other.source_hash(seen).encode())
+                elif _is_folded_constant(other):
+                    h.update(f"{node.id}={type(other).__name__}:{other!r}".encode())
         return h.hexdigest()
 
     # -- calling ---------------------------------------------------------------------------
@@ -312,6 +317,16 @@ class JITFunction:
                 spec_args[name] = scalar_param(name, dt.int64)
                 runtime_params.append((name, "int", 0))
         return spec_args, tensor_specs, runtime_params
+
+
+def _is_folded_constant(value) -> bool:
+    """A global or closure value the frontend folds into the code as a constant."""
+    if isinstance(value, constexpr):
+        return _is_folded_constant(value.value)
+    if isinstance(value, tuple):
+        return all(_is_folded_constant(v) for v in value)
+    return value is None or isinstance(value, (int, float, str, dt.dtype, np.integer,
+                                               np.floating))
 
 
 def _pto_override(name: str):

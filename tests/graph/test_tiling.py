@@ -228,3 +228,19 @@ def test_default_graph_placeholder():
     assert pypto.get_default_graph() is graph and graph.placeholders[0].name == "x"
     a = rand(100, "float32")
     np.testing.assert_array_equal(run(pypto.compile(graph), x=a), np.maximum(a, 0))
+
+
+def test_tile_ops_made_by_a_factory_keep_their_own_constants():
+    """The constant a tile op closes over is part of its kernel's cache key."""
+    def scaler(scale):
+        @pypto.tile_op
+        def scaled(a):
+            return a * scale
+        return scaled
+
+    a = rand(300, "float32")
+    for scale in (2.0, 3.0):
+        graph = pypto.TensorGraph(name="factory")
+        x = graph.placeholder((300,), pypto.float32)
+        pypto.tile_map(scaler(scale), [x], tile_size=128)
+        np.testing.assert_array_equal(run(pypto.compile(graph), x=a), a * np.float32(scale))
