@@ -37,6 +37,20 @@ def test_fresh_pool_runs_every_block_once(threads):
         runtime.set_num_threads(previous)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("blocks", [1, 2, 3, 7, 1000])
+def test_each_thread_share_and_the_help_with_others_cover_the_grid_once(threads, blocks):
+    """Blocks are split into one contiguous share per thread; a thread that finishes early
+    takes blocks from the others' shares. Every block must run exactly once either way."""
+    previous = runtime.pool().threads
+    try:
+        runtime.set_num_threads(threads)
+        for _ in range(5):
+            assert (run_grid(blocks, block=8) == 1).all()
+    finally:
+        runtime.set_num_threads(previous)
+
+
 def test_launches_from_many_python_threads():
     results = []
 

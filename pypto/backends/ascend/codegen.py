@@ -5,9 +5,10 @@ Each simulated AI Core owns a scratch area holding its UB, L1, L0A, L0B and L0C 
 is a pointer at its planned offset in its buffer, laid out densely row-major (the layout inside
 the simulated buffers is ours to choose; the ``.pto`` keeps the official one).
 
-Entry point: ``void <name>_launch(i64* args, i64* grid, i8* scratch, i64* counter)``: it takes
-block numbers from ``counter`` atomically until the grid is exhausted, so any number of host
-threads can share one launch.
+Entry point: ``void <name>_launch(i64* args, i64* grid, i8* scratch, i64* counter, i64 me,
+i64 parts)``: participant ``me`` of ``parts`` runs its contiguous share of the grid and then
+helps with the others', claiming blocks from per-share cursors in ``counter``, so any number
+of host threads can share one launch.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ...compiler.errors import CompilationError, InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While, walk_insts
 from ...language import dtypes as dt
 from ...compiler.pipes import CROSS_CORE_OPS, FLAG_OPS
+from . import forwarding
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
@@ -29,6 +31,10 @@ ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a f
 HOST_NOPS = FLAG_OPS + ("barrier",)
 WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
+CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
+CURSORS = -(-SYNC_SLOTS // CURSOR_STRIDE) * CURSOR_STRIDE + CURSOR_STRIDE   # first cursor slot
+JOB_FIELDS = 7              # a cooperative thread's job: args, grid, scratch, counter, me,
+                            # parts, pthread handle
 
 
 def scratch_layout(target: Target) -> tuple[dict, int]:
@@ -68,6 +74,8 @@ class Codegen:
         self.mod = ir.Module(name=program.name)
         self.space_base, _ = scratch_layout(program.target)
         self.vals: dict[int, object] = {}
+        self.forwarding = forwarding.Plan()                 # loads later groups read in GM
+        self.forward_windows: dict[int, tuple] = {}         # id(tload) -> its GM window
 
     # -- module ------------------------------------------------------------------------------
     def build(self) -> str:
@@ -126,27 +134,40 @@ class Codegen:
             slot += args_slots(p)
 
     def _launch_function(self, block_fn):
-        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR])
+        """Participant ``me`` of ``parts`` first runs its own contiguous share of the grid, then
+        helps with the others' (claiming from the front of each share's cursor). Contiguous
+        shares keep each thread on the same part of the tensors launch after launch, so data a
+        previous kernel left in a core's caches is found there again; claiming from atomic
+        cursors keeps the load balanced when a thread starts late or is descheduled."""
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64])
         fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_launch")
-        args, grid, scratch, counter = fn.args
+        args, grid, scratch, counter, me, parts = fn.args
         scratch.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         n = [b.load(b.gep(grid, [i64(k)], source_etype=I64), typ=I64) for k in range(3)]
         total = b.mul(b.mul(n[0], n[1]), n[2])
-        loop = fn.append_basic_block("next_block")
-        run = fn.append_basic_block("run")
-        done = fn.append_basic_block("done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        blk = b.atomic_rmw("add", counter, i64(1), "monotonic")
-        b.cbranch(b.icmp_signed("<", blk, total), run, done)
-        b.position_at_end(run)
-        pid0 = b.urem(blk, n[0])
-        rest = b.udiv(blk, n[0])
-        pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
-        b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
-        b.branch(loop)
-        b.position_at_end(done)
+        share = b.udiv(b.add(total, b.sub(parts, i64(1))), parts)
+        with counted_loop(b, i64(0), parts, name="share") as k:
+            owner = b.urem(b.add(me, k), parts)
+            lo = b.mul(owner, share)
+            hi = b.add(lo, share)
+            hi = b.select(b.icmp_signed("<", hi, total), hi, total)
+            cursor = b.gep(counter, [b.add(i64(CURSORS), b.mul(owner, i64(CURSOR_STRIDE)))],
+                           source_etype=I64)
+            claim = fn.append_basic_block("claim")
+            run = fn.append_basic_block("run")
+            next_share = fn.append_basic_block("next_share")
+            b.branch(claim)
+            b.position_at_end(claim)
+            blk = b.add(lo, b.atomic_rmw("add", cursor, i64(1), "monotonic"))
+            b.cbranch(b.icmp_signed("<", blk, hi), run, next_share)
+            b.position_at_end(run)
+            pid0 = b.urem(blk, n[0])
+            rest = b.udiv(blk, n[0])
+            pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
+            b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
+            b.branch(claim)
+            b.position_at_end(next_share)
         b.ret_void()
         return fn
 
@@ -186,52 +207,63 @@ class Codegen:
         grid = b.alloca(I64, size=3)
         for k, g in enumerate((g0, g1, g2)):
             b.store(g, b.gep(grid, [i64(k)], source_etype=I64))
-        counter = b.alloca(I64, size=SYNC_SLOTS)
-        for k in range(SYNC_SLOTS):
-            b.store(i64(0), b.gep(counter, [i64(k)], source_etype=I64))
         negative = b.or_(b.or_(b.icmp_signed("<", g0, i64(0)), b.icmp_signed("<", g1, i64(0))),
                          b.icmp_signed("<", g2, i64(0)))
         with b.if_then(negative):
             b.ret(ir.Constant(ir.IntType(32), 1))
         total = b.mul(b.mul(g0, g1), g2)
         if uses_cross_core(self.p):
+            cores = self.p.target.cores_for(self.p.kind != "vector")
+            with b.if_then(b.icmp_signed(">", total, i64(cores))):
+                b.ret(ir.Constant(ir.IntType(32), 2))
+            counter = self._counter_array(b, total)
             self._cooperative_launch(b, launch, args, grid, counter, own, total)
             return
         with b.if_then(b.icmp_signed(">", total, i64(0))):
             spare = b.sub(total, i64(1))
             helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
+            counter = self._counter_array(b, b.add(helpers, i64(1)))
             ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
             pool_launch = ir.Function(self.mod, ty, name=POOL_LAUNCH_SYMBOL)
             b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
         b.ret(ir.Constant(ir.IntType(32), 0))
+
+    @staticmethod
+    def _counter_array(b, parts):
+        """The launch's shared slots, zeroed: the cross-core sync slots, then one share cursor
+        per participant on its own cache line."""
+        size = b.add(i64(CURSORS), b.mul(parts, i64(CURSOR_STRIDE)))
+        counter = b.alloca(I64, size=size)
+        with counted_loop(b, i64(0), size, name="zero") as k:
+            b.store(i64(0), b.gep(counter, [k], source_etype=I64))
+        return counter
 
     def _cooperative_launch(self, b, launch, args, grid, counter, own, total):
         """Blocks that meet at barriers or flags must all run at once, as the chip's cores
         would: one host thread per block (at most one per core of the target), each with
         its own core buffers. Status 2: the grid does not fit; 3: the blocks deadlocked."""
         mod = self.mod
-        cores = self.p.target.cores_for(self.p.kind != "vector")
-        with b.if_then(b.icmp_signed(">", total, i64(cores))):
-            b.ret(ir.Constant(ir.IntType(32), 2))
         malloc = ir.Function(mod, ir.FunctionType(PTR, [I64]), name="malloc")
         free = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR]), name="free")
         create = ir.Function(mod, ir.FunctionType(ir.IntType(32), [PTR, PTR, PTR, PTR]),
                              name="pthread_create")
         join = ir.Function(mod, ir.FunctionType(ir.IntType(32), [I64, PTR]), name="pthread_join")
         _, scratch_bytes = scratch_layout(self.p.target)
-        jobs = b.call(malloc, [b.mul(total, i64(40))])
+        jobs = b.call(malloc, [b.mul(total, i64(8 * JOB_FIELDS))])
         thread = self._thread_trampoline(launch)
         with counted_loop(b, i64(1), total, name="spawn") as i:
-            job = b.gep(jobs, [b.mul(i, i64(5))], source_etype=I64)
+            job = b.gep(jobs, [b.mul(i, i64(JOB_FIELDS))], source_etype=I64)
             fields = (args, grid, b.call(malloc, [i64(scratch_bytes)]), counter)
             for k, value in enumerate(fields):
                 b.store(b.ptrtoint(value, I64), b.gep(job, [i64(k)], source_etype=I64))
-            b.call(create, [b.gep(job, [i64(4)], source_etype=I64), ir.Constant(PTR, None),
+            b.store(i, b.gep(job, [i64(4)], source_etype=I64))
+            b.store(total, b.gep(job, [i64(5)], source_etype=I64))
+            b.call(create, [b.gep(job, [i64(6)], source_etype=I64), ir.Constant(PTR, None),
                             thread, job])
-        b.call(launch, [args, grid, own, counter])
+        b.call(launch, [args, grid, own, counter, i64(0), total])
         with counted_loop(b, i64(1), total, name="join") as i:
-            job = b.gep(jobs, [b.mul(i, i64(5))], source_etype=I64)
-            handle = b.load(b.gep(job, [i64(4)], source_etype=I64), typ=I64)
+            job = b.gep(jobs, [b.mul(i, i64(JOB_FIELDS))], source_etype=I64)
+            handle = b.load(b.gep(job, [i64(6)], source_etype=I64), typ=I64)
             b.call(join, [handle, ir.Constant(PTR, None)])
             b.call(free, [b.inttoptr(b.load(b.gep(job, [i64(2)], source_etype=I64), typ=I64),
                                      PTR)])
@@ -241,13 +273,14 @@ class Codegen:
                        ir.Constant(ir.IntType(32), 0)))
 
     def _thread_trampoline(self, launch):
-        """``void *thread(i64 job[5])``: one block runner of a cooperative launch."""
+        """``void *thread(i64 job[JOB_FIELDS])``: block ``job[4]`` of a cooperative launch of
+        ``job[5]`` blocks; ``job[6]`` receives the thread's handle."""
         fn = ir.Function(self.mod, ir.FunctionType(PTR, [PTR]), name=f"{self.p.name}_thread")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        field = [b.inttoptr(b.load(b.gep(fn.args[0], [i64(k)], source_etype=I64), typ=I64), PTR)
-                 for k in range(4)]
-        b.call(launch, field)
+        field = [b.load(b.gep(fn.args[0], [i64(k)], source_etype=I64), typ=I64)
+                 for k in range(6)]
+        b.call(launch, [b.inttoptr(f, PTR) for f in field[:4]] + field[4:])
         b.ret(ir.Constant(PTR, None))
         return fn
 
@@ -290,11 +323,12 @@ class Codegen:
         """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
         each instruction's element rule runs on values held in registers, sources are read with
         broadcasting indices, internal results are never stored. Loads and a closing store in
-        the group go straight to global memory when every window lies inside its tensor;
-        otherwise (a ragged edge) see ``_ragged``."""
+        the group go straight to global memory when every window lies inside its tensor, and
+        so do reads of forwarded tiles (``forwarding.py``); otherwise (a ragged edge) see
+        ``_ragged``."""
         from .lowering.memory import direct_window, independent
         b = self.b
-        windows = {}
+        windows, virtual = {}, set()
         whole = None
         for inst in insts:
             if inst.op in ("tload", "tstore"):
@@ -303,11 +337,22 @@ class Codegen:
                 gm, inside, index = direct_window(self, tensor, offsets, tile)
                 windows[id(inst)] = (gm, tensor, index)
                 whole = inside if whole is None else b.and_(whole, inside)
+                if inst.op == "tload" and id(inst) in self.forwarding.loads:
+                    self.forward_windows[id(inst)] = (gm, tensor, offsets, index, inside)
+                    virtual.add(id(tile))
+        gm_reads = self._forwarded_reads(insts)
+        store = insts[-1] if insts[-1].op == "tstore" else None
+        for x, _, (_, tensor, offsets, _, inside) in gm_reads.values():
+            whole = inside if whole is None else b.and_(whole, inside)
+            if store is not None:
+                same = (x.rows, x.cols) == (store.ins[0].rows, store.ins[0].cols)
+                whole = b.and_(whole, independent(self, store.outs[0], store.outs[1:], tensor,
+                                                  offsets, same_shape=same))
         if whole is None:
             self._fused_loop(insts, windows)
             return
-        if insts[-1].op == "tstore":
-            store_tensor, *store_offsets = insts[-1].outs
+        if store is not None:
+            store_tensor, *store_offsets = store.outs
             for inst in insts:
                 if inst.op == "tload":
                     load_tensor, *load_offsets = inst.ins
@@ -315,9 +360,21 @@ class Codegen:
                                                       load_tensor, load_offsets))
         with b.if_else(whole) as (then, otherwise):
             with then:
-                self._fused_loop(insts, windows)
+                self._fused_loop(insts, windows, gm_reads=gm_reads, virtual=virtual)
             with otherwise:
+                for x, load, _ in gm_reads.values():     # materialise what the group reads
+                    RULES["tload"](self, load, x)
                 self._ragged(insts)
+
+    def _forwarded_reads(self, insts) -> dict:
+        """id(tile) -> (tile, its load, the load's window) for the tiles ``insts`` read from
+        global memory (``forwarding.py``)."""
+        reads = {}
+        for inst in insts:
+            for key, forward in self.forwarding.reads.get(id(inst), {}).items():
+                x = next(x for x in inst.ins if id(x) == key)
+                reads[key] = (x, forward.load, self.forward_windows[id(forward.load)])
+        return reads
 
     def _ragged(self, insts):
         """A group at a ragged edge: its loads run with their masking and padding into their
@@ -335,7 +392,9 @@ class Codegen:
         if store is not None:
             RULES["tstore"](self, store)
 
-    def _fused_loop(self, insts, windows, keep=frozenset()):
+    def _fused_loop(self, insts, windows, keep=frozenset(), gm_reads=None, virtual=frozenset()):
+        """``keep``: internal results to store anyway; ``gm_reads``: tiles read from their
+        load's window (``_forwarded_reads``); ``virtual``: loaded tiles not to store."""
         from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
         closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
@@ -350,11 +409,17 @@ class Codegen:
                 ptrs[id(t)] = self.tile_ptr(t)
             return ptrs[id(t)]
 
+        def read(x, row, c):
+            if gm_reads and id(x) in gm_reads:
+                _, _, (gm, tensor, _, index, _) = gm_reads[id(x)]
+                return convert(b, self.load_elem(gm, tensor.dtype, index(row, c)),
+                               tensor.dtype, x.dtype)
+            return self.load_elem(ptr(x), x.dtype, b.add(b.mul(row, i64(x.cols)), c))
+
         def value_of(x, regs, row_values, r, c):
             raw = regs.get(id(x), row_values.get(id(x)))
             if raw is None:
-                row = r if x.rows > 1 else i64(0)
-                raw = self.load_elem(ptr(x), x.dtype, b.add(b.mul(row, i64(x.cols)), c))
+                raw = read(x, r if x.rows > 1 else i64(0), c)
             return raw
 
         with counted_loop(b, i64(0), i64(out.rows), name="fr") as r:
@@ -364,8 +429,7 @@ class Codegen:
             for inputs, _ in rules:
                 for x in inputs:
                     if isinstance(x, Tile) and x.cols == 1 and id(x) not in row_values:
-                        index = r if x.rows > 1 else i64(0)
-                        row_values[id(x)] = self.load_elem(ptr(x), x.dtype, index)
+                        row_values[id(x)] = read(x, r if x.rows > 1 else i64(0), i64(0))
             if closing is not None and closing.op in ROW_REDUCTIONS:
                 accumulate, finish = row_accumulator(self, closing)
             with counted_loop(b, i64(0), i64(out.cols), name="fc") as c:
@@ -381,7 +445,8 @@ class Codegen:
                                                   x.dtype) if isinstance(x, Tile) else x
                                        for x in inputs))
                     regs[id(dst)] = value
-                    if not inst.attrs.get("_internal") or id(dst) in keep:
+                    if (not inst.attrs.get("_internal") or id(dst) in keep) and \
+                            id(dst) not in virtual:
                         self.store_elem(value, ptr(dst), dst.dtype,
                                         b.add(b.mul(r, i64(dst.cols)), c))
                 if closing is not None:
@@ -402,9 +467,16 @@ class Codegen:
         # (and a mixed kernel's cube part before its vector part, so their flags are met too)
         nops = HOST_NOPS + (CROSS_CORE_OPS if self.p.kind == "mixed" else ())
         insts = [i for i in insts if getattr(i, "op", None) not in nops]
+        planned = forwarding.plan(insts, self.p.target)
+        self.forwarding.reads.update(planned.reads)
+        self.forwarding.loads |= planned.loads
+        skipped = planned.reshapes
         i = 0
         while i < len(insts):
             inst = insts[i]
+            if id(inst) in skipped:      # a forwarded tile's reshape: read from GM instead
+                i += 1
+                continue
             group = getattr(inst, "attrs", {}).get("_fuse")
             if group is not None:
                 j = i

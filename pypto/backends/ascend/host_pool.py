@@ -4,7 +4,8 @@ Threads are started once (pthread_create from compiled code) and handed work thr
 state block: the launching thread publishes a job and bumps a generation counter; workers spin
 briefly on it (waking a sleeping thread costs ~45 us on this kind of VM) and then sleep on a
 futex. Every participant calls the kernel's launch entry with its own scratch area (its AI
-Core's buffers); blocks are claimed from an atomic counter inside the entry. The whole launch
+Core's buffers) and its participant number; the entry runs that participant's share of the
+grid and then helps with the others' (see ``codegen.Codegen._launch_function``). The whole launch
 happens inside one ctypes call, so the GIL is released throughout and a launch costs a few
 microseconds instead of a Python thread-pool round trip.
 
@@ -74,8 +75,8 @@ define private void @futex_wake(ptr %state) {
   ret void
 }
 
-; run the published job as participant %me with the given scratch area
-define private void @run_job(ptr %state, ptr %scratch) {
+; run the published job as participant %me (of PARTICIPANTS + 1) with the given scratch area
+define private void @run_job(ptr %state, ptr %scratch, i64 %me) {
   %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
   %fn = load atomic ptr, ptr %fnp acquire, align 8
   %ap = call ptr @slot(ptr %state, i64 ARGS_SLOT)
@@ -84,7 +85,10 @@ define private void @run_job(ptr %state, ptr %scratch) {
   %grid = load ptr, ptr %gp
   %cp = call ptr @slot(ptr %state, i64 COUNTER_SLOT)
   %counter = load ptr, ptr %cp
-  call void %fn(ptr %args, ptr %grid, ptr %scratch, ptr %counter)
+  %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
+  %helpers = load atomic i64, ptr %pp acquire, align 8
+  %parts = add i64 %helpers, 1
+  call void %fn(ptr %args, ptr %grid, ptr %scratch, ptr %counter, i64 %me, i64 %parts)
   ret void
 }
 
@@ -130,7 +134,7 @@ run:
   %table = load ptr, ptr %sp
   %mine = getelementptr ptr, ptr %table, i64 %me
   %scratch = load ptr, ptr %mine
-  call void @run_job(ptr %state, ptr %scratch)
+  call void @run_job(ptr %state, ptr %scratch, i64 %me)
   %dp = call ptr @slot(ptr %state, i64 DONE_SLOT)
   %old = atomicrmw add ptr %dp, i64 1 release
   br label %wait
@@ -163,7 +167,7 @@ entry:
   %direct = icmp eq i64 %helpers, 0
   br i1 %direct, label %alone, label %publish
 alone:
-  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter)
+  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter, i64 0, i64 1)
   ret void
 publish:
   %ap = call ptr @slot(ptr %state, i64 ARGS_SLOT)
@@ -185,7 +189,8 @@ publish:
   %g32 = trunc i64 %g1 to i32
   store atomic i32 %g32, ptr %w release, align 4
   call void @futex_wake(ptr %state)
-  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter)
+  %parts = add i64 %helpers, 1
+  call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter, i64 0, i64 %parts)
   br label %wait
 wait:
   %k = phi i64 [0, %publish], [%k1, %spin]

@@ -86,14 +86,16 @@ def _span(cg, tensor):
     return b.add(base, b.mul(lo, size)), b.add(base, b.mul(b.add(hi, i64(1)), size))
 
 
-def independent(cg, store, store_offsets, load, load_offsets):
+def independent(cg, store, store_offsets, load, load_offsets, same_shape=True):
     """May a fused loop store ``store`` element by element while reading ``load``? Yes when
-    their memory does not overlap, or when both are the same view at the same offsets (an
-    in-place update reads each element before writing it)."""
+    their memory does not overlap, or when both are the same view at the same offsets and the
+    tiles have one shape (an in-place update reads each element before writing it; a tile
+    read with broadcasting would read some elements again after they were written)."""
     b = cg.b
     (slo, shi), (llo, lhi) = _span(cg, store), _span(cg, load)
     apart = b.or_(b.icmp_unsigned("<=", shi, llo), b.icmp_unsigned("<=", lhi, slo))
-    if store.rank != load.rank or store.dtype.itemsize != load.dtype.itemsize:
+    if store.rank != load.rank or store.dtype.itemsize != load.dtype.itemsize or \
+            not same_shape:
         return apart
     sp, _, ss = cg.get(store)
     lp, _, ls = cg.get(load)
@@ -151,9 +153,11 @@ def _atomic_add(b, ptr, value, d: dt.dtype):
     b.position_at_end(done)
 
 
-def tload(cg, inst):
+def tload(cg, inst, tile=None):
+    """``tile``: load the instruction's window into another tile of the same 2-D shape (a
+    forwarded load materialised under a reshaped name, see ``forwarding.py``)."""
     tensor, *offsets = inst.ins
-    _transfer(cg, tensor, offsets, inst.outs[0], to_tile=True, pad=inst.attrs["pad"])
+    _transfer(cg, tensor, offsets, tile or inst.outs[0], to_tile=True, pad=inst.attrs["pad"])
 
 
 def tstore(cg, inst):
