@@ -25,6 +25,7 @@ SCRIPTS = {
     "tutorials/05_multicore_barrier.py":
         r"^\s*size\s+blocks\s+1 launch\s+2 launches\s+numpy\s+ratio\s*$",
     "tutorials/06_double_buffering.py": r"^\s*shape\s+stages=1\s+stages=2\s+numpy\s+2 vs 1\s*$",
+    "tutorials/07_graph_api.py": r"^\s*size\s+tiles\s+PyPTO\s+numpy\s+ratio\s*$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -49,6 +50,10 @@ SHOWS = {
     "tutorials/06_double_buffering.py": [
         "bit-identical", "_pong", "set_flag  MTE2 -> V", "wait_flag V -> MTE2",
         "L1 used 32 KiB -> 64 KiB", "is read before pl.synchronize()"],
+    "tutorials/07_graph_api.py": [
+        "tiles: 8 x 8 = 64 tile(s) of (16, 16)", "%a: tile (16, 64) at (16*i, 0)",
+        "tile_size=(16, 16) is refused", "1 kernel fused", "2 kernels unfused",
+        "missing ['y']", "breakpoint hits, one per tile"],
     "tutorials/09_profiling.py": [
         "(measured on this machine", "not measured)", "core utilization 16.7%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
