@@ -151,6 +151,8 @@ class Module:
         graph has several outputs. In debug mode (``pypto.debug.enable()``) the kernels run in
         the reference interpreter, one block per tile."""
         from .. import debug
+        if isinstance(ctx, dict) and inputs is None:      # module.run({"a": ...})
+            ctx, inputs = None, ctx
         if ctx is None:
             ctx = Context()
         if not isinstance(ctx, Context):
