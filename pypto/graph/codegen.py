@@ -28,7 +28,8 @@ _MAX_GENERATED = 256
 def kernel_name(graph_name: str, group) -> str:
     raw = f"{graph_name}_{'_'.join(n.name for n in group.nodes)}"
     name = re.sub(r"\W", "_", raw)[:60]
-    return name if name[0].isalpha() else f"g_{name}"
+    name = name if name[0].isalpha() else f"g_{name}"
+    return f"{name}_kernel" if name in op_names(group) else name
 
 
 def op_names(group) -> dict:

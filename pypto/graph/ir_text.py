@@ -9,22 +9,22 @@ from __future__ import annotations
 
 def tile_graph_text(module) -> str:
     graph = module.graph
-    lines = [f'tile graph "{graph.name}": {len(graph.nodes)} node(s), '
+    lines = [f'tile graph "{graph.name}": {len(module.nodes)} node(s), '
              f"{len(module.kernels)} kernel(s) for {module.target.name}", "inputs"]
-    for t in graph.placeholders:
+    for t in module.placeholders:
         lines.append(f"  %{t.name}: {t.dtype}{list(t.shape)} layout {t.layout}")
     kernel_of = {id(n): k for k in module.kernels for n in k.group.nodes}
     lines.append("nodes")
-    for node in graph.nodes:
-        lines += _node(node, kernel_of[id(node)], graph)
+    for node in module.nodes:
+        lines += _node(node, kernel_of[id(node)])
     lines.append("outputs")
-    lines += [f"  %{t.name}: {t.dtype}{list(t.shape)}" for t in graph.outputs]
+    lines += [f"  %{t.name}: {t.dtype}{list(t.shape)}" for t in module.outputs]
     for k in module.kernels:
         lines += _kernel(k, module)
     return "\n".join(lines) + "\n"
 
 
-def _node(node, kernel, graph) -> list[str]:
+def _node(node, kernel) -> list[str]:
     t = node.tiling
     inputs = ", ".join(f"%{x.name}" for x in node.inputs)
     grid = " x ".join(map(str, t.grid))

@@ -67,7 +67,7 @@ def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None
     if not graph.nodes:
         raise ValueError(f"pypto.compile: graph {graph.name!r} has no tile_map nodes")
     module = Module(graph, chip, opts, bool(emit_ir))
-    module.kernels = build_kernels(graph, chip, opts, debug=False)
+    module.kernels = build_kernels(module, debug=False)
     for kernel in module.kernels:
         _compile_kernel(kernel)
     if output is not None:
@@ -92,11 +92,12 @@ def _check_options(options) -> dict:
     return {**OPTIONS, **options}
 
 
-def build_kernels(graph, chip, opts, debug: bool) -> list[Kernel]:
-    """The graph's kernels in launch order (not compiled). ``debug``: one block per tile, so
+def build_kernels(module, debug: bool) -> list[Kernel]:
+    """The module's kernels in launch order (not compiled). ``debug``: one block per tile, so
     a block's index is its tile's index."""
+    graph, chip, opts = module.graph, module.target, module.options
     kernels = []
-    for group in plan_groups(graph, fuse=opts["tile_fusion"]):
+    for group in plan_groups(graph, module.nodes, fuse=opts["tile_fusion"]):
         cores = chip.cores_for(group.uses_cube)
         form, grid = choose_form(group, group.last.strategy, cores, debug)
         name = kernel_name(graph.name, group)
@@ -107,9 +108,18 @@ def build_kernels(graph, chip, opts, debug: bool) -> list[Kernel]:
 
 
 def _standins(kernel: Kernel) -> list:
-    """Uninitialised arrays of the kernel's argument shapes (compiling reads only those)."""
-    tensors = kernel.params + [kernel.output]
-    return [np.empty(t.shape, t.dtype.to_numpy()) for t in tensors]
+    """Arrays with the kernel's argument shapes, dtypes and C-contiguous strides over one
+    element of memory: compiling reads only those, so nothing of the tensors' size is
+    allocated."""
+    out = []
+    for t in kernel.params + [kernel.output]:
+        dtype = t.dtype.to_numpy()
+        strides = [dtype.itemsize]
+        for n in reversed(t.shape[1:]):
+            strides.insert(0, strides[0] * n)
+        out.append(np.lib.stride_tricks.as_strided(np.zeros(1, dtype), t.shape, strides,
+                                                   writeable=False))
+    return out
 
 
 def _compile_kernel(kernel: Kernel) -> None:
@@ -130,6 +140,10 @@ class Module:
 
     def __init__(self, graph, target, options, emit_ir=False):
         self.graph = graph
+        # what the graph held when compiled (nodes added later belong to the next compile)
+        self.placeholders = list(graph.placeholders)
+        self.nodes = list(graph.nodes)
+        self.outputs = list(graph.outputs)
         self.target = target
         self.options = options
         self.emit_ir = emit_ir
@@ -138,11 +152,11 @@ class Module:
 
     @property
     def input_names(self) -> list[str]:
-        return [t.name for t in self.graph.placeholders]
+        return [t.name for t in self.placeholders]
 
     @property
     def output_names(self) -> list[str]:
-        return [t.name for t in self.graph.outputs]
+        return [t.name for t in self.outputs]
 
     # -- running ----------------------------------------------------------------------------
     def run(self, ctx=None, inputs=None):
@@ -168,7 +182,7 @@ class Module:
             else:
                 kernel.jit[kernel.grid](*args)
             values[id(kernel.output)] = out
-        outputs = tuple(values[id(t)] for t in self.graph.outputs)
+        outputs = tuple(values[id(t)] for t in self.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
     __call__ = run
@@ -186,7 +200,7 @@ class Module:
             raise InputNameError(f"Module.run(inputs=...): {'; '.join(parts)}. Graph "
                            f"{self.graph.name!r} expects exactly {expected}")
         values = {}
-        for t in self.graph.placeholders:
+        for t in self.placeholders:
             given = inputs[t.name]
             arr = as_array(given)
             if arr is None:
@@ -207,8 +221,7 @@ class Module:
 
     def _debug(self) -> list[Kernel]:
         if self._debug_kernels is None:
-            self._debug_kernels = build_kernels(self.graph, self.target, self.options,
-                                                debug=True)
+            self._debug_kernels = build_kernels(self, debug=True)
         return self._debug_kernels
 
     # -- what was built ---------------------------------------------------------------------

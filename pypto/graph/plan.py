@@ -65,11 +65,12 @@ class Group:
         return out
 
 
-def plan_groups(graph, fuse: bool) -> list[Group]:
-    """The graph's kernels in launch order (each group runs after the groups it reads)."""
+def plan_groups(graph, nodes, fuse: bool) -> list[Group]:
+    """The kernels of ``nodes`` (the graph's, in creation order) in launch order: each group
+    runs after the groups it reads."""
     groups: list[Group] = []
     by_output: dict[int, Group] = {}
-    for node in graph.nodes:
+    for node in nodes:
         target = None
         if fuse:
             for t in node.inputs:
@@ -84,7 +85,7 @@ def plan_groups(graph, fuse: bool) -> list[Group]:
             del by_output[id(target.output)]
         target.nodes.append(node)
         by_output[id(node.output)] = target
-    return sorted(groups, key=lambda g: graph.nodes.index(g.last))
+    return sorted(groups, key=lambda g: nodes.index(g.last))
 
 
 def _fusible(producer, consumer, graph) -> bool:

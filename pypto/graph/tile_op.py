@@ -21,9 +21,10 @@ class TileOp(JITFunction):
 
     def __init__(self, fn):
         for p in inspect.signature(fn).parameters.values():
-            if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            if p.kind != p.POSITIONAL_OR_KEYWORD and not (
+                    p.kind == p.KEYWORD_ONLY and p.default is not p.empty):
                 raise TypeError(f"@pypto.tile_op {fn.__name__}: parameters must be plain "
-                                f"names (one per input tile), got {p}")
+                                f"names (one per input tile, constants with defaults), got {p}")
         super().__init__(fn)
 
     @property

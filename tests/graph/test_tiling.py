@@ -244,3 +244,15 @@ def test_tile_ops_made_by_a_factory_keep_their_own_constants():
         x = graph.placeholder((300,), pypto.float32)
         pypto.tile_map(scaler(scale), [x], tile_size=128)
         np.testing.assert_array_equal(run(pypto.compile(graph), x=a), a * np.float32(scale))
+
+
+def test_a_module_keeps_the_graph_it_was_compiled_from():
+    graph = pypto.TensorGraph(name="snapshot")
+    x = graph.placeholder((100,), pypto.float32)
+    first = pypto.tile_map(relu, [x], tile_size=64)
+    module = pypto.compile(graph)
+    pypto.tile_map(add, [first, first], tile_size=64)        # added after compiling
+    a = rand(100, "float32")
+    np.testing.assert_array_equal(run(module, x=a), np.maximum(a, 0))
+    assert module.output_names == ["relu"] and "tile_map(add" not in module.tile_graph_ir
+    np.testing.assert_array_equal(run(pypto.compile(graph), x=a), 2 * np.maximum(a, 0))
