@@ -228,8 +228,10 @@ def fast_exp_f32(b, x):
     n = call_intrinsic(b, "llvm.rint", b.fmul(xc, c(1.4426950408889634)))
     r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
     p = c(_EXP_POLY[-1])
+    fmuladd = b.module.globals.get("llvm.fmuladd.f32") or ir.Function(
+        b.module, ir.FunctionType(f32, [f32] * 3), name="llvm.fmuladd.f32")
     for coef in reversed(_EXP_POLY[:-1]):
-        p = b.fadd(b.fmul(p, r), c(coef))
+        p = b.call(fmuladd, [p, r, c(coef)])     # one FMA where the host has them
     ni = b.fptosi(n, I32)
     # 2**n split in two factors so n = 128 (x near the top of the range) stays finite
     half = b.ashr(ni, ir.Constant(I32, 1))
