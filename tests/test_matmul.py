@@ -178,9 +178,11 @@ def assert_outside_untouched(big, original, pad=3):
 # -- dtypes and shapes -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtypes", DTYPE_PAIRS, ids=DTYPE_IDS)
-@pytest.mark.parametrize("shape", SHAPES + [(512, 512, 512)],
+@pytest.mark.parametrize("shape", SHAPES + [(512, 512, 512), (17, 65, 33), (1024, 1024, 1)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_matmul_dtypes(dtypes, shape):
+    """(17, 65, 33): 17x33 @ 33x65, nothing a multiple of a fractal; (1024, 1024, 1): a
+    1024x1 @ 1x1024 outer product, a K of one element in the micro-kernel."""
     in_dtype, out_dtype = dtypes
     m, n, k = shape
     rng = np.random.default_rng(m * 7 + n * 3 + k)

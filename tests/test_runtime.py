@@ -51,6 +51,14 @@ def test_each_thread_share_and_the_help_with_others_cover_the_grid_once(threads,
         runtime.set_num_threads(previous)
 
 
+def test_a_kernel_launched_10000_times():
+    """The warm launch path (binder, key, pool hand-off) stays correct over many calls."""
+    hits = np.zeros(3 * 8, np.int32)
+    for _ in range(10_000):
+        count_blocks[(3,)](hits, BLOCK=8)
+    assert (hits == 10_000).all()
+
+
 def test_launches_from_many_python_threads():
     results = []
 
