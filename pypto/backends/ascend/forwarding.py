@@ -28,11 +28,10 @@ from ...compiler.pto import For, If, Inst, Tile, While, walk_insts
 
 @dataclass
 class Forward:
-    """A load whose value later groups read from global memory, under the names in ``tiles``
-    (its own tile and tiles reshaped from it; a PTO tile names a buffer, so one name can
-    hold other values at other times)."""
+    """A load whose value later groups read from global memory: under its own tile's name or
+    the names of tiles reshaped from it (a PTO tile names a buffer, so a name can hold other
+    values at other times: reads are recorded per instruction)."""
     load: Inst
-    tiles: dict = field(default_factory=dict)        # id(tile) -> tile
     reshapes: list = field(default_factory=list)     # TRESHAPEs the backend skips
     readers: list = field(default_factory=list)      # (instruction, tile) reads from GM
 
@@ -64,7 +63,7 @@ def _follow(insts, i, target) -> Forward | None:
     """Track the value loaded at ``insts[i]`` to its last read; None if any read cannot be
     served from global memory."""
     load = insts[i]
-    forward = Forward(load, {id(load.outs[0]): load.outs[0]})
+    forward = Forward(load)
     live = {id(load.outs[0]): tile_extent(load.outs[0], target)}   # names holding the value
     own_group = load.attrs["_fuse"]
     gm_written = False
@@ -74,7 +73,6 @@ def _follow(insts, i, target) -> Forward | None:
             if gm_written or isinstance(inst, (For, If, While)):
                 return None
             if _is_view_reshape(inst, live):
-                forward.tiles[id(inst.outs[0])] = inst.outs[0]
                 forward.reshapes.append(inst)
                 live[id(inst.outs[0])] = tile_extent(inst.outs[0], target)
                 continue
