@@ -101,3 +101,18 @@ def test_breakpoint_outside_a_kernel_and_bad_hook():
         pypto.debug.set_hook(3)
     with pytest.raises(TypeError, match="takes a pypto.TensorGraph or a Module"):
         pypto.debug.run(None, {})
+
+
+def test_module_run_under_pypto_interpret(graph, monkeypatch):
+    """Outside debug mode the generated kernels are ordinary jit kernels: PYPTO_INTERPRET runs
+    them (grid-stride form included) in the interpreter, and breakpoints stay silent."""
+    g = pypto.TensorGraph(name="interp")
+    x = g.placeholder((48 * 5 * 64 + 3,), pypto.float32)
+    pypto.tile_map(scaled, [x, x], tile_size=64)
+    module = pypto.compile(g)
+    assert module.kernels[0].form == "stride"
+    pypto.debug.clear()
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    a = rand(x.shape, "float32")
+    np.testing.assert_array_equal(module.run(pypto.Context(), {"x": a}).to_numpy(), a * 3)
+    assert pypto.debug.snapshots == []
