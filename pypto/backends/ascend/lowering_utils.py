@@ -212,8 +212,10 @@ def call_intrinsic(b, name, value):
     return b.call(fn, [value])
 
 
-# exp(r) on [-ln2/2, ln2/2]: Taylor coefficients to r^7 (error < 2e-9 on the interval)
-_EXP_POLY = (1.0, 1.0, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720, 1 / 5040)
+# exp(r) on [-ln2/2, ln2/2]: a degree-6 polynomial fitted for least maximum relative error
+# (1.9e-9 on the interval, like Taylor's to r^7 with one coefficient less)
+_EXP_POLY = (1.000000000554188, 1.0000000363230872, 0.4999999207946393, 0.16666420170217322,
+             0.041668225648963365, 0.008374815779739843, 0.0013836841544819694)
 
 
 def fast_exp_f32(b, x):
