@@ -7,6 +7,7 @@ all its blocks on its own thread rather than wait.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -67,6 +68,16 @@ def _start_pool(threads: int):
     p = HostPool(threads, SCRATCH_BYTES)
     _state["pool"] = p
     return p
+
+
+@atexit.register
+def _stop_pool_at_exit() -> None:
+    """Workers must be gone before the interpreter frees the pool's state: a worker still
+    spinning on freed memory could read a changed generation there and call the last kernel
+    again with stale arguments (seen as a crash on exit after a test run)."""
+    p = _state.get("pool")
+    if p is not None:
+        p.stop()
 
 
 def own_scratch() -> int:

@@ -291,10 +291,13 @@ class HostPool:
         self.helpers = threads - 1
 
     def stop(self) -> None:
-        """Stop and join the workers; waits for a launch in progress to finish first."""
+        """Stop and join the workers; waits for a launch in progress to finish first. Later
+        launches through this pool run on their calling thread alone."""
         with self.lock:
-            self._stop(self.state.ctypes.data)
-            self._join(self._handles.ctypes.data, self.threads - 1)
+            if self.helpers:
+                self.helpers = 0
+                self._stop(self.state.ctypes.data)
+                self._join(self._handles.ctypes.data, self.threads - 1)
 
 
 def _cached_object(text: str) -> bytes:
