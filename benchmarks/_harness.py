@@ -2,7 +2,9 @@
 
 Timing rule: one warm-up call (it compiles or fetches the kernel and faults the pages in), then
 ``reps`` timed calls; the median is reported, so one preempted rep on a busy machine does not
-move the result.
+move the result. The memory-bound families (vector add, softmax, layer norm) take turns
+between libraries in three rounds (``side_by_side``), because this host's memory bandwidth
+drifts during a run.
 """
 from __future__ import annotations
 
@@ -50,6 +52,28 @@ def median_time(fn, reps: int, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def side_by_side(fns: dict, reps: int, rounds: int = 3) -> dict:
+    """name -> median time of ``fns[name]()`` (None where the function is None), measured in
+    ``rounds`` rounds that take the libraries in turn: in each, a warm-up call and
+    ceil(reps / rounds) timed calls per library, with a pause after each. A shared host's
+    speed drifts during a run (its memory bandwidth moved 2x within a minute here); taking
+    turns lets that drift affect every library alike instead of whichever ran in a slow
+    phase."""
+    per_round = -(-reps // rounds)
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if fn is None:
+                continue
+            fn()
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+            settle()
+    return {name: statistics.median(ts) if ts else None for name, ts in times.items()}
 
 
 _settle_seconds = 0.2

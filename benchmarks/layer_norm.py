@@ -24,10 +24,9 @@ from _harness import (
     import_torch,
     main_for,
     make_row,
-    median_time,
     pct_of,
     row_blocks,
-    settle,
+    side_by_side,
     speedup,
     use_threads,
 )
@@ -92,28 +91,23 @@ def run(args, limits=None) -> list[dict]:
         b = rng.standard_normal(n_cols, dtype=np.float32)
         data.append((x, w, b, np.empty_like(x)))
 
-    # Phase 1: PyPTO, checked against float64 numpy (fp32 sums of ~1000 terms: errors of a
-    # few 1e-6 on outputs of order 1).
-    t_pypto = []
+    # PyPTO checked against float64 numpy (fp32 sums of ~1000 terms: errors of a few 1e-6 on
+    # outputs of order 1), then the libraries timed taking turns (torch's layer_norm has no
+    # out=; it allocates its result).
+    t_pypto, t_numpy, t_torch = [], [], []
     for x, w, b, y in data:
         exact = numpy_layer_norm(*(a.astype(np.float64) for a in (x, w, b)))
         np.testing.assert_allclose(pypto_layer_norm(x, w, b, y), exact, rtol=1e-4, atol=1e-4,
                                    err_msg=f"PyPTO layer norm {x.shape}")
-        t_pypto.append(median_time(lambda: pypto_layer_norm(x, w, b, y), args.reps))
-    settle()
-    # Phase 2: numpy.
-    t_numpy = [median_time(lambda: numpy_layer_norm(x, w, b), args.reps)
-               for x, w, b, _ in data]
-    settle()
-    # Phase 3: torch (layer_norm has no out=; it allocates its result).
-    t_torch = [None] * len(data)
-    if torch is not None:
-        layer_norm = torch.nn.functional.layer_norm
-        for i, (x, w, b, _) in enumerate(data):
+        if torch is not None:
             xt, wt, bt = (torch.from_numpy(a) for a in (x, w, b))
-            t_torch[i] = median_time(lambda: layer_norm(xt, (x.shape[1],), wt, bt, EPS),
-                                     args.reps)
-        settle()
+            torch_fn = lambda: torch.nn.functional.layer_norm(xt, (x.shape[1],), wt, bt, EPS)
+        t = side_by_side({"pypto": lambda: pypto_layer_norm(x, w, b, y),
+                          "numpy": lambda: numpy_layer_norm(x, w, b),
+                          "torch": torch_fn if torch is not None else None}, args.reps)
+        t_pypto.append(t["pypto"])
+        t_numpy.append(t["numpy"])
+        t_torch.append(t["torch"])
 
     rows = []
     for (x, _, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
@@ -131,7 +125,7 @@ def run(args, limits=None) -> list[dict]:
 
 def main(argv=None) -> None:
     main_for(__doc__.splitlines()[0], run, lambda args: (
-        f"layer norm, median of {args.reps} after a warm-up; ratio against torch (numpy "
+        f"layer norm, median of {args.reps} (libraries taking turns, 3 rounds); ratio against torch (numpy "
         f"without torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy bandwidth (read x, "
         "write y)"),
              patterns=("copy",), flops=False, argv=argv)

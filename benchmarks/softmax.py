@@ -26,10 +26,9 @@ from _harness import (
     import_torch,
     main_for,
     make_row,
-    median_time,
     pct_of,
     row_blocks,
-    settle,
+    side_by_side,
     speedup,
     use_threads,
 )
@@ -81,24 +80,22 @@ def run(args, limits=None) -> list[dict]:
     data = [(rng.standard_normal(s, dtype=np.float32) * 4, np.empty(s, np.float32))
             for s in shapes(args.quick)]
 
-    # Phase 1: PyPTO, checked against a float64 softmax (fp32 exp, sum and divide: a few
-    # units in the last place).
-    t_pypto = []
+    # PyPTO checked against a float64 softmax (fp32 exp, sum and divide: a few units in the
+    # last place), then the libraries timed taking turns (torch into a preallocated output,
+    # like the others).
+    t_pypto, t_numpy, t_torch = [], [], []
     for x, out in data:
         np.testing.assert_allclose(pypto_softmax(x, out), numpy_softmax(x.astype(np.float64)),
                                    rtol=1e-5, atol=1e-12, err_msg=f"PyPTO softmax {x.shape}")
-        t_pypto.append(median_time(lambda: pypto_softmax(x, out), args.reps))
-    settle()
-    # Phase 2: numpy.
-    t_numpy = [median_time(lambda: numpy_softmax(x), args.reps) for x, _ in data]
-    settle()
-    # Phase 3: torch (into a preallocated output, like the others).
-    t_torch = [None] * len(data)
-    if torch is not None:
-        for i, (x, _) in enumerate(data):
+        if torch is not None:
             xt, ot = torch.from_numpy(x), torch.empty(x.shape, dtype=torch.float32)
-            t_torch[i] = median_time(lambda: torch.softmax(xt, dim=1, out=ot), args.reps)
-        settle()
+        t = side_by_side({"pypto": lambda: pypto_softmax(x, out),
+                          "numpy": lambda: numpy_softmax(x),
+                          "torch": (lambda: torch.softmax(xt, dim=1, out=ot)) if torch else None},
+                         args.reps)
+        t_pypto.append(t["pypto"])
+        t_numpy.append(t["numpy"])
+        t_torch.append(t["torch"])
 
     rows = []
     for (x, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
@@ -116,7 +113,7 @@ def run(args, limits=None) -> list[dict]:
 
 def main(argv=None) -> None:
     main_for(__doc__.splitlines()[0], run, lambda args: (
-        f"softmax, median of {args.reps} after a warm-up; ratio against torch (numpy without "
+        f"softmax, median of {args.reps} (libraries taking turns, 3 rounds); ratio against torch (numpy without "
         f"torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy bandwidth (read x, write out)"),
              patterns=("copy",), flops=False, argv=argv)
 

@@ -32,9 +32,8 @@ from _harness import (
     import_torch,
     main_for,
     make_row,
-    median_time,
     pct_of,
-    settle,
+    side_by_side,
     speedup,
     use_threads,
 )
@@ -68,29 +67,24 @@ def cases(quick: bool):
 
 
 def time_add(data, reps, torch):
-    """(PyPTO, numpy, torch) median times per (x, y, out) in ``data``, one library at a time.
-    PyPTO's result is checked against numpy first."""
-    # Phase 1: PyPTO, checked against numpy. An add is exactly rounded in both (fp16 is added
-    # in fp32 and rounded once more, which for fp16 gives the same bits), so equality is exact.
-    t_pypto = []
+    """(PyPTO, numpy, torch) median times per (x, y, out) in ``data``, the libraries taking
+    turns (``side_by_side``). PyPTO's result is checked against numpy first: an add is exactly
+    rounded in both (fp16 is added in fp32 and rounded once more, which for fp16 gives the same
+    bits), so equality is exact."""
+    t_pypto, t_numpy, t_torch = [], [], []
     for x, y, out in data:
         out.fill(0)
         pypto_add(x, y, out)
         np.testing.assert_array_equal(out, np.add(x, y), err_msg=f"PyPTO add {x.dtype} {x.size}")
-        t_pypto.append(median_time(lambda: pypto_add(x, y, out), reps))
-    settle()
-
-    # Phase 2: numpy.
-    t_numpy = [median_time(lambda: np.add(x, y, out=out), reps) for x, y, out in data]
-    settle()
-
-    # Phase 3: torch, on the same memory (torch.from_numpy shares it).
-    t_torch = [None] * len(data)
-    if torch is not None:
-        for i, (x, y, out) in enumerate(data):
-            tx, ty, tout = (torch.from_numpy(a) for a in (x, y, out))
-            t_torch[i] = median_time(lambda: torch.add(tx, ty, out=tout), reps)
-        settle()
+        # torch works on the same memory (torch.from_numpy shares it)
+        tx, ty, tout = (torch.from_numpy(a) for a in (x, y, out)) if torch else (None,) * 3
+        t = side_by_side({"pypto": lambda: pypto_add(x, y, out),
+                          "numpy": lambda: np.add(x, y, out=out),
+                          "torch": (lambda: torch.add(tx, ty, out=tout)) if torch else None},
+                         reps)
+        t_pypto.append(t["pypto"])
+        t_numpy.append(t["numpy"])
+        t_torch.append(t["torch"])
     return t_pypto, t_numpy, t_torch
 
 
@@ -132,7 +126,7 @@ def run(args, limits=None) -> list[dict]:
 
 def main(argv=None) -> None:
     main_for(__doc__.splitlines()[0], run, lambda args: (
-        f"vector add, median of {args.reps} after a warm-up; % limit: of the STREAM add "
+        f"vector add, median of {args.reps} (libraries taking turns, 3 rounds); % limit: of the STREAM add "
         "bandwidth (3 arrays)"),
              patterns=("add",), flops=False, argv=argv)
 
