@@ -15,9 +15,23 @@ from .language import *  # noqa: F401,F403 - the language is also reachable as p
 from .language import __all__ as _language_all
 from . import memory, profile
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
-from . import graph, debug
-from .graph import (GraphTensor, Module, TensorGraph, call_ascend_c, compile, conv2d,
-                    get_default_graph, placeholder, register_op, tile_map, tile_op)
+
+# The graph API and debug mode are imported on first use (they cost ~17 ms of import time
+# that kernel-only programs need not pay).
+_GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compile", "conv2d",
+                "get_default_graph", "placeholder", "register_op", "tile_map", "tile_op")
+
+
+def __getattr__(name):
+    import importlib
+    if name in ("graph", "debug"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in _GRAPH_NAMES:
+        value = getattr(importlib.import_module(".graph", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pypto' has no attribute {name!r}")
+
 
 __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
