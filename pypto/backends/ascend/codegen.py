@@ -23,7 +23,8 @@ from ...compiler.pipes import CROSS_CORE_OPS, FLAG_OPS
 from . import forwarding
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
-from .lowering_utils import I64, PTR, convert, counted_loop, i64, storage_type, to_compute
+from .lowering_utils import (I64, PTR, const, convert, counted_loop, from_compute, i64,
+                             storage_type, to_compute)
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
@@ -63,6 +64,13 @@ def args_slots(param) -> int:
 def runtime_params(program: Program) -> list:
     """The parameters the caller passes (everything but the workspace)."""
     return [p for p in program.params if not (isinstance(p, TensorArg) and p.workspace)]
+
+
+def _order_sensitive(closing) -> bool:
+    """Does the result of a group closed by ``closing`` depend on the order its columns are
+    combined in (a floating-point row sum or product)?"""
+    return closing is not None and closing.op in ("trowsum", "trowprod") and \
+        closing.ins[0].dtype.is_floating
 
 
 class Codegen:
@@ -322,45 +330,64 @@ class Codegen:
     def fused(self, insts):
         """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
         each instruction's element rule runs on values held in registers, sources are read with
-        broadcasting indices, internal results are never stored. Loads and a closing store in
-        the group go straight to global memory when every window lies inside its tensor, and
-        so do reads of forwarded tiles (``forwarding.py``); otherwise (a ragged edge) see
-        ``_ragged``."""
+        broadcasting indices, internal results are never stored. Loads, a closing store and
+        reads of forwarded tiles (``forwarding.py``) go straight to global memory when every
+        window's rows lie inside its tensor and the full-width windows have the same number of
+        valid columns: those columns run on global memory, the rest (a tile wider than the
+        rows it holds) on the loads' padding values. Otherwise see ``_ragged``."""
         from .lowering.memory import direct_window, independent
         b = self.b
-        windows, virtual = {}, set()
-        whole = None
+        closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
+        width = (insts[:-1] if closing is not None else insts)[0].outs[0].cols
+        windows, virtual, checks = {}, set(), []
         for inst in insts:
             if inst.op in ("tload", "tstore"):
                 tile = inst.outs[0] if inst.op == "tload" else inst.ins[0]
                 tensor, *offsets = inst.ins if inst.op == "tload" else inst.outs
-                gm, inside, index = direct_window(self, tensor, offsets, tile)
-                windows[id(inst)] = (gm, tensor, index)
-                whole = inside if whole is None else b.and_(whole, inside)
+                gm, rows_inside, valid, index = direct_window(self, tensor, offsets, tile)
+                windows[id(inst)] = (gm, tensor, index, inst.attrs.get("pad", 0))
+                checks.append((rows_inside, valid, tile.cols))
                 if inst.op == "tload" and id(inst) in self.forwarding.loads:
-                    self.forward_windows[id(inst)] = (gm, tensor, offsets, index, inside)
+                    self.forward_windows[id(inst)] = (gm, tensor, offsets, index, rows_inside,
+                                                      valid, tile.cols)
                     virtual.add(id(tile))
         gm_reads = self._forwarded_reads(insts)
         store = insts[-1] if insts[-1].op == "tstore" else None
-        for x, _, (_, tensor, offsets, _, inside) in gm_reads.values():
-            whole = inside if whole is None else b.and_(whole, inside)
+        direct = []
+        for x, _, (_, tensor, offsets, _, rows_inside, valid, cols) in gm_reads.values():
+            checks.append((rows_inside, valid, cols))
             if store is not None:
                 same = (x.rows, x.cols) == (store.ins[0].rows, store.ins[0].cols)
-                whole = b.and_(whole, independent(self, store.outs[0], store.outs[1:], tensor,
-                                                  offsets, same_shape=same))
-        if whole is None:
+                direct.append(independent(self, store.outs[0], store.outs[1:], tensor, offsets,
+                                          same_shape=same))
+        if not checks:
             self._fused_loop(insts, windows)
             return
+        valid_cols = next((v for _, v, cols in checks if cols == width), None)
+        for rows_inside, valid, cols in checks:
+            direct.append(rows_inside)
+            direct.append(b.icmp_signed("==", valid, valid_cols if cols == width else i64(cols)))
+        if valid_cols is not None and _order_sensitive(closing):
+            # a float sum or product over a split column loop would be associated differently
+            # from the one loop of the masked path: results must not depend on the path
+            direct.append(b.icmp_signed("==", valid_cols, i64(width)))
+            valid_cols = None
+        elif valid_cols is not None:
+            direct.append(b.icmp_signed(">", valid_cols, i64(0)))
         if store is not None:
             store_tensor, *store_offsets = store.outs
             for inst in insts:
                 if inst.op == "tload":
                     load_tensor, *load_offsets = inst.ins
-                    whole = b.and_(whole, independent(self, store_tensor, store_offsets,
-                                                      load_tensor, load_offsets))
-        with b.if_else(whole) as (then, otherwise):
+                    direct.append(independent(self, store_tensor, store_offsets, load_tensor,
+                                              load_offsets))
+        ok = direct[0]
+        for cond in direct[1:]:
+            ok = b.and_(ok, cond)
+        with b.if_else(ok) as (then, otherwise):
             with then:
-                self._fused_loop(insts, windows, gm_reads=gm_reads, virtual=virtual)
+                self._fused_loop(insts, windows, gm_reads=gm_reads, virtual=virtual,
+                                 valid_cols=valid_cols)
             with otherwise:
                 for x, load, _ in gm_reads.values():     # materialise what the group reads
                     RULES["tload"](self, load, x)
@@ -392,9 +419,12 @@ class Codegen:
         if store is not None:
             RULES["tstore"](self, store)
 
-    def _fused_loop(self, insts, windows, keep=frozenset(), gm_reads=None, virtual=frozenset()):
+    def _fused_loop(self, insts, windows, keep=frozenset(), gm_reads=None, virtual=frozenset(),
+                    valid_cols=None):
         """``keep``: internal results to store anyway; ``gm_reads``: tiles read from their
-        load's window (``_forwarded_reads``); ``virtual``: loaded tiles not to store."""
+        load's window (``_forwarded_reads``); ``virtual``: loaded tiles not to store;
+        ``valid_cols``: columns from there on are padding (loads give their pad value, the
+        closing store skips them)."""
         from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
         closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
@@ -402,24 +432,29 @@ class Codegen:
         out = members[0].outs[0]
         rules = [([], None) if inst.op == "tload" else ELEMENT_RULES[inst.op](self, inst)
                  for inst in members]
-        ptrs = {}
+        # every tile's address, computed here so that it dominates both column loops below
+        ptrs = {id(t): self.tile_ptr(t) for inst in insts for t in inst.ins + inst.outs
+                if isinstance(t, Tile)}
 
         def ptr(t):
-            if id(t) not in ptrs:
-                ptrs[id(t)] = self.tile_ptr(t)
             return ptrs[id(t)]
 
-        def read(x, row, c):
+        def pad_value(d, pad):
+            return from_compute(b, const(d, pad), d)
+
+        def read(x, row, c, padded=False):
             if gm_reads and id(x) in gm_reads:
-                _, _, (gm, tensor, _, index, _) = gm_reads[id(x)]
+                _, load, (gm, tensor, _, index, *_) = gm_reads[id(x)]
+                if padded and x.cols == out.cols:
+                    return pad_value(x.dtype, load.attrs.get("pad", 0))
                 return convert(b, self.load_elem(gm, tensor.dtype, index(row, c)),
                                tensor.dtype, x.dtype)
             return self.load_elem(ptr(x), x.dtype, b.add(b.mul(row, i64(x.cols)), c))
 
-        def value_of(x, regs, row_values, r, c):
+        def value_of(x, regs, row_values, r, c, padded=False):
             raw = regs.get(id(x), row_values.get(id(x)))
             if raw is None:
-                raw = read(x, r if x.rows > 1 else i64(0), c)
+                raw = read(x, r if x.rows > 1 else i64(0), c, padded)
             return raw
 
         with counted_loop(b, i64(0), i64(out.rows), name="fr") as r:
@@ -432,18 +467,20 @@ class Codegen:
                         row_values[id(x)] = read(x, r if x.rows > 1 else i64(0), i64(0))
             if closing is not None and closing.op in ROW_REDUCTIONS:
                 accumulate, finish = row_accumulator(self, closing)
-            with counted_loop(b, i64(0), i64(out.cols), name="fc") as c:
+            def column(c, padded):
                 regs = {}
                 for inst, (inputs, body) in zip(members, rules):
                     dst = inst.outs[0]
-                    if inst.op == "tload":
-                        gm, tensor, index = windows[id(inst)]
+                    if inst.op == "tload" and padded:
+                        value = pad_value(dst.dtype, windows[id(inst)][3])
+                    elif inst.op == "tload":
+                        gm, tensor, index, _ = windows[id(inst)]
                         value = convert(b, self.load_elem(gm, tensor.dtype, index(r, c)),
                                         tensor.dtype, dst.dtype)
                     else:
-                        value = body(*(to_compute(b, value_of(x, regs, row_values, r, c),
-                                                  x.dtype) if isinstance(x, Tile) else x
-                                       for x in inputs))
+                        value = body(*(to_compute(b, value_of(x, regs, row_values, r, c,
+                                                              padded), x.dtype)
+                                       if isinstance(x, Tile) else x for x in inputs))
                     regs[id(dst)] = value
                     if (not inst.attrs.get("_internal") or id(dst) in keep) and \
                             id(dst) not in virtual:
@@ -451,13 +488,20 @@ class Codegen:
                                         b.add(b.mul(r, i64(dst.cols)), c))
                 if closing is not None:
                     src = closing.ins[0]
-                    raw = value_of(src, regs, row_values, r, c)
-                    if closing.op == "tstore":
-                        gm, tensor, index = windows[id(closing)]
+                    raw = value_of(src, regs, row_values, r, c, padded)
+                    if closing.op != "tstore":
+                        accumulate(raw)
+                    elif not padded:
+                        gm, tensor, index, _ = windows[id(closing)]
                         self.store_elem(convert(b, raw, src.dtype, tensor.dtype), gm,
                                         tensor.dtype, index(r, c))
-                    else:
-                        accumulate(raw)
+
+            split = valid_cols if valid_cols is not None else i64(out.cols)
+            with counted_loop(b, i64(0), split, name="fc") as c:
+                column(c, padded=False)
+            if valid_cols is not None:      # the padding columns: no global memory at all
+                with counted_loop(b, valid_cols, i64(out.cols), name="fp") as c:
+                    column(c, padded=True)
             if closing is not None and closing.op in ROW_REDUCTIONS:
                 finish(r)
 

@@ -137,3 +137,59 @@ def test_fusion_never_makes_a_kernel_too_big_for_the_chip(monkeypatch):
     ref = np.zeros_like(x)
     layer_norm[(2,)](x, w, b, ref, 1e-5, BM=2, BN=4096)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pypto.jit
+def shifted_window(x, out, BM: pl.constexpr, BN: pl.constexpr, SHIFT: pl.constexpr):
+    row = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(row, SHIFT), shape=(BM, BN), padding=-1.0)
+    pl.store(out, offsets=(row, 0), value=t * 2.0 + pl.sum(t, axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("x_cols,out_cols", [(20, 12), (20, 16), (8 + 16, 16), (30, 5)])
+def test_tiles_wider_than_their_rows_run_the_padding_columns_without_memory(x_cols, out_cols,
+                                                                            monkeypatch):
+    """Load windows that end past the tensor's last column: the valid columns run on global
+    memory and the rest on the padding value (the row sum includes them, as on the chip).
+    When the store's window has another number of valid columns the masked path runs; both
+    must agree with the interpreter, and nothing past the output's columns is written."""
+    rng = np.random.default_rng(x_cols * out_cols)
+    x = rng.standard_normal((12, x_cols)).astype(np.float32)
+    guard = np.full((12, out_cols + 4), np.nan, np.float32)
+    got = guard[:, :out_cols]
+    shifted_window[(3,)](x, got, BM=4, BN=16, SHIFT=8)
+    assert np.isnan(guard[:, out_cols:]).all()
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    ref = np.zeros((12, out_cols), np.float32)
+    shifted_window[(3,)](x, ref, BM=4, BN=16, SHIFT=8)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+@pypto.jit
+def add_two_widths(x, y, out, BN: pl.constexpr):
+    row = pl.program_id(0) * 4
+    a = pl.load(x, offsets=(row, 0), shape=(4, BN))
+    b = pl.load(y, offsets=(row, 0), shape=(4, BN))
+    pl.store(out, offsets=(row, 0), value=a + b)
+
+
+def test_windows_with_different_valid_columns_take_the_masked_path():
+    x = np.ones((8, 100), np.float32)
+    y = np.full((8, 120), 2.0, np.float32)
+    out = np.zeros((8, 128), np.float32)
+    add_two_widths[(2,)](x, y, out, BN=128)
+    expected = np.zeros((8, 128), np.float32)
+    expected[:, :100] += 1.0
+    expected[:, :120] += 2.0
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_row_gives_the_same_bits_on_the_direct_and_the_masked_path():
+    """Rows 0-7 run on the direct path, row 8 (a ragged last block) on the masked one. A
+    float row sum must not be associated differently on the two, or equal rows would give
+    different bits depending on where they sit."""
+    row = np.random.default_rng(9).standard_normal(100).astype(np.float32) * 4
+    x = np.tile(row, (9, 1))
+    out = np.zeros_like(x)
+    row_softmax[(2,)](x, out, BM=8, BN=128)
+    np.testing.assert_array_equal(out[8], out[0])

@@ -107,21 +107,20 @@ def independent(cg, store, store_offsets, load, load_offsets, same_shape=True):
 
 
 def direct_window(cg, tensor, offsets, tile):
-    """For fused loops: (whole, index) where ``whole`` is true when the tile's window lies
-    entirely inside the tensor (then no masking is needed) and ``index(r, c)`` is the element
-    offset of tile position (r, c) in global memory."""
+    """For fused loops: (gm, rows_inside, valid_cols, index). ``rows_inside``: the tile's rows
+    lie inside the tensor and its first column is not before the tensor's; ``valid_cols``: how
+    many of its columns lie inside (the rest are padding, as at the end of a row of a tile
+    wider than the tensor); ``index(r, c)``: the element offset of tile position (r, c) in
+    global memory."""
     b = cg.b
     gm, (o0, o1), (d0, d1), (s0, s1) = _window(cg, tensor, offsets)
-    inside = [b.icmp_signed(">=", o0, i64(0)), b.icmp_signed(">=", o1, i64(0)),
-              b.icmp_signed("<=", b.add(o0, i64(tile.rows)), d0),
-              b.icmp_signed("<=", b.add(o1, i64(tile.cols)), d1)]
-    whole = inside[0]
-    for cond in inside[1:]:
-        whole = b.and_(whole, cond)
+    rows_inside = b.and_(b.and_(b.icmp_signed(">=", o0, i64(0)), b.icmp_signed(">=", o1, i64(0))),
+                         b.icmp_signed("<=", b.add(o0, i64(tile.rows)), d0))
+    valid_cols = clamp(b, b.sub(d1, o1), i64(0), i64(tile.cols))
 
     def index(r, c):
         return b.add(b.mul(b.add(o0, r), s0), b.mul(b.add(o1, c), s1))
-    return gm, whole, index
+    return gm, rows_inside, valid_cols, index
 
 
 def _atomic_add(b, ptr, value, d: dt.dtype):
