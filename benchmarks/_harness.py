@@ -56,12 +56,13 @@ def median_time(fn, reps: int, warmup: int = 1) -> float:
 
 def side_by_side(fns: dict, reps: int, rounds: int = 3) -> dict:
     """name -> median time of ``fns[name]()`` (None where the function is None), measured in
-    ``rounds`` rounds that take the libraries in turn: in each, a warm-up call and
-    ceil(reps / rounds) timed calls per library, with a pause after each. A shared host's
-    speed drifts during a run (its memory bandwidth moved 2x within a minute here); taking
-    turns lets that drift affect every library alike instead of whichever ran in a slow
-    phase."""
-    per_round = -(-reps // rounds)
+    ``rounds`` rounds that take the libraries in turn: in each, a warm-up call and ``reps``
+    timed calls per library, with a pause after each. A shared host's speed drifts during a
+    run (its memory bandwidth moved 2x within a minute here); taking turns lets that drift
+    affect every library alike instead of whichever ran in a slow phase. (With fewer calls
+    per turn, each turn would mostly time the first calls after another library evicted the
+    caches.)"""
+    per_round = reps
     times = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
