@@ -228,10 +228,12 @@ def fast_exp_f32(b, x):
     xc = b.select(b.fcmp_ordered("<", x, c(lo)), c(lo), x)
     xc = b.select(b.fcmp_ordered(">", xc, c(hi)), c(hi), xc)
     n = call_intrinsic(b, "llvm.rint", b.fmul(xc, c(1.4426950408889634)))
-    r = b.fsub(b.fsub(xc, b.fmul(n, c(0.693145751953125))), b.fmul(n, c(1.428606765330187e-06)))
-    p = c(_EXP_POLY[-1])
     fmuladd = b.module.globals.get("llvm.fmuladd.f32") or ir.Function(
         b.module, ir.FunctionType(f32, [f32] * 3), name="llvm.fmuladd.f32")
+    # r = x - n·ln2 with ln2 in two parts (Cody-Waite), each step one FMA where available
+    r = b.call(fmuladd, [n, c(-0.693145751953125), xc])
+    r = b.call(fmuladd, [n, c(-1.428606765330187e-06), r])
+    p = c(_EXP_POLY[-1])
     for coef in reversed(_EXP_POLY[:-1]):
         p = b.call(fmuladd, [p, r, c(coef)])     # one FMA where the host has them
     ni = b.fptosi(n, I32)
