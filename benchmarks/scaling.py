@@ -29,6 +29,7 @@ from _harness import (
 )
 
 GOAL = 1.8
+ROUNDS = 3
 
 
 def cases(quick: bool, torch):
@@ -75,17 +76,23 @@ def run(args, limits=None) -> list[dict]:
     torch = import_torch()
     threads = default_threads()
     data = cases(args.quick, torch)
-    # times[lib][threads] = [seconds per case]; one library and one thread count at a time
-    times = {lib: {} for lib in ("PyPTO", "numpy", "torch")}
+    # times[lib][threads] = [seconds per case]: one library and one thread count at a time,
+    # in ROUNDS rounds that take them in turn (the host's speed drifts during a run; see
+    # _harness.side_by_side), the median over the rounds' medians
+    rounds = {lib: {t: [] for t in (1, 2)} for lib in ("PyPTO", "numpy", "torch")}
     try:
-        for lib in times:
-            for t in (1, 2):
-                use_threads(t, torch)
-                times[lib][t] = [median_time(fns[lib], args.reps) if fns.get(lib) else None
-                                 for *_, fns in data]
-                settle()
+        for _ in range(ROUNDS):
+            for lib, per_threads in rounds.items():
+                for t in (1, 2):
+                    use_threads(t, torch)
+                    per_threads[t].append([median_time(fns[lib], args.reps)
+                                           if fns.get(lib) else None for *_, fns in data])
+                    settle()
     finally:
         use_threads(threads, torch)
+    times = {lib: {t: [None if runs[0][i] is None else float(np.median([r[i] for r in runs]))
+                       for i in range(len(data))] for t, runs in per_threads.items()}
+             for lib, per_threads in rounds.items()}
 
     rows = []
     for i, (kernel, size, work, unit, limit_key, fns) in enumerate(data):
