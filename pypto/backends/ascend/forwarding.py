@@ -46,10 +46,12 @@ class Plan:
 def plan(insts: list, target) -> Plan:
     """Which loads of ``insts`` are forwarded, and which reads they serve."""
     out = Plan()
+    touches = None                  # per instruction, computed once for every load's scan
     for i, inst in enumerate(insts):
         if isinstance(inst, Inst) and inst.op == "tload" and "_fuse" in inst.attrs \
                 and not inst.attrs.get("_internal"):
-            forward = _follow(insts, i, target)
+            touches = touches or [_touches(node, target) for node in insts]
+            forward = _follow(insts, i, touches, target)
             if forward is None:
                 continue
             out.loads.add(id(inst))
@@ -59,16 +61,15 @@ def plan(insts: list, target) -> Plan:
     return out
 
 
-def _follow(insts, i, target) -> Forward | None:
+def _follow(insts, i, touches, target) -> Forward | None:
     """Track the value loaded at ``insts[i]`` to its last read; None if any read cannot be
-    served from global memory."""
+    served from global memory. ``touches[j]``: ``insts[j]``'s (reads, writes, writes GM)."""
     load = insts[i]
     forward = Forward(load)
     live = {id(load.outs[0]): tile_extent(load.outs[0], target)}   # names holding the value
     own_group = load.attrs["_fuse"]
     gm_written = False
-    for inst in insts[i + 1:]:
-        reads, writes = _touches(inst, target)
+    for inst, (reads, writes, writes_gm) in zip(insts[i + 1:], touches[i + 1:]):
         if any(_overlaps(r, live.values()) for r in reads):
             if gm_written or isinstance(inst, (For, If, While)):
                 return None
@@ -82,8 +83,7 @@ def _follow(insts, i, target) -> Forward | None:
                 return None           # not a fused read, or the bytes under another name
             if inst.attrs["_fuse"] != own_group:
                 forward.readers.extend((inst, x) for x in read)
-        if _writes_gm(inst):
-            gm_written = True
+        gm_written = gm_written or writes_gm
         live = {k: e for k, e in live.items() if not any(_overlaps(w, [e]) for w in writes)}
         if not live:
             break
@@ -91,23 +91,20 @@ def _follow(insts, i, target) -> Forward | None:
 
 
 def _touches(node, target):
-    """(read extents, write extents) of an instruction, or of everything a loop or branch
-    contains."""
+    """(read extents, write extents, may write GM) of an instruction, or of everything a loop
+    or branch contains (control flow counts as a possible GM write)."""
     reads, writes = [], []
+    writes_gm = isinstance(node, (For, If, While))
     for inst in walk_insts([node]):
         if isinstance(inst, Inst):
+            writes_gm = writes_gm or inst.op == "tstore" or inst.op in CROSS_CORE_OPS
             for kind, extent in accesses(inst, target):
                 (reads if kind == "r" else writes).append(extent)
-    return reads, writes
+    return reads, writes, writes_gm
 
 
 def _overlaps(extent, extents) -> bool:
     return any(conflicts(("w", extent), ("r", other)) for other in extents)
-
-
-def _writes_gm(node) -> bool:
-    return any(isinstance(inst, Inst) and (inst.op == "tstore" or inst.op in CROSS_CORE_OPS)
-               for inst in walk_insts([node])) or isinstance(node, (For, If, While))
 
 
 def _is_view_reshape(inst, live: dict) -> bool:
