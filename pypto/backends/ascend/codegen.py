@@ -66,6 +66,14 @@ def runtime_params(program: Program) -> list:
     return [p for p in program.params if not (isinstance(p, TensorArg) and p.workspace)]
 
 
+def _split_group(insts):
+    """(closing instruction or None, the members before it): a fusion group may end with a
+    row reduction (accumulated in registers) or a store (written to GM)."""
+    if insts[-1].op in ROW_REDUCTIONS + ("tstore",):
+        return insts[-1], insts[:-1]
+    return None, insts
+
+
 def _order_sensitive(closing) -> bool:
     """Does the result of a group closed by ``closing`` depend on the order its columns are
     combined in (a floating-point row sum or product)?"""
@@ -337,8 +345,8 @@ class Codegen:
         rows it holds) on the loads' padding values. Otherwise see ``_ragged``."""
         from .lowering.memory import direct_window, independent
         b = self.b
-        closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
-        width = (insts[:-1] if closing is not None else insts)[0].outs[0].cols
+        closing, members = _split_group(insts)
+        width = members[0].outs[0].cols
         windows, virtual, checks = {}, set(), []
         for inst in insts:
             if inst.op in ("tload", "tstore"):
@@ -352,17 +360,16 @@ class Codegen:
                                                       valid, tile.cols)
                     virtual.add(id(tile))
         gm_reads = self._forwarded_reads(insts)
-        store = insts[-1] if insts[-1].op == "tstore" else None
-        direct = []
+        # what the group reads from global memory: (tensor, offsets, tile shape)
+        read_windows = [(inst.ins[0], inst.ins[1:], (inst.outs[0].rows, inst.outs[0].cols))
+                        for inst in insts if inst.op == "tload"]
         for x, _, (_, tensor, offsets, _, rows_inside, valid, cols) in gm_reads.values():
             checks.append((rows_inside, valid, cols))
-            if store is not None:
-                same = (x.rows, x.cols) == (store.ins[0].rows, store.ins[0].cols)
-                direct.append(independent(self, store.outs[0], store.outs[1:], tensor, offsets,
-                                          same_shape=same))
+            read_windows.append((tensor, offsets, (x.rows, x.cols)))
         if not checks:
             self._fused_loop(insts, windows)
             return
+        direct = []
         valid_cols = next((v for _, v, cols in checks if cols == width), None)
         for rows_inside, valid, cols in checks:
             direct.append(rows_inside)
@@ -374,13 +381,12 @@ class Codegen:
             valid_cols = None
         elif valid_cols is not None:
             direct.append(b.icmp_signed(">", valid_cols, i64(0)))
-        if store is not None:
-            store_tensor, *store_offsets = store.outs
-            for inst in insts:
-                if inst.op == "tload":
-                    load_tensor, *load_offsets = inst.ins
-                    direct.append(independent(self, store_tensor, store_offsets, load_tensor,
-                                              load_offsets))
+        if closing is not None and closing.op == "tstore":
+            store_tensor, *store_offsets = closing.outs
+            shape = (closing.ins[0].rows, closing.ins[0].cols)
+            for tensor, offsets, tile_shape in read_windows:
+                direct.append(independent(self, store_tensor, store_offsets, tensor, offsets,
+                                          same_shape=tile_shape == shape))
         ok = direct[0]
         for cond in direct[1:]:
             ok = b.and_(ok, cond)
@@ -427,8 +433,7 @@ class Codegen:
         closing store skips them)."""
         from .lowering.vector import ELEMENT_RULES, row_accumulator
         b = self.b
-        closing = insts[-1] if insts[-1].op in ROW_REDUCTIONS + ("tstore",) else None
-        members = insts[:-1] if closing is not None else insts
+        closing, members = _split_group(insts)
         out = members[0].outs[0]
         rules = [([], None) if inst.op == "tload" else ELEMENT_RULES[inst.op](self, inst)
                  for inst in members]
@@ -467,6 +472,7 @@ class Codegen:
                         row_values[id(x)] = read(x, r if x.rows > 1 else i64(0), i64(0))
             if closing is not None and closing.op in ROW_REDUCTIONS:
                 accumulate, finish = row_accumulator(self, closing)
+
             def column(c, padded):
                 regs = {}
                 for inst, (inputs, body) in zip(members, rules):
