@@ -34,6 +34,12 @@ def host_identity() -> tuple:
             s["features"])
 
 
+def host_has(feature: str) -> bool:
+    """Does the host CPU have ``feature`` (LLVM's name, e.g. "avx512f")? Lowerings that pick
+    an instruction only some hosts have ask this; the features are in the cache key."""
+    return f"+{feature}" in _init()["features"].split(",")
+
+
 def _target_machine(opt: int):
     s = _init()
     return s["target"].create_target_machine(cpu=s["cpu"], features=s["features"], opt=opt,

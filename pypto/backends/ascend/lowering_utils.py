@@ -220,11 +220,17 @@ _EXP_POLY = (1.000000000554188, 1.0000000363230872, 0.4999999207946393, 0.166664
 
 def fast_exp_f32(b, x):
     """e**x for float32 in straight-line arithmetic, so loops over tiles vectorise (a libm call
-    per element does not): x = n·ln2 + r, e**r by polynomial, 2**n by building the exponent
-    bits. Results below the normal range flush to 0; overflow gives inf; NaN stays NaN."""
+    per element does not): x = n·ln2 + r, e**r by polynomial, then 2**n. Overflow gives inf;
+    NaN stays NaN. Where the host has AVX-512, 2**n is applied with ``llvm.ldexp`` (one
+    VSCALEFPS, which also rounds results below the normal range to subnormals and handles the
+    overflow); elsewhere by building exponent bits, flushing results below the normal range
+    to 0."""
+    from .llvm_driver import host_has
     f32 = ir.FloatType()
     c = lambda v: ir.Constant(f32, v)
-    lo, hi = -87.33654, 88.72283
+    scaled = host_has("avx512f")
+    # past these, the result is 0 or inf whatever the polynomial says: ldexp rounds it there
+    lo, hi = (-104.0, 89.0) if scaled else (-87.33654, 88.72283)
     xc = b.select(b.fcmp_ordered("<", x, c(lo)), c(lo), x)
     xc = b.select(b.fcmp_ordered(">", xc, c(hi)), c(hi), xc)
     n = call_intrinsic(b, "llvm.rint", b.fmul(xc, c(1.4426950408889634)))
@@ -236,13 +242,18 @@ def fast_exp_f32(b, x):
     p = c(_EXP_POLY[-1])
     for coef in reversed(_EXP_POLY[:-1]):
         p = b.call(fmuladd, [p, r, c(coef)])     # one FMA where the host has them
-    ni = b.fptosi(n, I32)
-    # 2**n split in two factors so n = 128 (x near the top of the range) stays finite
-    half = b.ashr(ni, ir.Constant(I32, 1))
-    s1 = b.bitcast(b.shl(b.add(half, ir.Constant(I32, 127)), ir.Constant(I32, 23)), f32)
-    s2 = b.bitcast(b.shl(b.add(b.sub(ni, half), ir.Constant(I32, 127)), ir.Constant(I32, 23)),
-                   f32)
-    y = b.fmul(b.fmul(p, s1), s2)
-    y = b.select(b.fcmp_ordered("<", x, c(lo)), c(0.0), y)
-    y = b.select(b.fcmp_ordered(">", x, c(hi)), c(float("inf")), y)
+    ni = b.fptosi(n, I32)     # poison for a NaN x, whose result is x (the select below)
+    if scaled:
+        ldexp = b.module.globals.get("llvm.ldexp.f32.i32") or ir.Function(
+            b.module, ir.FunctionType(f32, [f32, I32]), name="llvm.ldexp.f32.i32")
+        y = b.call(ldexp, [p, ni])
+    else:
+        # 2**n split in two factors so n = 128 (x near the top of the range) stays finite
+        half = b.ashr(ni, ir.Constant(I32, 1))
+        s1 = b.bitcast(b.shl(b.add(half, ir.Constant(I32, 127)), ir.Constant(I32, 23)), f32)
+        s2 = b.bitcast(b.shl(b.add(b.sub(ni, half), ir.Constant(I32, 127)),
+                             ir.Constant(I32, 23)), f32)
+        y = b.fmul(b.fmul(p, s1), s2)
+        y = b.select(b.fcmp_ordered("<", x, c(lo)), c(0.0), y)
+        y = b.select(b.fcmp_ordered(">", x, c(hi)), c(float("inf")), y)
     return b.select(b.fcmp_unordered("uno", x, x), x, y)
