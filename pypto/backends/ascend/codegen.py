@@ -23,7 +23,7 @@ from ...compiler.pipes import CROSS_CORE_OPS, FLAG_OPS
 from . import forwarding
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
-from .lowering_utils import (I64, PTR, const, convert, counted_loop, from_compute, i64,
+from .lowering_utils import (I64, PTR, clamp, const, convert, counted_loop, from_compute, i64,
                              storage_type, to_compute)
 from .targets import Target
 
@@ -33,6 +33,7 @@ HOST_NOPS = FLAG_OPS + ("barrier",)
 WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
+MAX_CLAIM = 8               # blocks claimed at once, at most (see _launch_function)
 CURSORS = -(-SYNC_SLOTS // CURSOR_STRIDE) * CURSOR_STRIDE + CURSOR_STRIDE   # first cursor slot
 JOB_FIELDS = 7              # a cooperative thread's job: args, grid, scratch, counter, me,
                             # parts, pthread handle
@@ -154,7 +155,12 @@ class Codegen:
         helps with the others' (claiming from the front of each share's cursor). Contiguous
         shares keep each thread on the same part of the tensors launch after launch, so data a
         previous kernel left in a core's caches is found there again; claiming from atomic
-        cursors keeps the load balanced when a thread starts late or is descheduled."""
+        cursors keeps the load balanced when a thread starts late or is descheduled.
+
+        Blocks are claimed a few at a time (guided: a 2·parts-th of what is left of the share,
+        at most MAX_CLAIM). An atomic read-modify-write waits for every earlier store to leave
+        the core, so a claim per block made each block wait for the previous one's stores to
+        reach memory: 5.7 % of a single-threaded softmax's samples were on the ``lock xadd``."""
         fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64])
         fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_launch")
         args, grid, scratch, counter, me, parts = fn.args
@@ -175,13 +181,18 @@ class Codegen:
             next_share = fn.append_basic_block("next_share")
             b.branch(claim)
             b.position_at_end(claim)
-            blk = b.add(lo, b.atomic_rmw("add", cursor, i64(1), "monotonic"))
-            b.cbranch(b.icmp_signed("<", blk, hi), run, next_share)
+            left = b.sub(b.sub(hi, lo), b.load_atomic(cursor, "monotonic", 8, typ=I64))
+            chunk = clamp(b, b.sdiv(left, b.mul(parts, i64(2))), i64(1), i64(MAX_CLAIM))
+            first = b.add(lo, b.atomic_rmw("add", cursor, chunk, "monotonic"))
+            b.cbranch(b.icmp_signed("<", first, hi), run, next_share)
             b.position_at_end(run)
-            pid0 = b.urem(blk, n[0])
-            rest = b.udiv(blk, n[0])
-            pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
-            b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
+            end = b.add(first, chunk)
+            with counted_loop(b, first, b.select(b.icmp_signed("<", end, hi), end, hi),
+                              name="blk") as blk:
+                pid0 = b.urem(blk, n[0])
+                rest = b.udiv(blk, n[0])
+                pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
+                b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
             b.branch(claim)
             b.position_at_end(next_share)
         b.ret_void()
