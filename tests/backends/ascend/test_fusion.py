@@ -193,3 +193,28 @@ def test_a_row_gives_the_same_bits_on_the_direct_and_the_masked_path():
     out = np.zeros_like(x)
     row_softmax[(2,)](x, out, BM=8, BN=128)
     np.testing.assert_array_equal(out[8], out[0])
+
+
+@pypto.jit
+def row_max_and_min_shift(x, out, m_out, BM: pl.constexpr, BN: pl.constexpr):
+    row = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(row, 0), shape=(BM, BN))
+    pl.store(m_out, offsets=(row, 0), value=pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(row, 0), value=t - pl.min(t, axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("cols", [256, 77])
+def test_fused_max_and_min_propagate_nan_from_anywhere_in_the_row(cols):
+    """A NaN at the start, middle or end of a row, or an infinity, decides the row's max and
+    min. With 77 columns the tile's other columns hold the load's padding (0), which the
+    reductions see too."""
+    x = np.random.default_rng(cols).random((64, cols), dtype=np.float32) + 1
+    x[3, cols // 2] = x[7, 0] = x[9, cols - 1] = np.nan
+    x[11, :] = -np.inf
+    x[12, 5] = np.inf
+    tile = np.pad(x, ((0, 0), (0, 256 - cols)))
+    out, m = np.empty_like(x), np.empty((64, 1), np.float32)
+    row_max_and_min_shift[(8,)](x, out, m, BM=8, BN=256)
+    np.testing.assert_array_equal(m[:, 0], np.max(tile, axis=1))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(out, x - np.min(tile, axis=1, keepdims=True))
