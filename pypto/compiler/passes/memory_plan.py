@@ -128,21 +128,48 @@ def plan_memory(module: Module) -> Module:
     try:
         usage = _assign(fn.body, classes, pos, target)
     except CompilationError:
-        if not _drop_fusion(fn.body):
+        groups = _fusion_groups(fn.body)
+        if not groups:
             raise
-        usage = _assign(fn.body, classes, pos, target)
+        usage = _plan_without_one_group(fn.body, groups, classes, pos, target)
+        if usage is None:
+            for ops in groups.values():
+                _drop_hints(ops)
+            usage = _assign(fn.body, classes, pos, target)
     module.facts["buffer_bytes"] = usage
     module.facts["planned"] = True
     return module
 
 
-def _drop_fusion(block: Block) -> bool:
-    """Remove the fusion hints; returns whether there were any."""
-    found = False
+def _fusion_groups(block: Block) -> dict:
+    """Fusion group number -> its ops, the groups of fewest ops first (the least to lose)."""
+    groups: dict = {}
     for op in walk(block):
-        found |= op.attrs.pop("_fuse", None) is not None
+        if "_fuse" in op.attrs:
+            groups.setdefault(op.attrs["_fuse"], []).append(op)
+    return dict(sorted(groups.items(), key=lambda kv: len(kv[1])))
+
+
+def _plan_without_one_group(body: Block, groups: dict, classes, pos, target):
+    """The plan with one fusion group run instruction by instruction (the first, in the
+    order of ``groups``, whose removal makes the plan fit), or None."""
+    for ops in groups.values():
+        saved = [(op, op.attrs.get("_fuse"), op.attrs.get("_internal")) for op in ops]
+        _drop_hints(ops)
+        try:
+            return _assign(body, classes, pos, target)
+        except CompilationError:
+            for op, fuse, internal in saved:
+                op.attrs["_fuse"] = fuse
+                if internal is not None:
+                    op.attrs["_internal"] = internal
+    return None
+
+
+def _drop_hints(ops) -> None:
+    for op in ops:
+        op.attrs.pop("_fuse", None)
         op.attrs.pop("_internal", None)
-    return found
 
 
 def _assign(body: Block, classes, pos: dict, target) -> dict:
