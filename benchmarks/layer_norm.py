@@ -12,8 +12,13 @@ same run (% limit).
 Goal (printed, not asserted): 4096 x 1024 >= 1.0x torch.nn.functional.layer_norm on the same
 thread count. numpy (seven passes, single-threaded) is the other baseline.
 
-BLOCK_M: 8 rows per program, a fixed choice. Swept on a 2-core host (4096 x 1024, median of 7,
-load ~1): BLOCK_M = 1 1.85 ms, 4 1.54 ms, 8 1.34 ms (torch: 0.51-0.66 ms).
+Rows per program: as many as make a ~16 KiB tile (at most BLOCK_M = 8, at least one;
+``_harness.row_blocks``), so a block's tiles stay in a host core's L1. Swept on a 2-core Zen
+host, 2 threads, median of 50 (5 rounds of 10): softmax 4096 x 1024 with 1/2/4/8 rows 0.83 /
+0.68 / 0.78 / 0.84 ms (torch 1.02 ms), 4096 x 4096 with 1/2 rows 4.0 / 4.6 ms (torch 4.2 ms);
+layer norm 4096 x 4096 with 1/2 rows 3.4-4.0 / 6.4 ms (torch 18-20 ms; two rows
+overflow the UB with every fusion group, so one group runs unfused), 4096 x 1024 with 1-8 rows
+0.46-0.69 ms, within the run-to-run noise.
 """
 from __future__ import annotations
 
@@ -126,7 +131,7 @@ def run(args, limits=None) -> list[dict]:
 def main(argv=None) -> None:
     main_for(__doc__.splitlines()[0], run, lambda args: (
         f"layer norm, median of {args.reps} (libraries taking turns, 3 rounds); ratio against torch (numpy "
-        f"without torch); BLOCK_M={BLOCK_M}; % limit: of the STREAM copy bandwidth (read x, "
+        f"without torch); rows per program: ~16 KiB tiles, at most {BLOCK_M}; % limit: of the STREAM copy bandwidth (read x, "
         "write y)"),
              patterns=("copy",), flops=False, argv=argv)
 

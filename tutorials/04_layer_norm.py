@@ -65,6 +65,7 @@ def layer_norm_kernel(x, w, b, y, eps, BLOCK_M: pl.constexpr, BLOCK_N: pl.conste
 
 
 MAX_TILE_ELEMENTS = 8192        # BLOCK_M * BLOCK_N fp32 elements that fit the UB (192 KiB)
+TILE_TARGET_ELEMENTS = 4096     # rows per tile: ~16 KiB, so a block's tiles stay in a host core's L1
 
 
 def block_sizes(n_cols):
@@ -72,7 +73,7 @@ def block_sizes(n_cols):
     if block_n > MAX_TILE_ELEMENTS:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB; this "
                          f"kernel handles up to {MAX_TILE_ELEMENTS} columns")
-    return min(8, MAX_TILE_ELEMENTS // block_n), block_n
+    return max(1, min(8, TILE_TARGET_ELEMENTS // block_n)), block_n
 
 
 def layer_norm(x, w, b, y, eps=1e-5):

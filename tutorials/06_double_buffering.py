@@ -155,6 +155,7 @@ def reads_too_early(x, out, BLOCK: pl.constexpr):
 
 
 MAX_TILE_ELEMENTS = 8192        # as in tutorial 02: BLOCK_M * BLOCK_N fp32 elements per tile
+TILE_TARGET_ELEMENTS = 4096     # rows per tile: ~16 KiB, so a block's tiles stay in a host core's L1
 
 
 def block_sizes(n_cols):
@@ -162,7 +163,7 @@ def block_sizes(n_cols):
     if block_n > MAX_TILE_ELEMENTS:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile; this kernel handles "
                          f"up to {MAX_TILE_ELEMENTS} columns")
-    return min(8, MAX_TILE_ELEMENTS // block_n), block_n
+    return max(1, min(8, TILE_TARGET_ELEMENTS // block_n)), block_n
 
 
 def softmax(x, out, stages):
