@@ -134,3 +134,40 @@ def test_workers_are_gone_before_the_pool_state_is_freed(tmp_path):
 def test_set_num_threads_rejects_nonsense():
     with pytest.raises(ValueError):
         runtime.set_num_threads(0)
+
+
+def _worker_cpus(p):
+    from pypto.backends.ascend.host_pool import WORKER_CPUS
+    mask = int(p.state[WORKER_CPUS])
+    return [cpu for cpu in range(64) if mask >> cpu & 1]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_a_launch_moves_its_thread_off_a_pinned_worker_cpu():
+    """Workers are pinned one per CPU; Linux sometimes kept the launching thread on a worker's
+    CPU for long stretches (a 2-thread launch then ran at 1-thread speed), so a launch that
+    finds itself there moves off (pool_keep_off_workers, called first thing by every pool
+    launch) and leaves its own affinity as it was."""
+    import ctypes
+    previous = runtime.pool().threads
+    mask = os.sched_getaffinity(0)
+    try:
+        runtime.set_num_threads(2)
+        p = runtime.pool()
+        workers = _worker_cpus(p)
+        assert len(workers) == 1
+        others = sorted(mask - set(workers))
+        os.sched_setaffinity(0, {workers[0]})         # now on the worker's CPU ...
+        os.sched_setaffinity(0, {workers[0], others[0]})   # ... and free to leave it
+        getcpu = ctypes.CDLL(None).sched_getcpu
+        assert getcpu() == workers[0]
+        keep_off = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            p._object.address("pool_keep_off_workers"))
+        keep_off(p.state_addr)
+        assert getcpu() != workers[0]
+        assert os.sched_getaffinity(0) == {workers[0], others[0]}
+        assert (run_grid(64) == 1).all()
+    finally:
+        os.sched_setaffinity(0, mask)
+        runtime.set_num_threads(previous)

@@ -27,8 +27,8 @@ from .lowering.crosscore import SYS_FUTEX
 from .llvm_driver import LoadedObject, compile_to_object, host_identity
 
 # State block layout: int64 slots, hot fields on separate cache lines.
-GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN = (
-    0, 8, 16, 17, 18, 19, 20, 21, 24, 32, 33)
+GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN, WORKER_CPUS = (
+    0, 8, 16, 17, 18, 19, 20, 21, 24, 32, 33, 34)
 STATE_SLOTS = 40
 MAX_THREADS = 256
 
@@ -189,6 +189,7 @@ publish:
   %g32 = trunc i64 %g1 to i32
   store atomic i32 %g32, ptr %w release, align 4
   call void @futex_wake(ptr %state)
+  call void @pool_keep_off_workers(ptr %state)
   %parts = add i64 %helpers, 1
   call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter, i64 0, i64 %parts)
   br label %wait
@@ -204,6 +205,8 @@ spin:
 out:
   ret void
 }
+
+KEEP_OFF_WORKERS
 
 declare i32 @pthread_join(i64, ptr)
 
@@ -236,6 +239,59 @@ define void @pool_stop(ptr %state) {
 """
 
 
+# Workers are pinned, one per CPU (HostPool._pin_workers). Left alone, Linux sometimes put the
+# launching thread on a worker's CPU (a futex wake-up places the woken thread near the waker)
+# and kept both there for hundreds of milliseconds: a 2-thread launch then ran at 1-thread speed
+# (softmax 1024x1024: 260 instead of 140 us, in about half of the rounds of a benchmark). So a
+# launch first checks the CPU it runs on (sched_getcpu: no system call) and, when a worker is
+# pinned there, moves itself off: its affinity without the workers' CPUs, then its own mask
+# again (the thread stays where it was moved).
+_KEEP_OFF_WORKERS = r"""
+declare i32 @sched_getcpu()
+declare i32 @sched_getaffinity(i32, i64, ptr)
+declare i32 @sched_setaffinity(i32, i64, ptr)
+
+define void @pool_keep_off_workers(ptr %state) {
+entry:
+  %mine = alloca [16 x i64], align 8
+  %elsewhere = alloca [16 x i64], align 8
+  %mp = call ptr @slot(ptr %state, i64 WORKER_CPUS_SLOT)
+  %workers = load i64, ptr %mp
+  %cpu32 = call i32 @sched_getcpu()
+  %cpu = zext i32 %cpu32 to i64
+  %low = icmp ult i64 %cpu, 64
+  %bit = shl i64 1, %cpu
+  %at = and i64 %workers, %bit
+  %shared = icmp ne i64 %at, 0
+  %move = and i1 %low, %shared
+  br i1 %move, label %moving, label %done
+moving:
+  %got = call i32 @sched_getaffinity(i32 0, i64 128, ptr %mine)
+  %ok = icmp eq i32 %got, 0
+  br i1 %ok, label %known, label %done
+known:
+  call void @llvm.memcpy.p0.p0.i64(ptr %elsewhere, ptr %mine, i64 128, i1 false)
+  %w0 = load i64, ptr %mine
+  %others = xor i64 %workers, -1
+  %w0new = and i64 %w0, %others
+  store i64 %w0new, ptr %elsewhere
+  %r1 = call i32 @sched_setaffinity(i32 0, i64 128, ptr %elsewhere)
+  %r2 = call i32 @sched_setaffinity(i32 0, i64 128, ptr %mine)
+  br label %done
+done:
+  ret void
+}
+
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+"""
+
+_STAY = r"""
+define void @pool_keep_off_workers(ptr %state) {
+  ret void
+}
+"""
+
+
 def _pool_ir() -> str:
     machine = platform.machine()
     pause = "call void @llvm.x86.sse2.pause()" if machine in ("x86_64", "AMD64") else \
@@ -251,11 +307,13 @@ def _pool_ir() -> str:
     else:
         wait = "%r = call i32 @sched_yield()"
         wake = "%r = call i32 @sched_yield()"
-    text = _IR.replace("PAUSE", pause).replace("FUTEX_WAIT", wait).replace("FUTEX_WAKE", wake)
+    keep_off = _KEEP_OFF_WORKERS if platform.system() == "Linux" else _STAY
+    text = _IR.replace("KEEP_OFF_WORKERS", keep_off).replace("PAUSE", pause) \
+        .replace("FUTEX_WAIT", wait).replace("FUTEX_WAKE", wake)
     for name, value in (("GEN", GEN), ("FUTEX", FUTEX), ("FN", FN), ("ARGS", ARGS),
                         ("GRID", GRID), ("COUNTER", COUNTER), ("SCRATCH", SCRATCH),
                         ("PARTICIPANTS", PARTICIPANTS), ("DONE", DONE),
-                        ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN)):
+                        ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN), ("WORKER_CPUS", WORKER_CPUS)):
         text = text.replace(f"{name}_SLOT", str(value))
     if "llvm.x86.sse2.pause" in text:
         text = "declare void @llvm.x86.sse2.pause()\n" + text
@@ -289,6 +347,32 @@ class HostPool:
             self._object.address("pool_join"))
         self.state_addr = self.state.ctypes.data
         self.helpers = threads - 1
+        self.state[WORKER_CPUS] = self._pin_workers()
+
+    def _pin_workers(self) -> int:
+        """Pin worker k to the k-th CPU this process may use (leaving the first to the
+        launching threads) when there are enough CPUs; returns the pinned CPUs as a bit mask
+        (those below 64), which launches keep off (see _KEEP_OFF_WORKERS)."""
+        if platform.system() != "Linux" or not hasattr(os, "sched_getaffinity"):
+            return 0
+        cpus = sorted(os.sched_getaffinity(0))
+        if self.threads < 2 or self.threads > len(cpus):
+            return 0
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            setaffinity = libc.pthread_setaffinity_np
+        except (OSError, AttributeError):
+            return 0
+        setaffinity.argtypes = [ctypes.c_ulong, ctypes.c_size_t, ctypes.c_void_p]
+        mask = 0
+        for k in range(1, self.threads):
+            cpu = cpus[k]
+            cpu_set = np.zeros(16, dtype=np.uint64)
+            cpu_set[cpu // 64] = np.uint64(1) << np.uint64(cpu % 64)
+            if setaffinity(int(self._handles[k]), cpu_set.nbytes, cpu_set.ctypes.data) == 0 \
+                    and cpu < 64:
+                mask |= 1 << cpu
+        return mask if mask < 1 << 63 else 0
 
     def stop(self) -> None:
         """Stop and join the workers; waits for a launch in progress to finish first. Later
