@@ -67,10 +67,13 @@ def softmax_kernel(x, out, BLOCK_M: pl.constexpr, BLOCK_N: pl.constexpr):
 # The kernel keeps about three (BLOCK_M, BLOCK_N) fp32 tiles alive at once (t, the broadcast
 # maxima, t - m; the planner reuses their buffers for exp, the sums and the quotient) in the
 # Unified Buffer, the 192 KiB vector memory of an AI Core. So BLOCK_M * BLOCK_N may be at most
-# 8192 elements: BLOCK_N = the next power of two >= n_cols (any size >= n_cols works; powers
-# of two keep rows aligned). Fewer rows than that run faster here: the simulated cores are
-# host cores, and a block whose tiles total ~16 KiB (BLOCK_M = 4096 // BLOCK_N rows, at least
-# one, at most 8) keeps them in the core's L1 cache between the kernel's passes.
+# 8192 elements. BLOCK_N = n_cols: any width >= n_cols works (the UB rows are padded to 32
+# bytes by the compiler, the .pto marks the valid columns), but columns past n_cols are
+# computed too, on padding values, and a row sum over a tile wider than the tensor's rows
+# takes a slower, masked path (rows of 781 floats in 1024-wide tiles: 1.5x slower). Fewer rows
+# than fit run faster here: the simulated cores are host cores, and a block whose tiles total
+# ~16 KiB (BLOCK_M = 4096 // BLOCK_N rows, at least one, at most 8) keeps them in the core's
+# L1 cache between the kernel's passes.
 #
 # Fusion: numpy's softmax is five passes over an (M, N) array in memory -- max reads x,
 # x - m reads x and writes a temporary, exp reads and writes it, sum reads it, the division
@@ -84,7 +87,7 @@ TILE_TARGET_ELEMENTS = 4096     # rows per tile: ~16 KiB, so a block's tiles sta
 
 
 def block_sizes(n_cols):
-    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    block_n = max(1, n_cols)                                  # whole rows, no padding
     if block_n > MAX_TILE_ELEMENTS:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB; this "
                          f"kernel handles up to {MAX_TILE_ELEMENTS} columns")

@@ -34,7 +34,8 @@ import pypto.language as pl
 # and its square would be added to the variance. pl.where keeps the real columns and zeros the
 # rest: pl.arange(0, BLOCK_N) is the tile (0, 1, ..., BLOCK_N-1); [None, :] makes it a
 # (1, BLOCK_N) row, `< N` a (1, BLOCK_N) bool mask, and pl.where broadcasts it over the
-# BLOCK_M rows.
+# BLOCK_M rows. (block_sizes below makes the tile exactly N wide, so here the mask keeps every
+# column; it is what makes the kernel right for any wider tile.)
 #
 # 3. Broadcasting both ways.
 #
@@ -69,7 +70,7 @@ TILE_TARGET_ELEMENTS = 4096     # rows per tile: ~16 KiB, so a block's tiles sta
 
 
 def block_sizes(n_cols):
-    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    block_n = max(1, n_cols)                                  # whole rows, no padding
     if block_n > MAX_TILE_ELEMENTS:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB; this "
                          f"kernel handles up to {MAX_TILE_ELEMENTS} columns")

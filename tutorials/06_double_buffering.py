@@ -159,7 +159,7 @@ TILE_TARGET_ELEMENTS = 4096     # rows per tile: ~16 KiB, so a block's tiles sta
 
 
 def block_sizes(n_cols):
-    block_n = 1 << max(0, n_cols - 1).bit_length()           # next power of two >= n_cols
+    block_n = max(1, n_cols)                                  # whole rows, no padding
     if block_n > MAX_TILE_ELEMENTS:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile; this kernel handles "
                          f"up to {MAX_TILE_ELEMENTS} columns")
