@@ -200,6 +200,22 @@ def test_a_row_gives_the_same_bits_on_the_direct_and_the_masked_path():
     np.testing.assert_array_equal(out[8], out[0])
 
 
+def test_layer_norm_rows_give_the_same_bits_on_both_paths_in_padded_tiles():
+    """781 columns in 1024-wide tiles: the sums run on the direct path with their padding
+    columns behind a guard, and row 8 (a ragged last block) on the masked path with the same
+    guard, so equal rows still give equal bits, and both match the interpreter."""
+    rng = np.random.default_rng(11)
+    row = rng.standard_normal(781).astype(np.float32) * 3 + 1
+    x = np.tile(row, (9, 1))
+    w, b = rng.standard_normal(781).astype(np.float32), rng.standard_normal(781).astype(np.float32)
+    got = np.zeros_like(x)
+    layer_norm[(2,)](x, w, b, got, 1e-5, BM=8, BN=1024)
+    np.testing.assert_array_equal(got[8], got[0])
+    mean = row.astype(np.float64).mean()
+    ref = (row - mean) / np.sqrt(((row - mean) ** 2).mean() + 1e-5) * w + b
+    np.testing.assert_allclose(got[0], ref, rtol=1e-5, atol=1e-5)
+
+
 @pypto.jit
 def row_max_and_min_shift(x, out, m_out, BM: pl.constexpr, BN: pl.constexpr):
     row = pl.program_id(0) * BM
