@@ -472,9 +472,9 @@ class Codegen:
             return
         rules = [([], None) if inst.op == "tload" else ELEMENT_RULES[inst.op](self, inst)
                  for inst in members]
+        tiles = {id(t): t for inst in insts for t in inst.ins + inst.outs if isinstance(t, Tile)}
         # every tile's address, computed here so that it dominates both column loops below
-        ptrs = {id(t): self.tile_ptr(t) for inst in insts for t in inst.ins + inst.outs
-                if isinstance(t, Tile)}
+        ptrs = {key: self.tile_ptr(t) for key, t in tiles.items()}
 
         def ptr(t):
             return ptrs[id(t)]
@@ -505,8 +505,6 @@ class Codegen:
             merged.add_incoming(loaded, inside_end)
             merged.add_incoming(padding, outside_end)
             return merged
-
-        tiles = {id(t): t for inst in insts for t in inst.ins + inst.outs if isinstance(t, Tile)}
 
         def value_of(x, regs, row_values, r, c, padded=False):
             raw = regs.get(id(x), row_values.get(id(x)))
