@@ -131,6 +131,39 @@ def test_workers_are_gone_before_the_pool_state_is_freed(tmp_path):
         assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
 
 
+ABSENT_WORKER_SCRIPT = """
+import numpy as np, pypto, pypto.language as pl
+from pypto import runtime
+@pypto.jit
+def bump(hits, BLOCK: pl.constexpr):
+    ones = pl.full((BLOCK,), 1, dtype=pl.int32)
+    pl.store(hits, offsets=(pl.program_id(0) * BLOCK,), value=ones, atomic="add")
+pypto.set_num_threads(2)
+p = runtime.pool()
+p._stop(p.state.ctypes.data)                # the worker leaves, but launches still ask for it
+p._join(p._handles.ctypes.data, p.threads - 1)
+assert p.helpers == 1
+hits = np.zeros(64 * 8, np.int32)
+for _ in range(50):
+    bump[(64,)](hits, BLOCK=8)
+assert (hits == 50).all()
+"""
+
+
+def test_a_launch_does_not_wait_for_a_worker_that_never_comes(tmp_path):
+    """A worker the host has descheduled (another tenant on its CPU) must not hold launches
+    up: once the launching thread has run out of blocks it closes the launch to helpers and
+    waits only for those that joined. Here the worker is gone for good; without that, the
+    first launch waits forever."""
+    import subprocess
+    import sys
+    script = tmp_path / "absent_worker.py"
+    script.write_text(ABSENT_WORKER_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
 def test_set_num_threads_rejects_nonsense():
     with pytest.raises(ValueError):
         runtime.set_num_threads(0)

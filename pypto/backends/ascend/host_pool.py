@@ -27,8 +27,9 @@ from .lowering.crosscore import SYS_FUTEX
 from .llvm_driver import LoadedObject, compile_to_object, host_identity
 
 # State block layout: int64 slots, hot fields on separate cache lines.
-GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, SHUTDOWN, SPIN, WORKER_CPUS = (
-    0, 8, 16, 17, 18, 19, 20, 21, 24, 32, 33, 34)
+GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, JOINED, SHUTDOWN, SPIN, \
+    WORKER_CPUS = (0, 8, 16, 17, 18, 19, 20, 21, 24, 25, 32, 33, 34)
+CLOSED = 1 << 32        # in JOINED: the launch no longer takes helpers
 STATE_SLOTS = 40
 MAX_THREADS = 256
 
@@ -102,8 +103,10 @@ entry:
   br label %wait
 wait:
   ; jobs are numbered from 1: a worker that starts late still runs the first one
-  %seen = phi i64 [0, %entry], [%gen, %work], [%gen, %run], [%seen, %spin], [%seen, %sleep]
-  %spins = phi i64 [0, %entry], [0, %work], [0, %run], [%spins1, %spin], [%spins, %sleep]
+  %seen = phi i64 [0, %entry], [%gen, %work], [%gen, %join], [%gen, %run], [%seen, %spin],
+                 [%seen, %sleep]
+  %spins = phi i64 [0, %entry], [0, %work], [0, %join], [0, %run], [%spins1, %spin],
+                   [%spins, %sleep]
   %downp = call ptr @slot(ptr %state, i64 SHUTDOWN_SLOT)
   %down = load atomic i64, ptr %downp acquire, align 8
   %stop = icmp ne i64 %down, 0
@@ -127,8 +130,15 @@ sleep:
 work:
   %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
   %n = load atomic i64, ptr %pp acquire, align 8
-  %joins = icmp sle i64 %me, %n
-  br i1 %joins, label %run, label %wait
+  %wanted = icmp sle i64 %me, %n
+  br i1 %wanted, label %join, label %wait
+join:
+  ; a launch that has run out of blocks closes itself to helpers and waits only for those
+  ; that joined before: a worker descheduled by the host never holds a launch up
+  %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
+  %before = atomicrmw add ptr %jp, i64 1 acq_rel
+  %late = icmp uge i64 %before, CLOSED_BIT
+  br i1 %late, label %wait, label %run
 run:
   %sp = call ptr @slot(ptr %state, i64 SCRATCH_SLOT)
   %table = load ptr, ptr %sp
@@ -178,6 +188,8 @@ publish:
   store ptr %counter, ptr %cp
   %dp = call ptr @slot(ptr %state, i64 DONE_SLOT)
   store atomic i64 0, ptr %dp release, align 8
+  %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
+  store atomic i64 0, ptr %jp release, align 8
   %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
   store atomic i64 %helpers, ptr %pp release, align 8
   %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
@@ -192,11 +204,13 @@ publish:
   call void @pool_keep_off_workers(ptr %state)
   %parts = add i64 %helpers, 1
   call void %fn(ptr %args, ptr %grid, ptr %own, ptr %counter, i64 0, i64 %parts)
+  %closing = atomicrmw or ptr %jp, i64 CLOSED_BIT acq_rel
+  %joined = and i64 %closing, 4294967295
   br label %wait
 wait:
   %k = phi i64 [0, %publish], [%k1, %spin]
   %d = load atomic i64, ptr %dp acquire, align 8
-  %all = icmp sge i64 %d, %helpers
+  %all = icmp sge i64 %d, %joined
   br i1 %all, label %out, label %spin
 spin:
   call void @relax(i64 %k)
@@ -313,8 +327,10 @@ def _pool_ir() -> str:
     for name, value in (("GEN", GEN), ("FUTEX", FUTEX), ("FN", FN), ("ARGS", ARGS),
                         ("GRID", GRID), ("COUNTER", COUNTER), ("SCRATCH", SCRATCH),
                         ("PARTICIPANTS", PARTICIPANTS), ("DONE", DONE),
-                        ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN), ("WORKER_CPUS", WORKER_CPUS)):
+                        ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN), ("WORKER_CPUS", WORKER_CPUS),
+                        ("JOINED", JOINED)):
         text = text.replace(f"{name}_SLOT", str(value))
+    text = text.replace("CLOSED_BIT", str(CLOSED))
     if "llvm.x86.sse2.pause" in text:
         text = "declare void @llvm.x86.sse2.pause()\n" + text
     return text
