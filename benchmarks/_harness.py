@@ -146,6 +146,45 @@ def import_torch():
     return torch
 
 
+class TorchBaseline:
+    """Where the torch baselines run: on an Ascend NPU when ``torch_npu`` is importable and
+    reports a device (then the torch column is the real chip's time, the comparison the
+    kernels are ultimately for), else on the host CPU, on the arrays PyPTO uses. The families
+    (vector add, softmax, layer norm, matmul, launch) use it; machine.py and scaling.py keep
+    torch on the host, as they measure the host. No NPU is attached where these benchmarks
+    were written, so the NPU path is exercised only by a unit test with a stand-in torch
+    (tests/test_tutorials_and_benchmarks.py)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.npu = False
+        if torch is not None:
+            try:
+                import torch_npu  # noqa: F401 - registers torch.npu
+                self.npu = bool(torch.npu.is_available())
+            except Exception:  # noqa: BLE001 - no torch_npu, or no device: the CPU
+                self.npu = False
+        self.where = "Ascend NPU (torch_npu)" if self.npu else "host CPU"
+
+    def tensor(self, array):
+        """A torch tensor of ``array`` on the baseline's device (on the CPU: the same memory)."""
+        t = self.torch.from_numpy(array)
+        return t.to("npu") if self.npu else t
+
+    def empty(self, shape, dtype):
+        return self.torch.empty(shape, dtype=dtype, device="npu" if self.npu else "cpu")
+
+    def timed(self, fn):
+        """``fn`` made to return only when the device has finished (NPU calls are queued)."""
+        if not self.npu or fn is None:
+            return fn
+
+        def call():
+            fn()
+            self.torch.npu.synchronize()
+        return call
+
+
 class OtherLoad:
     """Cores kept busy by OTHER processes since ``start()``: the machine's busy time (from
     /proc/stat) minus this process's own CPU time, over the wall time. None where /proc/stat
@@ -208,7 +247,7 @@ def print_environment(torch=None) -> None:
         print("torch: not installed, its column is skipped")
     else:
         print(f"torch {torch.__version__}: {torch.get_num_threads()} threads "
-              "(torch.get_num_threads())")
+              f"(torch.get_num_threads()); torch baselines on the {TorchBaseline(torch).where}")
     global _run_load
     busy = busy_cores()
     if busy is not None:

@@ -24,6 +24,7 @@ import ctypes
 
 import numpy as np
 from _harness import (
+    TorchBaseline,
     default_threads,
     fmt_time,
     import_torch,
@@ -105,8 +106,10 @@ def run(args, limits=None) -> list[dict]:
     t_numpy = per_call_time(lambda: np.add(x, y, out=out), calls, args.reps)
     t_torch = None
     if torch is not None:
-        tx, ty, tout = (torch.from_numpy(a) for a in (x, y, out))
-        t_torch = per_call_time(lambda: torch.add(tx, ty, out=tout), calls, args.reps)
+        base = TorchBaseline(torch)
+        tx, ty, tout = (base.tensor(a) for a in (x, y, out))
+        t_torch = per_call_time(base.timed(lambda: torch.add(tx, ty, out=tout)), calls,
+                                args.reps)
     settle()
     bare, with_args = ctypes_baselines(x, y, out, n, calls, args.reps)
     t_numba = numba_dispatch(x, y, out, n, calls, args.reps)

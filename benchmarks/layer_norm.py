@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 from _harness import (
+    TorchBaseline,
     at_least,
     default_threads,
     import_torch,
@@ -105,8 +106,10 @@ def run(args, limits=None) -> list[dict]:
         np.testing.assert_allclose(pypto_layer_norm(x, w, b, y), exact, rtol=1e-4, atol=1e-4,
                                    err_msg=f"PyPTO layer norm {x.shape}")
         if torch is not None:
-            xt, wt, bt = (torch.from_numpy(a) for a in (x, w, b))
-            torch_fn = lambda: torch.nn.functional.layer_norm(xt, (x.shape[1],), wt, bt, EPS)
+            base = TorchBaseline(torch)
+            xt, wt, bt = (base.tensor(a) for a in (x, w, b))
+            torch_fn = base.timed(
+                lambda: torch.nn.functional.layer_norm(xt, (x.shape[1],), wt, bt, EPS))
         t = side_by_side({"pypto": lambda: pypto_layer_norm(x, w, b, y),
                           "numpy": lambda: numpy_layer_norm(x, w, b),
                           "torch": torch_fn if torch is not None else None}, args.reps)

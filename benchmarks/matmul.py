@@ -35,6 +35,7 @@ import os
 
 import numpy as np
 from _harness import (
+    TorchBaseline,
     at_least,
     blas_info,
     default_threads,
@@ -120,13 +121,17 @@ def run(args, limits=None) -> list[dict]:
     # Phase 3: torch with the inputs' own dtype.
     t_torch = [None] * len(data)
     if torch is not None:
+        base = TorchBaseline(torch)
         for i, (dtype, _, a, b, _) in enumerate(data):
-            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            if dtype == "float16":
+            ta, tb = base.tensor(a), base.tensor(b)
+            if dtype == "float16" and not base.npu:
                 t_torch[i] = median_time(lambda: torch.matmul(ta, tb), 1, warmup=0)
+            elif dtype == "float16":
+                t_torch[i] = median_time(base.timed(lambda: torch.matmul(ta, tb)), args.reps)
             else:
-                tc = torch.empty((a.shape[0], b.shape[1]), dtype=torch.float32)
-                t_torch[i] = median_time(lambda: torch.matmul(ta, tb, out=tc), args.reps)
+                tc = base.empty((a.shape[0], b.shape[1]), torch.float32)
+                t_torch[i] = median_time(base.timed(lambda: torch.matmul(ta, tb, out=tc)),
+                                         args.reps)
         settle()
 
     rows = []
@@ -151,9 +156,11 @@ def run(args, limits=None) -> list[dict]:
         note = ""
         if not fp16_noted:
             fp16_noted = True
+            on_npu = torch is not None and TorchBaseline(torch).npu
             note = ("matmul fp16->fp32: numpy runs the fp32 GEMM on fp32 copies (it has no fp16 "
-                    "GEMM); torch runs fp16 @ fp16, one rep without warm-up (it has no fast "
-                    "CPU kernel for it)")
+                    "GEMM); torch runs fp16 @ fp16" + (" on the NPU" if on_npu else
+                                                       ", one rep without warm-up (it has no "
+                                                       "fast CPU kernel for it)"))
         rows.append(make_row(
             "matmul fp16->fp32", f"{n}^3", tp, tn, tt, ratio=ratio,
             goal=">= 0.6x numpy fp32" if goal else "", met=at_least(ratio, 0.6) if goal else None,

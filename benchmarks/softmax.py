@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 from _harness import (
+    TorchBaseline,
     at_least,
     default_threads,
     import_torch,
@@ -91,10 +92,12 @@ def run(args, limits=None) -> list[dict]:
         np.testing.assert_allclose(pypto_softmax(x, out), numpy_softmax(x.astype(np.float64)),
                                    rtol=1e-5, atol=1e-12, err_msg=f"PyPTO softmax {x.shape}")
         if torch is not None:
-            xt, ot = torch.from_numpy(x), torch.empty(x.shape, dtype=torch.float32)
+            base = TorchBaseline(torch)
+            xt, ot = base.tensor(x), base.empty(x.shape, torch.float32)
         t = side_by_side({"pypto": lambda: pypto_softmax(x, out),
                           "numpy": lambda: numpy_softmax(x),
-                          "torch": (lambda: torch.softmax(xt, dim=1, out=ot)) if torch else None},
+                          "torch": base.timed(lambda: torch.softmax(xt, dim=1, out=ot))
+                          if torch else None},
                          args.reps)
         t_pypto.append(t["pypto"])
         t_numpy.append(t["numpy"])

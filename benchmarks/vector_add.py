@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 from _harness import (
+    TorchBaseline,
     at_least,
     default_threads,
     fmt_size,
@@ -76,11 +77,13 @@ def time_add(data, reps, torch):
         out.fill(0)
         pypto_add(x, y, out)
         np.testing.assert_array_equal(out, np.add(x, y), err_msg=f"PyPTO add {x.dtype} {x.size}")
-        # torch works on the same memory (torch.from_numpy shares it)
-        tx, ty, tout = (torch.from_numpy(a) for a in (x, y, out)) if torch else (None,) * 3
+        # on the CPU torch works on the same memory (from_numpy shares it)
+        base = TorchBaseline(torch)
+        tx, ty, tout = (base.tensor(a) for a in (x, y, out)) if torch else (None,) * 3
         t = side_by_side({"pypto": lambda: pypto_add(x, y, out),
                           "numpy": lambda: np.add(x, y, out=out),
-                          "torch": (lambda: torch.add(tx, ty, out=tout)) if torch else None},
+                          "torch": base.timed(lambda: torch.add(tx, ty, out=tout))
+                          if torch else None},
                          reps)
         t_pypto.append(t["pypto"])
         t_numpy.append(t["numpy"])

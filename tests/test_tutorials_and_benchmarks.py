@@ -123,3 +123,54 @@ def test_run_all_runs_without_torch(tmp_path):
     out = _run(["-c", WITHOUT_TORCH, "benchmarks/run_all.py"], ["--plots", str(tmp_path)])
     assert "torch: not installed" in out
     _check_run_all(out)
+
+
+class _StandInTorch:
+    """Just enough of torch for TorchBaseline: tensors remember where they were sent."""
+
+    class Tensor:
+        def __init__(self, array, device="cpu"):
+            self.array, self.device = array, device
+
+        def to(self, device):
+            return _StandInTorch.Tensor(self.array, device)
+
+    def __init__(self, npu_present):
+        import types
+        self.calls = []
+        self.npu = types.SimpleNamespace(is_available=lambda: npu_present,
+                                         synchronize=lambda: self.calls.append("synchronize"))
+
+    def from_numpy(self, array):
+        return self.Tensor(array)
+
+    def empty(self, shape, dtype, device):
+        return self.Tensor(None, device)
+
+
+@pytest.mark.parametrize("torch_npu,npu_present,on_npu", [
+    (True, True, True), (True, False, False), (False, True, False)])
+def test_torch_baselines_move_to_the_npu_when_torch_npu_has_one(monkeypatch, torch_npu,
+                                                                 npu_present, on_npu):
+    """The code path for a machine with an Ascend NPU (none here): with torch_npu importable
+    and a device present, the families' torch baselines get their inputs on the NPU and
+    are timed to the device's completion; otherwise they run on the host, on PyPTO's own
+    arrays."""
+    import types
+
+    import numpy as np
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setitem(sys.modules, "torch_npu", types.ModuleType("torch_npu") if torch_npu
+                        else None)
+    from _harness import TorchBaseline
+    torch = _StandInTorch(npu_present)
+    base = TorchBaseline(torch)
+    assert base.npu is on_npu
+    x = np.zeros(4, np.float32)
+    t = base.tensor(x)
+    assert t.device == ("npu" if on_npu else "cpu") and t.array is x
+    assert base.empty((2, 2), "f32").device == ("npu" if on_npu else "cpu")
+    ran = []
+    base.timed(lambda: ran.append("kernel"))()
+    assert ran == ["kernel"] and torch.calls == (["synchronize"] if on_npu else [])
+    assert ("NPU" in base.where) is on_npu
