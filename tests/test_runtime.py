@@ -204,3 +204,29 @@ def test_a_launch_moves_its_thread_off_a_pinned_worker_cpu():
     finally:
         os.sched_setaffinity(0, mask)
         runtime.set_num_threads(previous)
+
+
+@pypto.jit
+def scale_into(x, out, s, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    pl.store(out, offsets=(pid * BLOCK,), value=pl.load(x, offsets=(pid * BLOCK,),
+                                                        shape=(BLOCK,)) * s)
+
+
+def test_two_kernels_alternating_over_many_small_launches():
+    """Launches of different kernels (different entry points and arguments) back to back: a
+    worker that comes late to one launch must never join the next one while its fields are
+    being written (JOINED carries the job's generation)."""
+    previous = runtime.pool().threads
+    try:
+        runtime.set_num_threads(2)
+        hits = np.zeros(4 * 8, np.int32)
+        x = np.arange(4 * 8, dtype=np.float32)
+        out = np.zeros_like(x)
+        for k in range(3000):
+            count_blocks[(4,)](hits, BLOCK=8)
+            scale_into[(4,)](x, out, float(k), BLOCK=8)
+            assert out[-1] == x[-1] * k
+        assert (hits == 3000).all()
+    finally:
+        runtime.set_num_threads(previous)

@@ -29,7 +29,9 @@ from .llvm_driver import LoadedObject, compile_to_object, host_identity
 # State block layout: int64 slots, hot fields on separate cache lines.
 GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, JOINED, SHUTDOWN, SPIN, \
     WORKER_CPUS = (0, 8, 16, 17, 18, 19, 20, 21, 24, 25, 32, 33, 34)
-CLOSED = 1 << 32        # in JOINED: the launch no longer takes helpers
+# JOINED = the job's generation (31 bits) << 33 | closed << 32 | helpers that joined
+CLOSED = 1 << 32        # the launch no longer takes helpers
+TAG_SHIFT, TAG_MASK = 33, (1 << 31) - 1
 STATE_SLOTS = 40
 MAX_THREADS = 256
 
@@ -134,11 +136,23 @@ work:
   br i1 %wanted, label %join, label %wait
 join:
   ; a launch that has run out of blocks closes itself to helpers and waits only for those
-  ; that joined before: a worker descheduled by the host never holds a launch up
+  ; that joined before: a worker descheduled by the host never holds a launch up. A worker
+  ; joins only the job it saw published (JOINED carries the generation), so one that comes
+  ; late never joins the next job while its fields are being written
   %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
-  %before = atomicrmw add ptr %jp, i64 1 acq_rel
-  %late = icmp uge i64 %before, CLOSED_BIT
-  br i1 %late, label %wait, label %run
+  %was = load atomic i64, ptr %jp acquire, align 8
+  %tag = lshr i64 %was, TAG_SHIFT
+  %want = and i64 %gen, TAG_MASK
+  %same = icmp eq i64 %tag, %want
+  %shut = and i64 %was, CLOSED_BIT
+  %open = icmp eq i64 %shut, 0
+  %joinable = and i1 %same, %open
+  br i1 %joinable, label %enter, label %wait
+enter:
+  %one_more = add i64 %was, 1
+  %swap = cmpxchg ptr %jp, i64 %was, i64 %one_more acq_rel acquire
+  %entered = extractvalue { i64, i1 } %swap, 1
+  br i1 %entered, label %run, label %join
 run:
   %sp = call ptr @slot(ptr %state, i64 SCRATCH_SLOT)
   %table = load ptr, ptr %sp
@@ -188,13 +202,18 @@ publish:
   store ptr %counter, ptr %cp
   %dp = call ptr @slot(ptr %state, i64 DONE_SLOT)
   store atomic i64 0, ptr %dp release, align 8
-  %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
-  store atomic i64 0, ptr %jp release, align 8
   %pp = call ptr @slot(ptr %state, i64 PARTICIPANTS_SLOT)
   store atomic i64 %helpers, ptr %pp release, align 8
   %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
   store atomic ptr %fn, ptr %fnp release, align 8
+  ; the job is complete: open it to helpers under its generation, then announce it
   %genp = call ptr @slot(ptr %state, i64 GEN_SLOT)
+  %current = load atomic i64, ptr %genp acquire, align 8
+  %next = add i64 %current, 1
+  %next_tag = and i64 %next, TAG_MASK
+  %opened = shl i64 %next_tag, TAG_SHIFT
+  %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
+  store atomic i64 %opened, ptr %jp release, align 8
   %g = atomicrmw add ptr %genp, i64 1 acq_rel
   %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
   %g1 = add i64 %g, 1
@@ -330,7 +349,8 @@ def _pool_ir() -> str:
                         ("SHUTDOWN", SHUTDOWN), ("SPIN", SPIN), ("WORKER_CPUS", WORKER_CPUS),
                         ("JOINED", JOINED)):
         text = text.replace(f"{name}_SLOT", str(value))
-    text = text.replace("CLOSED_BIT", str(CLOSED))
+    text = text.replace("CLOSED_BIT", str(CLOSED)).replace("TAG_SHIFT", str(TAG_SHIFT)) \
+        .replace("TAG_MASK", str(TAG_MASK))
     if "llvm.x86.sse2.pause" in text:
         text = "declare void @llvm.x86.sse2.pause()\n" + text
     return text
