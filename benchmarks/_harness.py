@@ -38,11 +38,14 @@ def row_blocks(n_cols: int, block_m: int, max_tile_elements: int,
     """(rows, columns) of a row kernel's tile: whole rows, as many of them (at least one, at
     most ``block_m``) as make about ``target_elements``. Up to ``max_tile_elements`` columns
     fit the UB. The target keeps a block's working set (its tile, the intermediates the host
-    stores, the output) in one host core's 48 KiB L1: on a 2-core Zen host, layer norm 4096 x
-    4096 took 6.4 ms with two rows per tile and 3.4-4.0 ms with one; for rows of 1024 floats,
-    2-8 rows were within the noise of each other. The tile is exactly as wide as the rows: a
-    wider one computes its padding columns too, and its row sums take the masked path (1001 x
-    781: layer norm 136 -> 79 us, softmax 194 -> 133 us with 781 instead of 1024 columns)."""
+    stores, the output) in one host core's 48 KiB L1. Swept on a 2-core Zen host, 2 threads,
+    median of 50 (5 rounds of 10): softmax 4096 x 1024 with 1/2/4/8 rows 0.83 / 0.68 / 0.78 /
+    0.84 ms (torch 1.02 ms), 4096 x 4096 with 1/2 rows 4.0 / 4.6 ms (torch 4.2 ms); layer norm
+    4096 x 4096 with 1/2 rows 3.4-4.0 / 6.4 ms (torch 18-20 ms; two rows overflow the UB with
+    every fusion group, so one group runs unfused), 4096 x 1024 with 1-8 rows 0.46-0.69 ms,
+    within the run-to-run noise. The tile is exactly as wide as the rows: a wider one computes
+    its padding columns too (1001 x 781: layer norm 136 -> 79 us, softmax 194 -> 133 us with
+    781 instead of 1024 columns)."""
     block_n = max(1, n_cols)
     if block_n > max_tile_elements:
         raise ValueError(f"rows of {n_cols} elements do not fit one tile in the UB")

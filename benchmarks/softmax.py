@@ -12,13 +12,8 @@ Goal (printed, not asserted): 4096 x 1024 >= 1.0x torch.softmax on the same thre
 numpy's softmax (max, subtract, exp, sum, divide: five passes, single-threaded) is the other
 baseline.
 
-Rows per program: as many as make a ~16 KiB tile (at most BLOCK_M = 8, at least one;
-``_harness.row_blocks``), so a block's tiles stay in a host core's L1. Swept on a 2-core Zen
-host, 2 threads, median of 50 (5 rounds of 10): softmax 4096 x 1024 with 1/2/4/8 rows 0.83 /
-0.68 / 0.78 / 0.84 ms (torch 1.02 ms), 4096 x 4096 with 1/2 rows 4.0 / 4.6 ms (torch 4.2 ms);
-layer norm 4096 x 4096 with 1/2 rows 3.4-4.0 / 6.4 ms (torch 18-20 ms; two rows
-overflow the UB with every fusion group, so one group runs unfused), 4096 x 1024 with 1-8 rows
-0.46-0.69 ms, within the run-to-run noise.
+Rows per program: as many as make a ~16 KiB tile, at most BLOCK_M = 8, at least one, the tile
+exactly as wide as the rows (``_harness.row_blocks``, which gives the sweep behind the rule).
 """
 from __future__ import annotations
 
