@@ -96,7 +96,8 @@ def test_a_stopped_pool_still_runs_launches_on_the_calling_thread():
         runtime.set_num_threads(runtime.num_threads())
 
 
-EXIT_SCRIPT = """
+# A fresh process with a 2-thread pool and a kernel that counts its blocks' runs.
+SCRIPT_PRELUDE = """
 import atexit, time
 import numpy as np, pypto, pypto.language as pl
 from pypto import runtime
@@ -107,13 +108,18 @@ def bump(hits, BLOCK: pl.constexpr):
     pl.store(hits, offsets=(pl.program_id(0) * BLOCK,), value=ones, atomic="add")
 pypto.set_num_threads(2)
 hits = np.zeros(64 * 8, np.int32)
-for _ in range(20):
-    bump[(64,)](hits, BLOCK=8)
-atexit._run_exitfuncs()                      # the interpreter's first step at exit
-runtime._state["pool"].state[GEN] += 1000    # what malloc does to the freed state block
-time.sleep(0.2)
-assert (hits == 20).all(), "a worker ran the last kernel again"
 """
+
+
+def run_script(tmp_path, body: str, timeout: float) -> None:
+    """Run ``SCRIPT_PRELUDE + body`` in a fresh interpreter; it must exit cleanly."""
+    import subprocess
+    import sys
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT_PRELUDE + body)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
 
 
 def test_workers_are_gone_before_the_pool_state_is_freed(tmp_path):
@@ -121,33 +127,15 @@ def test_workers_are_gone_before_the_pool_state_is_freed(tmp_path):
     the allocator overwrote its first slot, the job generation; a worker still spinning took
     that for a new job and called the last kernel again with stale arguments. Without the
     exit handler this script crashed in 6 runs of 8."""
-    import subprocess
-    import sys
-    script = tmp_path / "launch_and_exit.py"
-    script.write_text(EXIT_SCRIPT)
     for _ in range(3):
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-
-
-ABSENT_WORKER_SCRIPT = """
-import numpy as np, pypto, pypto.language as pl
-from pypto import runtime
-@pypto.jit
-def bump(hits, BLOCK: pl.constexpr):
-    ones = pl.full((BLOCK,), 1, dtype=pl.int32)
-    pl.store(hits, offsets=(pl.program_id(0) * BLOCK,), value=ones, atomic="add")
-pypto.set_num_threads(2)
-p = runtime.pool()
-p._stop(p.state.ctypes.data)                # the worker leaves, but launches still ask for it
-p._join(p._handles.ctypes.data, p.threads - 1)
-assert p.helpers == 1
-hits = np.zeros(64 * 8, np.int32)
-for _ in range(50):
+        run_script(tmp_path, """
+for _ in range(20):
     bump[(64,)](hits, BLOCK=8)
-assert (hits == 50).all()
-"""
+atexit._run_exitfuncs()                      # the interpreter's first step at exit
+runtime._state["pool"].state[GEN] += 1000    # what malloc does to the freed state block
+time.sleep(0.2)
+assert (hits == 20).all(), "a worker ran the last kernel again"
+""", timeout=120)
 
 
 def test_a_launch_does_not_wait_for_a_worker_that_never_comes(tmp_path):
@@ -155,13 +143,15 @@ def test_a_launch_does_not_wait_for_a_worker_that_never_comes(tmp_path):
     up: once the launching thread has run out of blocks it closes the launch to helpers and
     waits only for those that joined. Here the worker is gone for good; without that, the
     first launch waits forever."""
-    import subprocess
-    import sys
-    script = tmp_path / "absent_worker.py"
-    script.write_text(ABSENT_WORKER_SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    run_script(tmp_path, """
+p = runtime.pool()
+p._stop(p.state.ctypes.data)                # the worker leaves, but launches still ask for it
+p._join(p._handles.ctypes.data, p.threads - 1)
+assert p.helpers == 1
+for _ in range(50):
+    bump[(64,)](hits, BLOCK=8)
+assert (hits == 50).all()
+""", timeout=60)
 
 
 def test_set_num_threads_rejects_nonsense():
