@@ -206,18 +206,18 @@ publish:
   store atomic i64 %helpers, ptr %pp release, align 8
   %fnp = call ptr @slot(ptr %state, i64 FN_SLOT)
   store atomic ptr %fn, ptr %fnp release, align 8
-  ; the job is complete: open it to helpers under its generation, then announce it
+  ; the job is complete: open it to helpers under its generation, then announce it (only
+  ; launches write the generation, one at a time under the pool's lock)
   %genp = call ptr @slot(ptr %state, i64 GEN_SLOT)
-  %current = load atomic i64, ptr %genp acquire, align 8
+  %current = load i64, ptr %genp, align 8
   %next = add i64 %current, 1
   %next_tag = and i64 %next, TAG_MASK
   %opened = shl i64 %next_tag, TAG_SHIFT
   %jp = call ptr @slot(ptr %state, i64 JOINED_SLOT)
   store atomic i64 %opened, ptr %jp release, align 8
-  %g = atomicrmw add ptr %genp, i64 1 acq_rel
+  store atomic i64 %next, ptr %genp release, align 8
   %w = call ptr @slot(ptr %state, i64 FUTEX_SLOT)
-  %g1 = add i64 %g, 1
-  %g32 = trunc i64 %g1 to i32
+  %g32 = trunc i64 %next to i32
   store atomic i32 %g32, ptr %w release, align 4
   call void @futex_wake(ptr %state)
   call void @pool_keep_off_workers(ptr %state)

@@ -37,7 +37,10 @@ def host_identity() -> tuple:
 def host_has(feature: str) -> bool:
     """Does the host CPU have ``feature`` (LLVM's name, e.g. "avx512f")? Lowerings that pick
     an instruction only some hosts have ask this; the features are in the cache key."""
-    return f"+{feature}" in _init()["features"].split(",")
+    s = _init()
+    if "feature_set" not in s:
+        s["feature_set"] = frozenset(s["features"].split(","))
+    return f"+{feature}" in s["feature_set"]
 
 
 def _target_machine(opt: int):
