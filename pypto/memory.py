@@ -15,6 +15,8 @@ Every figure is static, read from what the compiler decided (``compiled.metadata
 """
 from __future__ import annotations
 
+import sys
+
 import math
 from collections.abc import Mapping
 
@@ -137,11 +139,11 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
     tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
     from .backends.ascend.targets import get_target
-    from .graph import Module, TensorGraph
     from .jit import CompiledKernel, JITFunction
     from .profile import pto_program
 
-    if isinstance(kernel_or_compiled, (TensorGraph, Module)):
+    graph = sys.modules.get("pypto.graph")      # a graph exists only once the API is imported
+    if graph is not None and isinstance(kernel_or_compiled, (graph.TensorGraph, graph.Module)):
         if args or kwargs or grid is not None:
             raise TypeError("pypto.memory.analyze(graph) takes no other arguments: the "
                             "placeholders give the shapes and each kernel has its own grid")
