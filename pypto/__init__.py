@@ -37,7 +37,4 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "Internal
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", "TensorGraph", "GraphTensor", "Module", "placeholder",
-           "get_default_graph", "tile_op", "tile_map", "compile", "call_ascend_c", "conv2d",
-           "register_op"] + \
-    list(_language_all)
+           "graph", "debug", *_GRAPH_NAMES] + list(_language_all)

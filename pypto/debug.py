@@ -58,13 +58,12 @@ class Snapshot:
 
 snapshots: list[Snapshot] = []
 _lock = threading.Lock()
-_state = {"enabled": False, "hook": None, "launch": None, "printed": 0}
+_state = {"hook": None, "launch": None, "printed": 0}
 
 
 def enable(hook=None) -> None:
     """Debug mode on: ``Module.run`` interprets, breakpoints call ``hook`` (default:
     ``default_hook``) with a ``Snapshot``."""
-    _state["enabled"] = True
     _state["printed"] = 0
     if hook is not None:
         set_hook(hook)
@@ -73,12 +72,11 @@ def enable(hook=None) -> None:
 
 def disable() -> None:
     """Debug mode off: graphs run compiled again and breakpoints do nothing."""
-    _state["enabled"] = False
     interpreter.BREAKPOINT_HOOK = None
 
 
 def is_enabled() -> bool:
-    return _state["enabled"]
+    return interpreter.BREAKPOINT_HOOK is not None
 
 
 def set_hook(hook) -> None:

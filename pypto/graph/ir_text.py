@@ -48,13 +48,12 @@ def _node(node, kernel) -> list[str]:
 
 def _kernel(k, module) -> list[str]:
     tiles = k.group.tiling.num_tiles
-    meta = k.compiled.metadata if k.compiled is not None else {}
+    meta = k.compiled.metadata
     lines = ["", f"kernel {k.name}: node(s) {', '.join(n.name for n in k.group.nodes)}; "
              f"form {k.form!r}, grid {k.grid} for {tiles} tile(s); "
              f"{meta.get('kind', '?')} kernel",
              "  generated source:"]
     lines += ["    " + line for line in k.source.rstrip().splitlines()]
-    if k.compiled is not None:
-        lines.append("  Tile IR (after the passes):")
-        lines += ["    " + line for line in k.compiled.asm["tile_ir"].rstrip().splitlines()]
+    lines.append("  Tile IR (after the passes):")
+    lines += ["    " + line for line in k.compiled.asm["tile_ir"].rstrip().splitlines()]
     return lines

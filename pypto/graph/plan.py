@@ -103,8 +103,10 @@ def _fusible(producer, consumer, graph) -> bool:
                if t is producer.output)
 
 
-def choose_form(group: Group, strategy: str, cores: int, debug: bool = False) -> tuple:
-    """(form, grid) for a group launched on ``cores`` cores."""
+def choose_form(group: Group, cores: int, debug: bool = False) -> tuple:
+    """(form, grid) for a group launched on ``cores`` cores, as its last node's
+    ``parallel_strategy`` asks."""
+    strategy = group.last.strategy
     tiling = group.tiling
     tiles = tiling.num_tiles
     if group.cross_block:

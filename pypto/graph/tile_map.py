@@ -32,10 +32,6 @@ class Node:
     tiling: Tiling
     output: GraphTensor = None
 
-    @property
-    def graph(self):
-        return self.output.graph
-
 
 def tile_map(tile_op, inputs, tile_size, parallel_strategy="auto", *, input_tiles=None,
              out_shape=None, name=None) -> GraphTensor:
