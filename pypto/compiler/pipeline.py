@@ -29,7 +29,6 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     program (PYPTO_OVERRIDE_DIR)."""
     t0 = time.perf_counter()
     fn = build_function(source, spec_args, source.node.name)
-    _drop_breakpoints(fn.body)       # debug.breakpoint acts in the interpreter only
     module = Module(fn, target)
     frontend_ir = str(module)
     module = run_pipeline(module)
@@ -65,13 +64,6 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
            "llir_opt": optimized, "obj": obj}
     return asm, metadata
-
-
-def _drop_breakpoints(block) -> None:
-    block.ops = [op for op in block.ops if op.name != "debug.breakpoint"]
-    for op in block.ops:
-        for inner in op.blocks:
-            _drop_breakpoints(inner)
 
 
 def _verify_round_trip(text: str) -> None:

@@ -122,7 +122,8 @@ def pipe_barrier(b, pipe="ALL"):
 
 def breakpoint(b, live: dict):
     """``debug.breakpoint`` reads the live local tiles (name → tile) so the interpreter can
-    show them; it has no result and the compile pipeline removes it before any pass."""
+    show them; it has no result and no side effect, so dead-code elimination removes it from
+    compiled kernels."""
     names = tuple(live)
     b.emit("debug.breakpoint", [live[n] for n in names], attrs={"names": names})
 

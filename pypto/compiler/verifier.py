@@ -17,6 +17,7 @@ KNOWN_OPS = {
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
     *SYNC_OPS, "tensor.workspace", "tile.alloc",
+    "debug.breakpoint",     # acts in the interpreter only: no result, so DCE removes it
 }
 TERMINATORS = ("scf.yield", "scf.condition")
 
