@@ -166,18 +166,24 @@ class _Walker:
         for a, v in zip(args, values):
             self.origins[a] = v
 
-    def _scf_for(self, op) -> None:
-        body = op.blocks[0]
-        carried = [self.get(v) for v in op.operands[3:]]
+    def _fixpoint(self, carried, step):
+        """Run a loop body (``step(carried)`` walks it and returns (yields, its result))
+        until the carried origins stop growing; returns the last result."""
         while True:
-            self._carry(body.args[1:], carried)
-            self.block(body)
-            yields = [self.get(v) for v in body.ops[-1].operands]
+            yields, result = step(carried)
             new = [_union(c, y) for c, y in zip(carried, yields)]
             if new == carried:
-                break
+                return result
             carried = new
-        self._carry(op.results, carried)
+
+    def _scf_for(self, op) -> None:
+        body = op.blocks[0]
+
+        def step(carried):
+            self._carry(body.args[1:], carried)
+            self.block(body)
+            return [self.get(v) for v in body.ops[-1].operands], carried
+        self._carry(op.results, self._fixpoint([self.get(v) for v in op.operands[3:]], step))
 
     def _scf_if(self, op) -> None:
         merged = None
@@ -191,16 +197,12 @@ class _Walker:
 
     def _scf_while(self, op) -> None:
         before, after = op.blocks
-        carried = [self.get(v) for v in op.operands]
-        while True:
+
+        def step(carried):
             self._carry(before.args, carried)
             self.block(before)
             forwarded = [self.get(v) for v in before.ops[-1].operands[1:]]
             self._carry(after.args, forwarded)
             self.block(after)
-            yields = [self.get(v) for v in after.ops[-1].operands]
-            new = [_union(c, y) for c, y in zip(carried, yields)]
-            if new == carried:
-                break
-            carried = new
-        self._carry(op.results, forwarded)
+            return [self.get(v) for v in after.ops[-1].operands], forwarded
+        self._carry(op.results, self._fixpoint([self.get(v) for v in op.operands], step))
