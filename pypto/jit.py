@@ -24,7 +24,7 @@ from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.targets import get_target
 from .device import current_target
 from .compiler import cache as cache_mod
-from .compiler.errors import CompilationError
+from .compiler.errors import CompilationError, compiler_frames_wanted
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
@@ -162,7 +162,7 @@ class JITFunction:
                 return self._interpret(grid, bound)
             kernel, target = self._get_kernel(bound)
         except CompilationError as e:
-            if envs.PYPTO_DEBUG.get() in ("", "0"):
+            if not compiler_frames_wanted():
                 raise e.with_traceback(None) from None   # the user's frames, not ours
             raise
         caller = self._caller(kernel, target)

@@ -57,6 +57,13 @@ class CompilationError(Exception):
         return "\n".join(lines)
 
 
+def compiler_frames_wanted() -> bool:
+    """Should a CompilationError keep the compiler's own frames (PYPTO_DEBUG=1)? Otherwise the
+    places that raise one to the user drop them, so the traceback ends in the user's code."""
+    from .. import envs
+    return envs.PYPTO_DEBUG.get() not in ("", "0")
+
+
 class InternalError(Exception):
     """A compiler invariant was broken; the IR at that point is written to a file."""
 

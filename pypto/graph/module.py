@@ -15,9 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import envs
 from ..backends.ascend.targets import get_target
-from ..compiler.errors import CompilationError
+from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..device import Context, Tensor, empty
 from ..jit import _dtype_of
 from ..tensor_args import as_array
@@ -131,7 +130,7 @@ def _compile_kernel(kernel: Kernel) -> None:
         nodes = ", ".join(n.name for n in kernel.group.nodes)
         error = CompilationError(f"{e.message}\n(in kernel {kernel.name}, generated for "
                                  f"tile_map node(s) {nodes})", e.loc, e.call_chain)
-        if envs.PYPTO_DEBUG.get() in ("", "0"):
+        if not compiler_frames_wanted():
             raise error.with_traceback(None) from None
         raise error from e
 

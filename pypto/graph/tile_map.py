@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import envs
-from ..compiler.errors import CompilationError
+from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..jit import JITFunction
 from .graph import GraphTensor
 from .tile_op import TileOp
@@ -46,7 +45,7 @@ def tile_map(tile_op, inputs, tile_size, parallel_strategy="auto", *, input_tile
     try:
         tiling = decide(op, inputs, tile_size, input_tiles, out_shape)
     except CompilationError as e:
-        if envs.PYPTO_DEBUG.get() in ("", "0"):
+        if not compiler_frames_wanted():
             raise e.with_traceback(None) from None     # the user's frames, not ours
         raise
     node = Node(name, op, list(inputs), tile_size, strategy, tiling)
