@@ -98,7 +98,7 @@ def build_kernels(module, debug: bool) -> list[Kernel]:
     a block's index is its tile's index."""
     graph, chip, opts = module.graph, module.target, module.options
     kernels = []
-    for group in plan_groups(graph, module.nodes, fuse=opts["tile_fusion"]):
+    for group in plan_groups(module.nodes, fuse=opts["tile_fusion"]):
         cores = chip.cores_for(group.uses_cube)
         form, grid = choose_form(group, cores, debug)
         name = kernel_name(graph.name, group)

@@ -65,17 +65,22 @@ class Group:
         return out
 
 
-def plan_groups(graph, nodes, fuse: bool) -> list[Group]:
-    """The kernels of ``nodes`` (the graph's, in creation order) in launch order: each group
-    runs after the groups it reads."""
+def plan_groups(nodes, fuse: bool) -> list[Group]:
+    """The kernels of ``nodes`` (the graph's when it was compiled, in creation order) in launch
+    order: each group runs after the groups it reads. Fusion asks who reads a tensor among
+    these nodes only, not among nodes added to the graph later."""
     groups: list[Group] = []
     by_output: dict[int, Group] = {}
+    readers: dict[int, list] = {}        # id(tensor) -> the nodes that read it
+    for node in nodes:
+        for key in {id(t) for t in node.inputs}:
+            readers.setdefault(key, []).append(node)
     for node in nodes:
         target = None
         if fuse:
             for t in node.inputs:
                 g = by_output.get(id(t))
-                if g is not None and _fusible(g.last, node, graph):
+                if g is not None and _fusible(g.last, node, readers):
                     target = g
                     break
         if target is None:
@@ -88,9 +93,9 @@ def plan_groups(graph, nodes, fuse: bool) -> list[Group]:
     return sorted(groups, key=lambda g: nodes.index(g.last))
 
 
-def _fusible(producer, consumer, graph) -> bool:
+def _fusible(producer, consumer, readers) -> bool:
     p, c = producer.tiling, consumer.tiling
-    if graph.consumers(producer.output) != [consumer]:
+    if readers.get(id(producer.output)) != [consumer]:
         return False
     if p.out_shape != c.out_shape or p.tile != c.tile or p.broadcast_result:
         return False

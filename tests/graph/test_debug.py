@@ -118,3 +118,29 @@ def test_module_run_under_pypto_interpret(graph, monkeypatch):
     a = rand(x.shape, "float32")
     np.testing.assert_array_equal(module.run(pypto.Context(), {"x": a}).to_numpy(), a * 3)
     assert pypto.debug.snapshots == []
+
+
+@pypto.tile_op
+def doubled(a):
+    return a * 2.0
+
+
+def test_debug_mode_fuses_as_the_compiled_module_did():
+    """Debug kernels are built on the first debug run; nodes added to the graph after compile
+    must not change which nodes they fuse (they used to ask the live graph who reads a
+    tensor, so a later reader of an intermediate split the group)."""
+    g = pypto.TensorGraph(name="late_reader")
+    x = g.placeholder((32,), pypto.float32)
+    mid = pypto.tile_map(doubled, [x], tile_size=16)
+    pypto.tile_map(doubled, [mid], tile_size=16)
+    module = pypto.compile(g)
+    assert len(module.kernels) == 1                      # the chain is fused
+    pypto.tile_map(doubled, [mid], tile_size=16)         # a reader added after compile
+    a = rand((32,), "float32", 3)
+    pypto.debug.enable(hook=lambda snapshot: None)
+    try:
+        got = module.run({"x": a}).to_numpy()
+        assert len(module._debug()) == len(module.kernels)
+    finally:
+        pypto.debug.disable()
+    np.testing.assert_array_equal(got, a * 4)
