@@ -136,7 +136,7 @@ def pto_program(kernel):
     program = kernel.__dict__.get("_pypto_program")
     if program is None:
         from .backends.ascend.targets import get_target
-        from .compiler.pto_parse import parse_program
+        from .compiler.pto.reader import parse_program
         program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
         kernel._pypto_program = program
     return program

@@ -9,7 +9,7 @@ import pypto
 import pypto.language as pl
 from pypto import profile
 from pypto.backends.ascend.cycle_model import model_launch
-from pypto.compiler.pto_parse import parse_program
+from pypto.compiler.pto.reader import parse_program
 
 from .kernels import mm_bias_relu
 

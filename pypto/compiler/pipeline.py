@@ -13,12 +13,12 @@ from .. import envs
 from .errors import InternalError
 from .ir import Module
 from .passes import run_pipeline
-from .pto import lower_to_pto
-from .pto_text import print_program
-from .double_buffer import double_buffer
-from .hazards import check_program
-from .split import split_cube_vector
-from .sync import insert_sync
+from .pto.lower import lower_to_pto
+from .pto.printer import print_program
+from .pto.passes.double_buffer import double_buffer
+from .pto.passes.hazards import check_program
+from .pto.passes.split import split_cube_vector
+from .pto.passes.sync import insert_sync
 
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
@@ -37,7 +37,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if auto_sync:
         program = insert_sync(program)
     if pto_override is not None:
-        from .pto_parse import override_program
+        from .pto.reader import override_program
         program = override_program(program, *pto_override)
     check_program(program)          # every kernel, whoever placed its flags
     pto_text = print_program(program)
@@ -67,7 +67,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
 
 
 def _verify_round_trip(text: str) -> None:
-    from .pto_parse import parse_program
+    from .pto.reader import parse_program
     again = print_program(parse_program(text))
     if again != text:
         raise InternalError("the printed .pto does not read back identically", text)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..language import dtypes as dt
 from .ir import TileType, Value
-from .pipes import CROSS_CORE_FLAGS, EVENT_IDS, PIPES
+from .pto.isa import CROSS_CORE_FLAGS, EVENT_IDS, PIPES
 from .semantics import _describe, _shape, cast, load
 
 

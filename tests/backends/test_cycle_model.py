@@ -19,7 +19,7 @@ from pypto.backends.ascend.cycle_model import (
 )
 from pypto.backends.ascend.targets import TARGETS, CostModel, GiB, get_target
 from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
-from pypto.compiler.pto_parse import parse_program
+from pypto.compiler.pto.reader import parse_program
 from pypto.language import dtypes as dt
 
 from ..kernels import mm_bias_relu, row_softmax, vadd

@@ -370,7 +370,7 @@ def test_advanced_mode_with_the_right_flags_runs():
 
 
 def test_advanced_mode_race_is_reported_with_both_instructions():
-    from pypto.compiler.hazards import HazardError
+    from pypto.compiler.pto.passes.hazards import HazardError
     x = np.zeros(64, np.float32)
     with pytest.raises(HazardError) as e:
         manual_add[(1,)](x, x, x.copy(), FLAGS=False)

@@ -19,7 +19,7 @@ from ... import envs
 from ...compiler.errors import CompilationError, InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While, walk_insts
 from ...language import dtypes as dt
-from ...compiler.pipes import CROSS_CORE_OPS, FLAG_OPS
+from ...compiler.pto.isa import CROSS_CORE_OPS, FLAG_OPS
 from . import forwarding
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS

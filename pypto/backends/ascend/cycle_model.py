@@ -27,7 +27,7 @@ The pipe model (the choices this module makes where the reference is silent):
   queues are unbounded, so the scalar unit runs ahead of busy pipes.
 * ``set_flag(P→Q, e)`` pushes the time P reaches it (P's free time after its earlier work, and
   not before the issue point) on a FIFO per (P, Q, e); ``wait_flag(P→Q, e)`` pops it and Q's
-  next instruction starts no earlier (flags count, as in ``compiler/hazards.py``).
+  next instruction starts no earlier (flags count, as in ``compiler/pto/passes/hazards.py``).
   ``barrier{ALL}`` joins every pipe, S included; ``barrier{P}`` is program order already.
 * ``sync.set{pipe}`` signals a cross-core flag when its pipe reaches it; ``sync.wait{pipe}``
   holds that pipe until enough signals have arrived; ``syncall`` releases every block when
@@ -49,7 +49,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from ...compiler.elementwise import BINARY, UNARY
-from ...compiler.pipes import PIPES, is_scalar, is_sync, pipe_of
+from ...compiler.pto.isa import PIPES, is_scalar, is_sync, pipe_of
 from ...compiler.pto import For, If, Inst, Scalar, TensorArg, Tile, While
 from ...language import dtypes as dt
 from .targets import GiB, Target, get_target
@@ -776,7 +776,7 @@ def _launch_model(program, target: Target, grid: tuple, cores: int,
 def model_kernel(jit_fn, grid, *args, **kwargs) -> LaunchModel:
     """Compile ``jit_fn`` for these arguments, read back its ``.pto`` and model the launch
     with the same arguments (a callable grid gets the bound arguments, as a launch does)."""
-    from ...compiler.pto_parse import parse_program
+    from ...compiler.pto.reader import parse_program
     kernel = jit_fn.compile(*args, **kwargs)
     program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
     bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...compiler.pipes import CROSS_CORE_OPS, accesses, conflicts, tile_extent
+from ...compiler.pto.isa import CROSS_CORE_OPS, accesses, conflicts, tile_extent
 from ...compiler.pto import For, If, Inst, Tile, While, walk_insts
 
 

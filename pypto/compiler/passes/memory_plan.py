@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..errors import CompilationError
 from ..ir import Block, Module, Op, Value, walk
-from ..pipes import footprint
+from ..pto.isa import footprint
 from ..pto import view2d
 from .memory_space import loop_classes
 

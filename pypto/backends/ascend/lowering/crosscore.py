@@ -17,7 +17,7 @@ import platform
 
 from llvmlite import ir
 
-from ....compiler.pipes import CROSS_CORE_FLAGS
+from ....compiler.pto.isa import CROSS_CORE_FLAGS
 from ..lowering_utils import I64, PTR, i64
 
 ARRIVED, GENERATION, DEAD, FLAGS = 1, 2, 3, 4

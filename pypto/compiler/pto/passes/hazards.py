@@ -4,7 +4,7 @@ conflicting accesses that its flags and barriers leave unordered, and every misu
 Why a checker: pipes run concurrently (shared/reference/ascend910b.md, "Pipes and
 synchronization"), so a missing ``wait_flag`` is a silent race on the chip while our host
 simulation, which runs the instructions one by one, computes the right answer anyway. This
-module is the contract the sync-insertion pass must satisfy; ``pipes.py`` answers which pipe
+module is the contract the sync-insertion pass must satisfy; ``pto/isa.py`` answers which pipe
 runs an instruction and what it touches, so the two cannot disagree about the machine.
 
 The model (vector clocks, one per pipe, over globally numbered ticks):
@@ -46,8 +46,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import CompilationError
-from .pipes import (
+from ...errors import CompilationError
+from ..isa import (
     EVENT_IDS,
     FLAG_OPS,
     PIPES,
@@ -58,8 +58,8 @@ from .pipes import (
     pipe_of,
     tile_extent,
 )
-from .pto import For, If, Inst, Program, Scalar, TensorArg, Tile, While
-from .pto_text import sync_text
+from ..program import For, If, Inst, Program, Scalar, TensorArg, Tile, While
+from ..printer import sync_text
 
 LOOP_REPLAYS = 3
 _INDEX = {p: i for i, p in enumerate(PIPES)}

@@ -1,4 +1,4 @@
-"""The hazard checker (pypto/compiler/hazards.py): hand-built PTO programs whose flags are right,
+"""The hazard checker (pypto/compiler/pto/passes/hazards.py): hand-built PTO programs whose flags are right,
 wrong or missing, and real compiled programs, which today carry no flags at all."""
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import pypto.language as pl
 from pypto.backends.ascend.targets import get_target
 from pypto.compiler.errors import CompilationError
 from pypto.compiler.frontend import build_function
-from pypto.compiler.hazards import (
+from pypto.compiler.pto.passes.hazards import (
     Hazard,
     HazardError,
     SyncMisuse,
@@ -26,8 +26,8 @@ from pypto.compiler.pto import (
     TensorArg,
     Tile,
     While,
-    lower_to_pto,
 )
+from pypto.compiler.pto.lower import lower_to_pto
 from pypto.language import dtypes as dt
 
 TARGET = get_target("ascend910b1")
@@ -390,9 +390,9 @@ def real(name) -> Program:
 
 def synced(name) -> Program:
     """The program as compile_kernel builds it: split, double-buffered, flags inserted."""
-    from pypto.compiler.double_buffer import double_buffer
-    from pypto.compiler.split import split_cube_vector
-    from pypto.compiler.sync import insert_sync
+    from pypto.compiler.pto.passes.double_buffer import double_buffer
+    from pypto.compiler.pto.passes.split import split_cube_vector
+    from pypto.compiler.pto.passes.sync import insert_sync
     return insert_sync(double_buffer(split_cube_vector(real(name))))
 
 
@@ -509,7 +509,7 @@ def test_merged_replay_matches_path_enumeration():
 
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_sync_pass_output_is_clean_and_every_wait_matters(name):
-    """The contract with pypto/compiler/sync.py: what it emits passes; dropping any one of its
+    """The contract with pypto/compiler/pto/passes/sync.py: what it emits passes; dropping any one of its
     waits is caught (a race, or a set left pending)."""
     assert find_hazards(synced(name)) == []
     count = sum(1 for _, body in synced(name).parts for n in flatten(body)

@@ -1,6 +1,6 @@
 """Synchronisation: ``set_flag``/``wait_flag`` pairs so every cross-pipe hazard is ordered.
 
-Pipes run concurrently (see ``pipes.py``), so a TLOAD (MTE2) and the TADD (V) that reads its
+Pipes run concurrently (see ``pto/isa.py``), so a TLOAD (MTE2) and the TADD (V) that reads its
 tile must be ordered by a flag, and so must the TADD and a later TLOAD that overwrites the tile
 it still reads. The pass works on the structured program, one block at a time:
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .pipes import EVENT_IDS, PIPES, accesses, conflicts, is_scalar, is_sync, pipe_of
-from .pto import For, If, Inst, Program, While
+from ..isa import EVENT_IDS, PIPES, accesses, conflicts, is_scalar, is_sync, pipe_of
+from ..program import For, If, Inst, Program, While
 
 
 class _Pairs:

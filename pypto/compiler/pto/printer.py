@@ -6,8 +6,8 @@ their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...)
 """
 from __future__ import annotations
 
-from .pipes import SYNC_OPS
-from .pto import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
+from .isa import SYNC_OPS
+from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}

@@ -23,14 +23,15 @@ import pypto.language as pl
 from pypto.backends.ascend.codegen import generate_llvm_ir
 from pypto.backends.ascend.targets import get_target
 from pypto.compiler import cache as cache_mod
-from pypto.compiler import pipeline, pto_parse
+from pypto.compiler import pipeline
+from pypto.compiler.pto import reader as pto_parse
 from pypto.compiler.errors import CompilationError
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
-from pypto.compiler.pto_parse import PtoParseError, parse_program
-from pypto.compiler.pto_text import print_program
+from pypto.compiler.pto.reader import PtoParseError, parse_program
+from pypto.compiler.pto.printer import print_program
 from pypto.language import dtypes as dt
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BF16 = np.dtype(ml_dtypes.bfloat16)
 RNG = np.random.default_rng(7)
 
@@ -543,7 +544,7 @@ def test_hand_edited_pto_with_a_flag_removed_is_rejected_naming_both_instruction
         tmp_path, monkeypatch):
     """The hazard checker runs on overridden programs too: deleting the MTE2 -> V wait of the
     vector add leaves the add reading tiles the loads may still be writing."""
-    from pypto.compiler.hazards import HazardError
+    from pypto.compiler.pto.passes.hazards import HazardError
     x = RNG.random(1000).astype(np.float32)
     text = _add_kernel().compile(x, x, np.zeros_like(x), BLOCK=256).asm["pto"]
     wait = next(line for line in text.splitlines()

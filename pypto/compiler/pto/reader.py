@@ -1,4 +1,4 @@
-"""Read ``.pto`` text back into a PTO ``Program``: the inverse of ``pto_text.print_program``.
+"""Read ``.pto`` text back into a PTO ``Program``: the inverse of ``printer.print_program``.
 
 Why: a printed kernel can be edited by hand and compiled again (``PYPTO_OVERRIDE_DIR``), and
 print → parse → print being the identity is the test that the text says everything the backend
@@ -30,12 +30,12 @@ import dataclasses
 import math
 import re
 
-from ..backends.ascend.targets import TARGETS
-from ..language import dtypes as dt
-from . import pto_text
-from .errors import CompilationError, SourceLoc
-from .pipes import SYNC_OPS, tile_extent
-from .pto import WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While
+from ...backends.ascend.targets import TARGETS
+from ...language import dtypes as dt
+from . import printer
+from ..errors import CompilationError, SourceLoc
+from .isa import SYNC_OPS, tile_extent
+from .program import WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While
 
 _N = r"%[^\s,():\[\]{}=<>]+"              # an SSA name as the printer writes them
 _DTYPES = {d.mlir: d for d in dt.ALL}
@@ -65,7 +65,7 @@ _CROSS = re.compile(r"\[<PIPE_(\w+)>, (\d+)\](?: \{count = (\d+)\})?")
 _INT = re.compile(r"-?\d+")
 _CASTS = ("extf", "truncf", "fptosi", "sitofp", "extsi", "trunci", "extui", "uitofp",
           "fptoui")
-_CMP_PRED = {v: k for table in (pto_text._CMP_I, pto_text._CMP_F) for k, v in table.items()}
+_CMP_PRED = {v: k for table in (printer._CMP_I, printer._CMP_F) for k, v in table.items()}
 # integer mnemonics the printer does not form as name + "i" (floats: name + "f")
 _INT_NAMES = {"floordivsi": "floordiv", "minsi": "min", "maxsi": "max", "divsi": "div",
               "shrsi": "shr", "shli": "shl", "andi": "and", "ori": "or", "xori": "xor"}
@@ -159,8 +159,8 @@ def _literal(text: str):
 
 
 def _unspell(key: str, text: str):
-    """Undo the printer's ``#pto<...>`` spelling of ``key`` (pto_text._ATTR_SPELLING)."""
-    spell = pto_text._ATTR_SPELLING.get(key)
+    """Undo the printer's ``#pto<...>`` spelling of ``key`` (printer._ATTR_SPELLING)."""
+    spell = printer._ATTR_SPELLING.get(key)
     if spell is not None:
         head, _, tail = spell("\0").partition("\0")
         if text.startswith(head) and text.endswith(tail) and len(text) >= len(head + tail):

@@ -23,10 +23,10 @@ from __future__ import annotations
 import itertools
 import threading
 
-from .errors import CompilationError
-from .pipes import is_scalar, tile_extent
-from .pto import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
-from ..language import dtypes as dt
+from ...errors import CompilationError
+from ..isa import is_scalar, tile_extent
+from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
+from ....language import dtypes as dt
 
 _local = threading.local()
 

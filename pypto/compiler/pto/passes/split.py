@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .errors import CompilationError
-from .pipes import is_scalar
-from .pto import (For, If, Inst, Program, TensorArg, Tile, While, nested_bodies,
+from ...errors import CompilationError
+from ..isa import is_scalar
+from ..program import (For, If, Inst, Program, TensorArg, Tile, While, nested_bodies,
                   walk_insts)
 
 CUBE_LOCS = ("mat", "left", "right", "acc")

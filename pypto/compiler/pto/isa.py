@@ -16,7 +16,7 @@ Sync instructions in a ``Program`` (``Inst.op`` and its attributes):
 """
 from __future__ import annotations
 
-from .pto import TensorArg, Tile
+from .program import TensorArg, Tile
 
 PIPES = ("MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S")
 EVENT_IDS = 8
