@@ -63,6 +63,11 @@ class CostModel:
     dispatch_cycles: float = 1.0
     sync_cycles: float = 0.0
 
+# The UB is 192 KiB, but pto-isa keeps its top 8 KiB (TMP_UB_OFFSET = 184 KiB,
+# include/pto/common/constants.hpp) as the scratch of TROWEXPAND*'s broadcast, TCVT and
+# TEXTRACT on A2/A3: a tile placed there would be overwritten by them.
+UB_USABLE = 184 * KiB
+
 
 @dataclass(frozen=True)
 class Target:
@@ -76,7 +81,7 @@ class Target:
     hbm_gbps: float
     # bytes per on-chip buffer, keyed by PTO location
     buffers: dict = field(default_factory=lambda: {
-        "vec": 192 * KiB, "mat": 512 * KiB, "left": 64 * KiB, "right": 64 * KiB,
+        "vec": UB_USABLE, "mat": 512 * KiB, "left": 64 * KiB, "right": 64 * KiB,
         "acc": 128 * KiB, "bias": 1 * KiB})
     alignment: int = 32
     max_vec_rows: int = 4095

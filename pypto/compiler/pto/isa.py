@@ -24,6 +24,8 @@ CROSS_CORE_FLAGS = 16
 FLAG_OPS = ("set_flag", "wait_flag")
 CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
 SYNC_OPS = FLAG_OPS + ("barrier",) + CROSS_CORE_OPS
+# instructions whose A2/A3 form takes a scratch tile (``attrs["tmp"]``, passes/scratch.py)
+TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "tsel", "txor", "ttrans")
 
 # opcode → pipe, where the opcode alone decides it
 _FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S"}
@@ -52,8 +54,8 @@ def pipe_of(inst) -> str:
             return "MTE1"
         if src.loc == "acc":
             return "FIX"
-    if op == "texpands" and inst.outs[0].loc == "acc":
-        return "M"          # the accumulator is initialised by the cube
+    if op == "texpands" and inst.outs[0].loc == "mat":
+        return "MTE2"       # an L1 fill is a DMA on A2/A3 (pto-isa's TEXPANDS_MAT)
     return "V"
 
 
@@ -95,6 +97,9 @@ def accesses(inst, target) -> list[tuple[str, tuple]]:
     else:
         reads, writes = inst.ins, inst.outs
     out = []
+    tmp = inst.attrs.get("tmp")
+    if tmp is not None:
+        writes = list(writes) + [tmp]
     for kind, xs in (("r", reads), ("w", writes)):
         for x in xs:
             res = _resource(x, target)

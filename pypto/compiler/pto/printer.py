@@ -1,17 +1,62 @@
-"""Print a PTO ``Program`` as ``.pto`` text: the PTO-ISA MLIR dialect that ptoas reads.
+"""Print a PTO ``Program`` as ``.pto`` text: the PTO-ISA MLIR dialect that PTOAS reads.
 
-Scalars and loops are ``arith`` / ``scf``; global memory is ``pto.make_tensor_view`` +
-``pto.partition_view``; tiles are ``pto.alloc_tile`` with full ``!pto.tile_buf`` types pinned to
-their planned ``addr``; instructions are destination-passing ``pto.<op> ins(...) outs(...)``.
+The text targets PTOAS at commit a56b18c3 (``ptoas 0.27``), A2/A3 verifiers, lowered at
+``--pto-level=level3``: every tile is ``pto.alloc_tile`` pinned to its planned ``addr`` and the
+program's own flags are kept. Scalars and loops are ``arith`` / ``scf`` (i64); global memory is
+``pto.make_tensor_view`` + ``pto.partition_view`` over ``index`` operands; instructions are
+destination-passing ``pto.<op> ins(...) outs(...)``.
+
+One ``Program`` instruction may print as several lines (a *macro*): the address arithmetic of
+a partition, the clipping of an edge window, the decoding of a multi-dimensional block index.
+Every name such a macro introduces is ``%<base>.<tag>``, where ``<base>`` is what it derives
+from (a partition, a tile, a result); the reader (``reader.py``) skips or resolves dotted names
+by that rule and the printer derives them again, so print → parse → print is the identity.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ...language import dtypes as dt
 from .isa import SYNC_OPS
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
-_ARITH = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "min": "min", "max": "max"}
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+
+# instructions that read or write an (M, 1) tile in its column-major (DN) form; every other
+# instruction sees such a tile through its row-major (1, M) view (Tile.type_text)
+_COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowexpand", "trowexpandadd",
+                  "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
+                  "trowexpandmin", "tload", "tstore")
+# attributes that the dialect wants inside ``ins(...)``, after the first operand
+_INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
+GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
+
+# tile pad field: 0 null, 1 zero, 2 max, 3 min (the hardware's padding values)
+PAD_NULL, PAD_ZERO, PAD_MAX, PAD_MIN = 0, 1, 2, 3
+
+
+def pad_kind(value, dtype) -> int | None:
+    """The tile pad field that produces ``value`` past a window's edge, or None when the
+    hardware has no such padding (then the tile is filled with ``texpands`` first)."""
+    if value == 0:
+        return PAD_ZERO
+    if dtype.is_floating:
+        if value == math.inf:
+            return PAD_MAX
+        if value == -math.inf:
+            return PAD_MIN
+        return None
+    if dtype == dt.bool_:
+        return None
+    info = np.iinfo(dtype.to_numpy())
+    if value == info.max:
+        return PAD_MAX
+    if value == info.min:
+        return PAD_MIN
+    return None
 
 
 class _Printer:
@@ -21,6 +66,7 @@ class _Printer:
         self.consts: dict = {}
         self.const_lines: list[str] = []
         self.n = 0
+        self.grid = max_grid_axis(program) > 0
 
     def fresh(self, base="t") -> str:
         self.n += 1
@@ -29,7 +75,7 @@ class _Printer:
     def emit(self, text: str, depth: int) -> None:
         self.lines.append("  " * depth + text)
 
-    def const(self, value, ty, depth) -> str:
+    def const(self, value, ty) -> str:
         key = (repr(value), ty)      # repr: -0.0 is not 0.0, and nan is one constant
         if key not in self.consts:
             name = f"%c{str(value).replace('-', 'm').replace('.', 'p')}_{ty}"
@@ -40,17 +86,14 @@ class _Printer:
     def ref(self, x) -> str:
         return x if isinstance(x, str) else f"%{x.name}"
 
-    def view(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str]:
-        offs = list(offsets)
-        if t.rank == 1:
-            offs = [self.const(0, "i64", depth)] + offs
-        sizes = f"{tile.rows}, {tile.cols}"
-        ty = f"!pto.partition_tensor_view<{tile.rows}x{tile.cols}x{t.dtype.mlir}>"
-        name = self.fresh("pv")
-        self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets=["
-                  f"{', '.join(self.ref(o) for o in offs)}], sizes=[{sizes}] -> {ty}", depth)
-        return name, ty
+    def index(self, x, name: str, depth) -> str:
+        """``x`` (an i64 scalar or an int) as an ``index`` operand."""
+        if isinstance(x, int):
+            return self.const(x, "index")
+        self.emit(f"{name} = arith.index_cast {self.ref(x)} : i64 to index", depth)
+        return name
 
+    # -- module, function, prologue ---------------------------------------------------------
     def program(self) -> str:
         p = self.p
         funcs = []
@@ -63,6 +106,7 @@ class _Printer:
     def function(self, name: str, kind: str, body: list) -> list[str]:
         p = self.p
         self.lines, self.consts, self.const_lines, self.n = [], {}, [], 0
+        self.extents: dict[tuple, str] = {}
         args = []
         for a in p.params:
             if isinstance(a, TensorArg):
@@ -71,29 +115,41 @@ class _Printer:
                 args += [f"%{a.name}_s{i}: i64" for i, s in enumerate(a.strides) if s is None]
             else:
                 args.append(f"%{a.name}: {a.dtype.mlir}")
+        if self.grid:
+            args += [f"%{g}: i64" for g in GRID_PARAMS]
         for a in p.params:
             if isinstance(a, TensorArg):
-                dims = [self.const(d, "i64", 2) if d is not None else f"%{a.name}_d{i}"
-                        for i, d in enumerate(a.dims)]
-                strides = [self.const(s, "i64", 2) if s is not None else f"%{a.name}_s{i}"
-                           for i, s in enumerate(a.strides)]
-                if a.rank == 1:
-                    dims, strides = [self.const(1, "i64", 2)] + dims, \
-                        [self.const(0, "i64", 2)] + strides
-                self.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape=["
-                          f"{', '.join(dims)}], strides=[{', '.join(strides)}] : "
-                          f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{a.dtype.mlir}>", 2)
+                self.tensor_view(a)
         used = tiles_used(body)
         for t in p.tiles:
             if t.name in used:
-                addr = self.const(t.addr, "i64", 2)
+                addr = self.const(t.addr, "i64")
                 self.emit(f"%{t.name} = pto.alloc_tile addr = {addr} : {t.type_text()}", 2)
+                if t.is_column:
+                    self.emit(f"%{t.name}.row = pto.alloc_tile addr = {addr} : "
+                              f"{t.type_text(row_view=True)}", 2)
         self.body(body, 2)
         self.emit("return", 2)
         head = (f"  func.func @{name}({', '.join(args)}) attributes "
                 f"{{pto.kernel_kind = #pto.kernel_kind<{kind}>}} {{")
         return [head] + self.const_lines + self.lines + ["  }"]
 
+    def tensor_view(self, a: TensorArg) -> None:
+        """A 1-D tensor is viewed as 1 x n with row stride 0 (the reader's mark for it)."""
+        def entry(value, arg):
+            return self.const(value, "index") if value is not None else self.index(
+                f"%{arg}", f"%{arg}.ix", 2)
+        dims = [entry(d, f"{a.name}_d{i}") for i, d in enumerate(a.dims)]
+        strides = [entry(s, f"{a.name}_s{i}") for i, s in enumerate(a.strides)]
+        if a.rank == 1:
+            dims, strides = [self.const(1, "index")] + dims, [self.const(0, "index")] + strides
+        for axis, d in enumerate(dims[-a.rank:]):
+            self.extents[(a.name, axis)] = d
+        self.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape = ["
+                  f"{', '.join(dims)}], strides = [{', '.join(strides)}] : "
+                  f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{a.dtype.mlir}>", 2)
+
+    # -- control flow -----------------------------------------------------------------------
     def body(self, insts, depth) -> None:
         for inst in insts:
             if isinstance(inst, For):
@@ -153,59 +209,150 @@ class _Printer:
                       f"{', '.join(y.dtype.mlir for y in f.yields)}", depth + 1)
         self.emit("}", depth)
 
+    # -- global memory ----------------------------------------------------------------------
+    def partition(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str, list]:
+        """The window of ``tile``'s shape at ``offsets``, clipped to the tensor: its sizes are
+        ``min(max(extent - offset, 0), tile size)`` per axis (what a load reads and a store
+        writes; the rest of the tile is padding). Returns (name, type, size operands)."""
+        name = self.fresh("pv")
+        offs = list(offsets)
+        if t.rank == 1:
+            offs = [0] + offs
+        offs = [self.index(o, f"{name}.o{axis}", depth) for axis, o in enumerate(offs)]
+        sizes = []
+        for axis, (o, full) in enumerate(zip(offs, (tile.rows, tile.cols))):
+            if t.rank == 1 and axis == 0:
+                sizes.append(self.const(1, "index"))
+                continue
+            extent = self.extents[(t.name, axis - (2 - t.rank))]
+            self.emit(f"{name}.e{axis} = arith.subi {extent}, {o} : index", depth)
+            self.emit(f"{name}.m{axis} = arith.maxsi {name}.e{axis}, "
+                      f"{self.const(0, 'index')} : index", depth)
+            self.emit(f"{name}.v{axis} = arith.minsi {name}.m{axis}, "
+                      f"{self.const(full, 'index')} : index", depth)
+            sizes.append(f"{name}.v{axis}")
+        ty = f"!pto.partition_tensor_view<?x?x{t.dtype.mlir}>"
+        self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(offs)}], "
+                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x{t.dtype.mlir}> -> "
+                  f"{ty}", depth)
+        return name, ty, sizes
+
+    def window_tile(self, tile: Tile, view: str, sizes: list, depth, pad: int = 0) -> str:
+        """The clipped tile of a window: ``tile``'s bytes with the window's valid sizes."""
+        name = f"%{tile.name}.{view[1:]}"
+        self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} "
+                  f"valid_row = {sizes[0]} valid_col = {sizes[1]} : "
+                  f"{tile.type_text(dynamic=True, pad=pad)}", depth)
+        return name
+
+    def load(self, i: Inst, depth) -> None:
+        """GM → tile. Past the tensor's end the tile holds the load's pad value: by the
+        tile's pad field and ``tfillpad`` where the hardware has that value (0, ±max), else
+        by filling the tile first (``texpands``), since TLOAD writes the valid region only."""
+        tensor, *offs = i.ins
+        tile = i.outs[0]
+        value = i.attrs["pad"]
+        kind = pad_kind(value, tile.dtype)
+        if kind is None:
+            c, ty = self.fill_value(tile, value)
+            self.emit(f"pto.texpands ins({c} : {ty}) outs(%{tile.name} : "
+                      f"{tile.type_text()})", depth)
+        pv, ty, sizes = self.partition(tensor, offs, tile, depth)
+        clipped = self.window_tile(tile, pv, sizes, depth, pad=kind or PAD_NULL)
+        self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
+                  f"{tile.type_text(dynamic=True, pad=kind or PAD_NULL)})", depth)
+        if kind is not None:     # into the whole tile, seen with the pad value it fills in
+            full = f"{clipped}f"
+            self.emit(f"{full} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                      f"{tile.type_text(pad=kind)}", depth)
+            self.emit(f"pto.tfillpad ins({clipped} : {tile.type_text(dynamic=True, pad=kind)}) "
+                      f"outs({full} : {tile.type_text(pad=kind)})", depth)
+
+    def store(self, i: Inst, depth) -> None:
+        tensor, *offs = i.outs
+        tile = i.ins[0]
+        pv, ty, sizes = self.partition(tensor, offs, tile, depth)
+        clipped = self.window_tile(tile, pv, sizes, depth)
+        attrs = {k: v for k, v in i.attrs.items() if k == "atomic"}
+        self.emit(f"pto.tstore ins({clipped} : {tile.type_text(dynamic=True)}) "
+                  f"outs({pv} : {ty}){_attrs(attrs)}", depth)
+
+    # -- instructions -----------------------------------------------------------------------
+    def fill_value(self, tile: Tile, value) -> tuple[str, str]:
+        """The scalar operand that fills ``tile`` with ``value``: a mask's bytes hold eight
+        elements each, so True is 255."""
+        if tile.dtype == dt.bool_:
+            return self.const(255 if value else 0, "ui8"), "ui8"
+        v = float(value) if tile.dtype.is_floating else int(value)
+        return self.const(v, tile.dtype.mlir), tile.dtype.mlir
+
+    def operand(self, x, op: str) -> tuple[str, str]:
+        """(name, type) of an operand as ``op`` sees it."""
+        if isinstance(x, Tile):
+            if x.is_column and op not in _COLUMN_NATIVE:
+                return f"%{x.name}.row", x.type_text(row_view=True)
+            return f"%{x.name}", x.type_text()
+        return self.ref(x), x.dtype.mlir
+
     def inst(self, i: Inst, depth) -> None:
         op = i.op
         if op.startswith("arith.") or op in ("pto.program_id", "pto.num_programs", "tensor.dim"):
             self.scalar_inst(i, depth)
             return
         if op in SYNC_OPS:
-            self.emit(sync_text(i), depth)
+            for line in sync_lines(i):
+                self.emit(line, depth)
             return
         if op == "tload":
-            tensor, *offs = i.ins
-            pv, ty = self.view(tensor, offs, i.outs[0], depth)
-            self.emit(f"pto.tload ins({pv} : {ty}) outs(%{i.outs[0].name} : "
-                      f"{i.outs[0].type_text()}) {{pad_value = {i.attrs['pad']}}}", depth)
+            self.load(i, depth)
             return
         if op == "tstore":
-            tensor, *offs = i.outs
-            pv, ty = self.view(tensor, offs, i.ins[0], depth)
-            self.emit(f"pto.tstore ins(%{i.ins[0].name} : {i.ins[0].type_text()}) "
-                      f"outs({pv} : {ty}){_attrs(i.attrs)}", depth)
+            self.store(i, depth)
             return
+        attrs = {k: v for k, v in i.attrs.items() if k not in ("tmp", "value", "start")}
+        ins = [self.operand(x, op) for x in i.ins]
         if op == "texpands" and not i.ins:
-            tile = i.outs[0]
-            value = i.attrs["value"]
-            c = self.const(float(value) if tile.dtype.is_floating else int(value),
-                           tile.dtype.mlir, depth)
-            self.emit(f"pto.texpands ins({c} : {tile.dtype.mlir}) outs(%{tile.name} : "
-                      f"{tile.type_text()})", depth)
+            ins = [self.fill_value(i.outs[0], i.attrs["value"])]
+        if op == "tci":
+            d = i.outs[0].dtype
+            ins = [(self.const(int(i.attrs["start"]), d.mlir), d.mlir)]
+        if "tmp" in i.attrs:
+            ins.append(self.operand(i.attrs["tmp"], op))
+        outs = [self.operand(x, op) for x in i.outs]
+        if op == "treshape":
+            (src, sty), (dst, dty) = ins[0], outs[0]
+            self.emit(f"{dst}.{self.fresh('rs')[1:]} = pto.treshape {src} : {sty} -> {dty}",
+                      depth)
             return
-        ins = ", ".join(self.ref(x) for x in i.ins)
-        tys = ", ".join(x.type_text() if isinstance(x, Tile) else x.dtype.mlir for x in i.ins)
-        outs = ", ".join(f"{self.ref(x)} : {x.type_text()}" for x in i.outs)
-        attrs = dict(i.attrs)
         src = i.ins[0].dtype if i.ins else None
         if op == "tcvt" and "rmode" not in attrs and src.is_floating and \
                 not i.outs[0].dtype.is_floating:
             attrs["rmode"] = "trunc"    # float → int truncates (an explicit trunc is the same)
-        self.emit(f"pto.{op} ins({ins} : {tys}) outs({outs}){_attrs(attrs)}", depth)
+        inner = _INNER_ATTRS.get(op)
+        names = [n for n, _ in ins]
+        if inner in attrs:
+            names[0] += f" {{{_attr(inner, attrs.pop(inner))}}}"
+        text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
+                f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
+        self.emit(text, depth)
+
+    def block_query(self, i: Inst, depth) -> None:
+        for line in block_query_lines(self.ref(i.outs[0]), i.op, i.attrs["axis"], self.grid):
+            self.emit(line, depth)
 
     def scalar_inst(self, i: Inst, depth) -> None:
         res = i.outs[0]
         r = self.ref(res)
         ty = res.dtype.mlir
         name = i.op.split(".", 1)[1]
-        if i.op == "pto.program_id":
-            self.emit(f"{r} = pto.get_block_idx {{dim = {i.attrs['axis']}}} : i64", depth)
-        elif i.op == "pto.num_programs":
-            self.emit(f"{r} = pto.get_block_num {{dim = {i.attrs['axis']}}} : i64", depth)
+        if i.op in ("pto.program_id", "pto.num_programs"):
+            self.block_query(i, depth)
         elif i.op == "tensor.dim":
             t = i.ins[0]
             axis = i.attrs["axis"]
-            src = (self.const(t.dims[axis], "i64", depth) if t.dims[axis] is not None
+            src = (self.const(t.dims[axis], "i64") if t.dims[axis] is not None
                    else f"%{t.name}_d{axis}")
-            self.emit(f"{r} = arith.addi {src}, {self.const(0, 'i64', depth)} : i64", depth)
+            self.emit(f"{r} = arith.addi {src}, {self.const(0, 'i64')} : i64", depth)
         elif name == "constant":
             self.emit(f"{r} = arith.constant {i.attrs['value']} : {ty}", depth)
         elif name == "cast":
@@ -243,34 +390,57 @@ class _Printer:
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
 
 
-_ATTR_SPELLING = {
-    "rmode": lambda v: f"#pto<round_mode {v}>",
-    "cmp": lambda v: f"#pto<cmp_mode {v}>",
-    "atomic": lambda v: f"#pto<atomic_type {v}>",
+ROUND_MODES = {"none": "NONE", "rint": "RINT", "round": "ROUND", "floor": "FLOOR",
+               "ceil": "CEIL", "trunc": "TRUNC", "odd": "ODD"}
+ATOMIC_TYPES = {"add": "atomic_add", "max": "atomic_max", "min": "atomic_min"}
+
+# Program attribute → (key in the text, spelling of the value)
+ATTR_SPELLING = {
+    "rmode": ("rmode", lambda v: f"#pto<round_mode {ROUND_MODES[v]}>"),
+    "cmp": ("cmpMode", lambda v: f"#pto<cmp {v}>"),
+    "atomic": ("atomicType", lambda v: f"#pto<atomic_type {ATOMIC_TYPES[v]}>"),
 }
+
+
+def _attr(key: str, value) -> str:
+    text_key, spell = ATTR_SPELLING.get(key, (key, str))
+    return f"{text_key} = {spell(value)}"
 
 
 def _attrs(attrs: dict) -> str:
     attrs = {k: v for k, v in attrs.items() if not k.startswith("_")}   # host-only hints
     if not attrs:
         return ""
-    parts = [f"{k} = {_ATTR_SPELLING.get(k, str)(v)}" for k, v in attrs.items()]
-    return " {" + ", ".join(parts) + "}"
+    return " {" + ", ".join(_attr(k, v) for k, v in attrs.items()) + "}"
+
+
+def sync_lines(i: Inst) -> list[str]:
+    """The text of a synchronisation instruction.
+
+    Within a core: ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``, ``pto.wait_flag``,
+    ``pto.barrier #pto.pipe<PIPE_V>``. Across cores, A2/A3 has FFTS flags (16 per core):
+    ``pto.sync.set #pto.pipe<PIPE_FIX>, 15`` / ``pto.sync.wait #pto.pipe<PIPE_MTE2>, 15``,
+    whose ``ffts_mode`` says who meets: 0 all cores of the launch, 2 the cube and vector
+    cores of a cluster. ``syncall`` (every block of the launch meets) is FFTS mode 0 on the
+    flag ``SYNCALL_FLAG``: each core sets it, then waits until every core has."""
+    a = i.attrs
+    if i.op in ("set_flag", "wait_flag"):
+        return [f"pto.{i.op}[<PIPE_{a['src']}>, <PIPE_{a['dst']}>, <EVENT_ID{a['event']}>]"]
+    if i.op == "barrier":
+        return [f"pto.barrier #pto.pipe<PIPE_{a['pipe']}>"]
+    if i.op == "syncall":
+        return [f"pto.sync.set #pto.pipe<PIPE_MTE3>, {SYNCALL_FLAG} {{ffts_mode = 0 : i32}}",
+                f"pto.sync.wait #pto.pipe<PIPE_S>, {SYNCALL_FLAG}"]
+    mode = f" {{ffts_mode = {a['mode']} : i32}}" if i.op == "sync.set" and "mode" in a else ""
+    return [f"pto.{i.op} #pto.pipe<PIPE_{a['pipe']}>, {a['flag']}{mode}"]
+
+
+SYNCALL_FLAG = 0
 
 
 def sync_text(i: Inst) -> str:
-    """``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``, ``pto.barrier #pto.pipe<PIPE_V>``,
-    ``pto.syncall``, and the cross-core flags ``pto.sync.set[<PIPE_FIX>, 3]`` /
-    ``pto.sync.wait[<PIPE_MTE2>, 3]`` (with ``{count = n}`` when waiting for several)."""
-    a = i.attrs
-    if i.op in ("set_flag", "wait_flag"):
-        return f"pto.{i.op}[<PIPE_{a['src']}>, <PIPE_{a['dst']}>, <EVENT_ID{a['event']}>]"
-    if i.op == "barrier":
-        return f"pto.barrier #pto.pipe<PIPE_{a['pipe']}>"
-    if i.op == "syncall":
-        return "pto.syncall"
-    count = f" {{count = {a['count']}}}" if a.get("count", 1) != 1 else ""
-    return f"pto.{i.op}[<PIPE_{a['pipe']}>, {a['flag']}]{count}"
+    """One line for messages about a synchronisation instruction."""
+    return "; ".join(sync_lines(i))
 
 
 def _cast_op(src, dst) -> str:
@@ -283,10 +453,40 @@ def _cast_op(src, dst) -> str:
     return "arith.extsi" if dst.bits > src.bits else "arith.trunci"
 
 
+def block_query_lines(r: str, op: str, axis: int, grid: bool) -> list[str]:
+    """``pl.program_id`` / ``pl.num_programs`` (``op``, ``axis``) as ``r``. The chip has one
+    linear block index and count; a kernel that asks about a second or third grid axis is
+    launched over the product of the grid, axis 0 fastest, and takes the first two extents
+    as the hidden parameters ``GRID_PARAMS``."""
+    query = "get_block_idx" if op == "pto.program_id" else "get_block_num"
+    if not grid:
+        return [f"{r} = pto.{query}"]
+    g0, g1 = (f"%{g}" for g in GRID_PARAMS)
+    if op == "pto.program_id":
+        tail = {0: [f"{r} = arith.remsi {r}.b, {g0} : i64"],
+                1: [f"{r}.q = arith.divsi {r}.b, {g0} : i64",
+                    f"{r} = arith.remsi {r}.q, {g1} : i64"],
+                2: [f"{r}.g = arith.muli {g0}, {g1} : i64",
+                    f"{r} = arith.divsi {r}.b, {r}.g : i64"]}[axis]
+    else:      # the count of axis 0 and 1 are parameters; axis 2's is what remains
+        tail = {0: [f"{r} = arith.minsi {r}.b, {g0} : i64"],
+                1: [f"{r} = arith.minsi {r}.b, {g1} : i64"],
+                2: [f"{r}.g = arith.muli {g0}, {g1} : i64",
+                    f"{r} = arith.divsi {r}.b, {r}.g : i64"]}[axis]
+    return [f"{r}.b = pto.{query}"] + tail
+
+
+def max_grid_axis(program: Program) -> int:
+    """The highest grid axis the kernel asks about (0 for a one-dimensional grid)."""
+    return max([i.attrs["axis"] for _, body in program.parts for i in walk_insts(body)
+                if isinstance(i, Inst) and i.op in ("pto.program_id", "pto.num_programs")]
+               + [0])
+
+
 def tiles_used(body: list) -> set[str]:
     """Names of the tiles that the instructions of ``body`` (nested ones included) touch."""
     return {x.name for inst in walk_insts(body) if isinstance(inst, Inst)
-            for x in inst.ins + inst.outs if isinstance(x, Tile)}
+            for x in inst.ins + inst.outs + [inst.attrs.get("tmp")] if isinstance(x, Tile)}
 
 
 def print_program(program: Program) -> str:

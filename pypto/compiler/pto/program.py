@@ -39,21 +39,46 @@ class Tile:
     def numel(self) -> int:
         return self.rows * self.cols
 
-    def type_text(self) -> str:
+    @property
+    def is_column(self) -> bool:
+        """An (M, 1) UB tile (per-row scalars: row reductions, row operands)."""
+        return self.loc == VEC and self.cols == 1 and self.rows > 1
+
+    def type_text(self, dynamic: bool = False, pad: int | None = None,
+                  row_view: bool = False) -> str:
         """The chip's tile type: a UB tile's rows (a one-column tile's column) are allocated
-        in whole 32 bytes, so ``rows``/``cols`` may exceed the valid ``v_row``/``v_col``."""
+        in whole 32 bytes, so ``rows``/``cols`` may exceed the valid ``v_row``/``v_col``.
+
+        An (M, 1) tile is column-major ("DN"): the layout A2/A3's row reductions write and
+        row broadcasts read. Elementwise instructions want row-major tiles, so they see it
+        through ``row_view``: the same M contiguous elements as a (1, M) row. ``dynamic``
+        writes the valid region as ``?`` (an edge window's clipped tile); ``pad`` replaces the
+        pad field (0 null, 1 zero, 2 max, 3 min)."""
         blayout, slayout, fractal = LAYOUTS[self.loc]
-        rows, cols = self.rows, self.cols
-        if self.loc == VEC and self.cols == 1 and self.rows > 1:
-            blayout = "col_major"     # per-row scalars (reduction results, row operands)
+        rows, cols, vr, vc = self.rows, self.cols, self.v_row, self.v_col
+        if self.is_column and row_view:
+            rows, cols, vr, vc = 1, _whole_32_bytes(rows, self.dtype), 1, vr
+        elif self.is_column:
+            blayout = "col_major"
             rows = _whole_32_bytes(rows, self.dtype)
+        elif self.loc == VEC and self.dtype == dt.bool_:     # one bit per element
+            cols, vc = max(32, -(-cols // 8)), None if vc is None else -(-vc // 8)
         elif self.loc == VEC:
             cols = _whole_32_bytes(cols, self.dtype)
-        vr = "?" if self.v_row is None else self.v_row
-        vc = "?" if self.v_col is None else self.v_col
-        return (f"!pto.tile_buf<loc={self.loc}, dtype={self.dtype.mlir}, rows={rows}, "
-                f"cols={cols}, v_row={vr}, v_col={vc}, blayout={blayout}, "
-                f"slayout={slayout}, fractal={fractal}, pad={self.pad}>")
+        if dynamic:
+            vr = vc = None
+        vr = "?" if vr is None else vr
+        vc = "?" if vc is None else vc
+        return (f"!pto.tile_buf<loc={self.loc}, dtype={element_type(self.dtype)}, "
+                f"rows={rows}, cols={cols}, v_row={vr}, v_col={vc}, blayout={blayout}, "
+                f"slayout={slayout}, fractal={fractal}, "
+                f"pad={self.pad if pad is None else pad}>")
+
+
+def element_type(dtype) -> str:
+    """A mask (bool tile) is what A2/A3's TCMP writes and TSEL reads: ui8 bytes holding one
+    bit per element, least significant first, each row padded to 32 bytes."""
+    return "ui8" if dtype == dt.bool_ else dtype.mlir
 
 
 def _whole_32_bytes(n: int, dtype) -> int:

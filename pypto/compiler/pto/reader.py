@@ -30,12 +30,15 @@ import dataclasses
 import math
 import re
 
+import numpy as np
+
 from ...backends.ascend.targets import TARGETS
 from ...language import dtypes as dt
 from . import printer
 from ..errors import CompilationError, SourceLoc
-from .isa import SYNC_OPS, tile_extent
-from .program import WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While
+from .isa import SYNC_OPS, TMP_OPS, tile_extent
+from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
+                      walk_insts)
 
 _N = r"%[^\s,():\[\]{}=<>]+"              # an SSA name as the printer writes them
 _DTYPES = {d.mlir: d for d in dt.ALL}
@@ -44,16 +47,17 @@ _MODULE = re.compile(r'module(?: attributes \{"pto\.device-spec" = "([^"]*)"\})?
 _FUNC = re.compile(r"func\.func @([\w$.]+)\((.*)\)(?: attributes \{(.*)\})? \{")
 _KIND = re.compile(r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>")
 _CONST = re.compile(rf"({_N}) = arith\.constant (\S+) : (\w+)")
-_VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape=\[(.*)\], "
-                   rf"strides=\[(.*)\] : !pto\.tensor_view<.*>")
-_ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))? : (!pto\.tile_buf<.*>)")
+_VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
+                   rf"strides = \[(.*)\] : !pto\.tensor_view<.*>")
+_ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
+                    rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
+_INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
 _FOR = re.compile(rf"\s*({_N}) = ({_N}) to ({_N}) step ({_N})"
                   rf"(?: iter_args\((.*)\) -> \((.*)\))? : (\w+) \{{")
 _IF = re.compile(rf"\s*({_N})(?: -> \((.*)\))? \{{")
 _WHILE = re.compile(r"\s*\((.*)\) : \((.*)\) -> \((.*)\) \{")
 _BB = re.compile(r"\^bb\d*\((.*)\):")
-_PARTITION = re.compile(rf"\s*({_N}), offsets=\[(.*)\], sizes=\[(.*)\] -> .*")
-_BLOCK_QUERY = re.compile(r"\s*\{dim = (\d+)\} : (\w+)")
+_PARTITION = re.compile(rf"\s*({_N}), offsets = \[(.*)\], sizes = \[(.*)\] : .* -> .*")
 _UNARY = re.compile(rf"\s*({_N}) : (\w+) to (\w+)")
 _BINARY = re.compile(rf"\s*({_N}), ({_N}) : (\w+)")
 _SELECT = re.compile(rf"\s*({_N}), ({_N}), ({_N}) : (\w+)")
@@ -61,7 +65,8 @@ _CMP = re.compile(rf"\s*(\w+), ({_N}), ({_N}) : (\w+)")
 _COND = re.compile(r"\((\S+)\)\s*(.*)")
 _FLAG = re.compile(r"\[<PIPE_(\w+)>, <PIPE_(\w+)>, <EVENT_ID(\d+)>\]")
 _BARRIER = re.compile(r"\s*#pto\.pipe<PIPE_(\w+)>")
-_CROSS = re.compile(r"\[<PIPE_(\w+)>, (\d+)\](?: \{count = (\d+)\})?")
+_CROSS = re.compile(r"\s*#pto\.pipe<PIPE_(\w+)>, (\d+)(?: \{ffts_mode = (\d+) : i32\})?")
+_RESHAPE = re.compile(rf"\s*({_N}) : (!pto\.tile_buf<.*>) -> (!pto\.tile_buf<.*>)")
 _INT = re.compile(r"-?\d+")
 _CASTS = ("extf", "truncf", "fptosi", "sitofp", "extsi", "trunci", "extui", "uitofp",
           "fptoui")
@@ -158,14 +163,59 @@ def _literal(text: str):
         return t
 
 
-def _unspell(key: str, text: str):
-    """Undo the printer's ``#pto<...>`` spelling of ``key`` (printer._ATTR_SPELLING)."""
-    spell = printer._ATTR_SPELLING.get(key)
-    if spell is not None:
-        head, _, tail = spell("\0").partition("\0")
-        if text.startswith(head) and text.endswith(tail) and len(text) >= len(head + tail):
-            return _literal(text[len(head):len(text) - len(tail)])
-    return _literal(text)
+_ATTR_KEYS = {text_key: key for key, (text_key, _) in printer.ATTR_SPELLING.items()}
+_ATTR_VALUES = {"rmode": {v: k for k, v in printer.ROUND_MODES.items()},
+                "atomic": {v: k for k, v in printer.ATOMIC_TYPES.items()}}
+
+
+def _unspell(text_key: str, text: str) -> tuple[str, object]:
+    """(Program key, value) of an attribute the printer spelled (printer.ATTR_SPELLING)."""
+    key = _ATTR_KEYS.get(text_key, text_key)
+    if key in printer.ATTR_SPELLING:
+        m = re.fullmatch(r"#pto<\w+ (\w+)>", text.strip())
+        if m is not None:
+            word = m.group(1)
+            return key, _ATTR_VALUES.get(key, {}).get(word, word)
+    return key, _literal(text)
+
+
+_MASK_OPS = ("tand", "tor", "txor", "tmov", "tnot", "tcolexpand")
+
+
+def _restore_masks(insts: list) -> None:
+    """A mask is printed as ui8 bytes holding a bit per element (Program.element_type): the
+    tiles that comparisons write, and what mask-to-mask instructions make of them, are bool
+    tiles again, as wide as the compared tile."""
+    changed = True
+    while changed:
+        changed = False
+        for i in insts:
+            src = i.ins[0] if i.ins and isinstance(i.ins[0], Tile) else None
+            if src is None or not i.outs or not isinstance(i.outs[0], Tile):
+                continue
+            if i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
+                dst = i.outs[0]
+                if dst.dtype != dt.bool_:      # its own rows; the columns it compares
+                    dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col
+                    changed = True
+    for i in insts:
+        if i.op == "texpands" and not i.ins and i.outs[0].dtype == dt.bool_:
+            i.attrs["value"] = bool(i.attrs["value"])
+
+
+def _base(name: str) -> str:
+    """What a printer-derived name ``%<base>.<tag>`` derives from (printer.py's docstring)."""
+    return name.split(".", 1)[0]
+
+
+def _pad_value(kind: int, dtype: dt.dtype):
+    """The value a tile's pad field produces (printer.pad_kind's inverse)."""
+    if kind == printer.PAD_ZERO or dtype == dt.bool_:
+        return 0
+    if dtype.is_floating:
+        return math.inf if kind == printer.PAD_MAX else -math.inf
+    info = np.iinfo(dtype.to_numpy())
+    return int(info.max if kind == printer.PAD_MAX else info.min)
 
 
 def _const_name(value_text: str, ty: str) -> str:
@@ -195,6 +245,9 @@ class _Scope:
         self.partitions: dict[str, tuple] = {}  # %pvN → (tensor, offsets, sizes)
         self.extents: dict[str, tuple] = {}     # %x_d0 → (tensor, axis)
         self.tiles: list[str] = []              # alloc_tile names in order
+        self.aliases: dict[str, str] = {}       # %<base>.<tag> → the name it stands for
+        self.pads: dict[str, int] = {}          # a window tile's pad field
+        self.derived: dict[str, list] = {}      # base → printer-derived lines (macros)
 
 
 @dataclasses.dataclass
@@ -291,6 +344,7 @@ class _Parser:
                     order.insert(at, name)
                     at += 1
         tiles = [self.tiles[n] for n in order]
+        _restore_masks([i for f in funcs for i in walk_insts(f.body) if isinstance(i, Inst)])
         usage = {space: 0 for space in target.buffers}
         for t in tiles:
             usage[t.loc] = max(usage.get(t.loc, 0), tile_extent(t, target)[2])
@@ -317,13 +371,22 @@ class _Parser:
             if const and const.group(1) == _const_name(const.group(2), const.group(3)):
                 self.next()
                 scope.consts[const.group(1)] = (_literal(const.group(2)), const.group(3))
+            elif _INDEX_CAST.fullmatch(line):
+                self.next()
+                res, src = _INDEX_CAST.fullmatch(line).groups()
+                scope.aliases[res] = src
             elif _VIEW.fullmatch(line):
                 self.next()
                 tv, ptr, shape, strides = _VIEW.fullmatch(line).groups()
-                scope.views[ptr] = (tv, _split(shape), _split(strides))
+                scope.views[ptr] = (tv, [scope.aliases.get(e, e) for e in _split(shape)],
+                                    [scope.aliases.get(e, e) for e in _split(strides)])
             elif " = pto.alloc_tile" in line:
                 self.next()
-                self.alloc(scope, *self.match(_ALLOC, line, "pto.alloc_tile").groups())
+                name, addr, _, _, type_text = self.match(_ALLOC, line, "pto.alloc_tile").groups()
+                if "." in name:
+                    self.alias_tile(name, type_text, scope)
+                else:
+                    self.alloc(scope, name, addr, type_text)
             else:
                 return
 
@@ -337,6 +400,16 @@ class _Parser:
         self.tiles.setdefault(name, tile)
         scope.values[name] = self.tiles[name]
         scope.tiles.append(name)
+
+    def alias_tile(self, name: str, type_text: str, scope: _Scope) -> None:
+        """Another view of a declared tile's bytes (an edge window's clipped tile, the row
+        view of an (M, 1) tile): it stands for the tile it is named after."""
+        base = _base(name)
+        if base not in scope.values or not isinstance(scope.values[base], Tile):
+            raise self.error(f"{name} is not named after a declared tile")
+        scope.aliases[name] = base
+        pad = re.search(r"pad=(\d+)>", type_text)
+        scope.pads[name] = int(pad.group(1)) if pad else 0
 
     def tile_type(self, name: str, addr: int, text: str) -> Tile:
         """A ``Tile`` from ``!pto.tile_buf<...>``; the layout fields must be those the printer
@@ -375,6 +448,8 @@ class _Parser:
             ptr = re.fullmatch(r"!pto\.ptr<(\w+)>", ty)
             if ptr:
                 params.append(self.tensor(name, self.dtype(ptr.group(1)), scope))
+            elif name[1:] in printer.GRID_PARAMS:
+                scope.values[name] = Scalar(name[1:], dt.int64)
             elif name not in extents:
                 params.append(Scalar(name[1:], self.dtype(ty)))
         if shared is not None:
@@ -430,7 +505,40 @@ class _Parser:
             if op in ("scf.yield", "scf.condition"):
                 term = (op, self.terminator(op, rest, scope))
                 continue
+            if results and all("." in r for r in results):
+                self.derived(op, results, rest, line, scope, insts)
+                continue
+            if len(results) == 1 and results[0] in scope.derived and \
+                    op != "pto.partition_view":
+                self.macro_end(results[0], line, scope, insts)
+                continue
             self.statement(op, results, rest, scope, insts)
+
+    def derived(self, op, results, rest, line, scope: _Scope, out: list) -> None:
+        """A statement whose results are printer-derived names (``%<base>.<tag>``)."""
+        name = results[0]
+        if op == "arith.index_cast":
+            scope.aliases[name] = self.match(_INDEX_CAST, line, op).group(2)
+        elif op == "pto.alloc_tile":
+            self.alias_tile(name, self.match(_ALLOC, line, op).group(5), scope)
+        elif op == "pto.treshape":
+            src = self.match(_RESHAPE, rest, op).group(1)
+            out.append(Inst("treshape", [self.value(src, scope)],
+                            [self.value(_base(name), scope)]))
+        else:
+            scope.derived.setdefault(_base(name), []).append(line)
+
+    def macro_end(self, result: str, line: str, scope: _Scope, out: list) -> None:
+        """The last line of a block-index macro (printer.block_query_lines)."""
+        lines = scope.derived.pop(result) + [line]
+        for op in ("pto.program_id", "pto.num_programs"):
+            for axis in range(3):
+                if printer.block_query_lines(result, op, axis, True) == lines:
+                    res = self.define(result, dt.int64, scope)
+                    out.append(Inst(op, [], [res], {"axis": axis}))
+                    return
+        raise self.error(f"the lines deriving {result} are not a block index or count "
+                         f"as the printer writes them")
 
     def statement(self, op: str, results: list, rest: str, scope: _Scope, out: list) -> None:
         handler = _STATEMENTS.get(op)
@@ -453,6 +561,8 @@ class _Parser:
         return self.value(m.group(1), scope), forwarded
 
     def value(self, name: str, scope: _Scope):
+        while name in scope.aliases:
+            name = scope.aliases[name]
         if name in scope.values:
             return scope.values[name]
         if name in scope.consts or name in scope.partitions or name in scope.extents:
@@ -540,17 +650,18 @@ class _Parser:
         if tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
             offsets = offsets[1:]
         offsets = [self.value(o, scope) for o in offsets]
-        sizes = tuple(_literal(s) for s in _split(m.group(3)))
-        scope.partitions[results[0]] = (tensor, offsets, sizes)
+        scope.derived.pop(results[0], None)      # the clipped sizes: derived again
+        scope.partitions[results[0]] = (tensor, offsets)
 
     def s_misplaced(self, op, results, rest, scope, out):
         raise self.error(f"{op} belongs at the top of a function, before its instructions")
 
     def s_block_query(self, op, results, rest, scope, out):
-        m = self.match(_BLOCK_QUERY, rest, op)
+        if rest.strip():
+            raise self.error(f"{op} takes no operands or attributes")
         name = "pto.program_id" if op == "pto.get_block_idx" else "pto.num_programs"
-        res = self.define(self.one(results), self.dtype(m.group(2)), scope)
-        out.append(Inst(name, [], [res], {"axis": int(m.group(1))}))
+        res = self.define(self.one(results), dt.int64, scope)
+        out.append(Inst(name, [], [res], {"axis": 0}))
 
     def one(self, results: list) -> str:
         if len(results) != 1:
@@ -639,57 +750,79 @@ class _Parser:
             attrs = {"src": src, "dst": dst, "event": int(event)}
         elif name == "barrier":
             attrs = {"pipe": self.match(_BARRIER, rest, op).group(1)}
-        elif name == "syncall":
-            if rest.strip():
-                raise self.error("pto.syncall takes no operands")
-            attrs = {}
         else:
-            pipe, flag, count = self.match(_CROSS, rest, op).groups()
+            pipe, flag, mode = self.match(_CROSS, rest, op).groups()
             attrs = {"pipe": pipe, "flag": int(flag)}
-            if count is not None:
-                attrs["count"] = int(count)
+            if mode is not None:
+                attrs["mode"] = int(mode)
+            syncall = Inst("syncall", [], [])
+            if name == "sync.wait" and out and out[-1].op == "sync.set" and \
+                    printer.sync_lines(syncall) == [printer.sync_lines(out[-1])[0],
+                                                    printer.sync_lines(Inst(name, [], [],
+                                                                            attrs))[0]]:
+                out[-1] = syncall       # FFTS mode 0 set + wait: every block meets
+                return
         out.append(Inst(name, [], [], attrs))
 
     def s_tile(self, op, results, rest, scope, out):
         """``pto.<op> ins(...) outs(...) {attrs}``: any tile instruction, known or not."""
-        ins, outs, attrs = self.operands(rest, op)
+        ins, outs, inner, attrs = self.operands(rest, op)
         name = op[len("pto."):]
-        attrs = self.attrs(attrs)
+        attrs = {**inner, **self.attrs(attrs)}
+        if name == "tfillpad":
+            return                      # part of the load before it (printer.load)
         if name == "tload":
             tensor, offsets = self.partition(ins, outs, scope)
-            attrs["pad"] = attrs.pop("pad_value", 0)
-            out.append(Inst("tload", [tensor, *offsets], [self.value(outs[0], scope)], attrs))
+            tile = self.value(outs[0], scope)
+            kind = scope.pads.get(outs[0], printer.PAD_ZERO)
+            if kind == printer.PAD_NULL and out and out[-1].op == "texpands" and \
+                    out[-1].outs == [tile] and not out[-1].ins:
+                attrs["pad"] = out.pop().attrs["value"]   # filled first: any pad value
+            else:
+                attrs["pad"] = _pad_value(kind, tile.dtype)
+            out.append(Inst("tload", [tensor, *offsets], [tile], attrs))
             return
         if name == "tstore":
             tensor, offsets = self.partition(outs, ins, scope)
             out.append(Inst("tstore", [self.value(ins[0], scope)], [tensor, *offsets], attrs))
             return
-        if name == "texpands" and len(ins) == 1 and ins[0] in scope.consts:
+        if name in ("texpands", "tci") and len(ins) == 1 and ins[0] in scope.consts:
             value = scope.consts[ins[0]][0]
             # a fresh NaN per use, as the compiler makes them: NaN != NaN, so the printer
             # hoists one %cnan_<type> line per use, and the reprint must too
-            attrs["value"] = float("nan") if isinstance(value, float) and math.isnan(value) \
-                else value
+            attrs["value" if name == "texpands" else "start"] = float("nan") if isinstance(
+                value, float) and math.isnan(value) else value
             ins = []
+        if name in TMP_OPS:
+            if not ins:
+                raise self.error(f"{op} takes a scratch tile as its last input")
+            attrs["tmp"] = self.value(ins.pop(), scope)
         inst = Inst(name, [self.value(n, scope) for n in ins],
                     [self.value(n, scope) for n in outs], attrs)
         if name == "tcvt" and _printer_default(inst):
             del attrs["rmode"]
         out.append(inst)
 
-    def operands(self, rest: str, op: str) -> tuple[list, list, str]:
-        """Operand names of ``ins(...)`` and ``outs(...)`` (types are the objects' own), and
-        the attribute text after them."""
-        groups = {}
+    def operands(self, rest: str, op: str) -> tuple[list, list, dict, str]:
+        """Operand names of ``ins(...)`` and ``outs(...)`` (types are the objects' own), the
+        attributes written inside ``ins`` after its first operand, and the attribute text
+        after both."""
+        groups, inner = {}, {}
         text = rest.strip()
         for key in ("ins", "outs"):
             if text.startswith(key + "("):
                 end = _close(text, len(key))
                 if end < 0:
                     raise self.error(f"{op}: unbalanced parentheses in {key}(...)")
-                groups[key] = _split(text[len(key) + 1:end].split(":", 1)[0])
+                names = _split(text[len(key) + 1:end].split(" : ", 1)[0])
+                for k, n in enumerate(names):
+                    if "{" in n:
+                        n, _, attr = n.partition(" ")
+                        inner.update(self.attrs(attr.strip()))
+                        names[k] = n
+                groups[key] = names
                 text = text[end + 1:].strip()
-        return groups.get("ins", []), groups.get("outs", []), text
+        return groups.get("ins", []), groups.get("outs", []), inner, text
 
     def attrs(self, text: str) -> dict:
         if not text:
@@ -701,19 +834,18 @@ class _Parser:
             key, eq, value = (s.strip() for s in item.partition("="))
             if not eq:
                 raise self.error(f"attribute {item!r} is not key = value")
-            out[key] = _unspell(key, value)
+            key, value = _unspell(key, value)
+            out[key] = value
         return out
 
     def partition(self, views: list, tiles: list, scope: _Scope) -> tuple:
         """The tensor and offsets of the one partition view of a tload/tstore."""
         if len(views) != 1 or views[0] not in scope.partitions or len(tiles) != 1:
             raise self.error("tload/tstore move one tile from or to one pto.partition_view")
-        tensor, offsets, sizes = scope.partitions[views[0]]
         tile = self.value(tiles[0], scope)
-        if not isinstance(tile, Tile) or sizes != (tile.rows, tile.cols):
-            raise self.error(f"the partition view's sizes {list(sizes)} are not those of the "
-                             f"tile {tiles[0]}")
-        return tensor, offsets
+        if not isinstance(tile, Tile):
+            raise self.error(f"{tiles[0]} is not a tile")
+        return scope.partitions[views[0]]
 
 
 _STATEMENTS = {

@@ -1,0 +1,131 @@
+"""Accumulators that start at zero, in instructions A2/A3 has.
+
+The Tile IR zeroes an accumulator with a fill (``texpands`` on the ``acc`` tile), but on A2/A3
+only the cube writes L0C: TEXPANDS takes UB or L1 tiles. So a zero-filled accumulator is made
+by what comes next:
+
+* its first writer is a ``tmatmul.acc`` at the same level: that one becomes a ``tmatmul``
+  (which overwrites the accumulator), and the fill goes;
+* its first writer is the first ``tmatmul.acc`` of a loop's body (the K loop): in the first
+  iteration it is a ``tmatmul`` (an ``scf.if`` on the induction variable). A loop that may run
+  no iteration keeps a zeroing before it, behind ``scf.if lb >= ub``;
+* otherwise the accumulator is zeroed by a small matmul of zero operands: ``texpands`` into two
+  L1 tiles (PIPE_MTE2 on the cube), ``tmov`` into L0A/L0B, ``tmatmul``. Those tiles are placed
+  above everything else in their buffers.
+"""
+from __future__ import annotations
+
+from ...errors import CompilationError
+from ....language import dtypes as dt
+from ..isa import tile_extent
+from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
+
+
+def init_accumulators(program: Program) -> Program:
+    consts = {i.outs[0].name: i.attrs["value"] for _, body in program.parts
+              for i in walk_insts(body) if isinstance(i, Inst) and i.op == "arith.constant"}
+    _Rewriter(program, consts).block(program.body)
+    return program
+
+
+class _Rewriter:
+    def __init__(self, program: Program, consts: dict):
+        self.p = program
+        self.consts = consts
+        self.zero_operands: dict[tuple, tuple] = {}
+        self.n = 0
+
+    def block(self, body: list) -> None:
+        k = 0
+        while k < len(body):
+            node = body[k]
+            for nested in nested_bodies(node):
+                self.block(nested)
+            if isinstance(node, Inst) and node.op == "texpands" and node.outs[0].loc == "acc":
+                del body[k]
+                self.replace(node, body, k)
+                continue
+            k += 1
+
+    def replace(self, fill: Inst, body: list, at: int) -> None:
+        """Make what ``fill`` did (it stood at ``body[at]``) happen otherwise."""
+        acc = fill.outs[0]
+        if fill.ins or fill.attrs.get("value") != 0:
+            raise CompilationError(
+                "on A2/A3 an accumulator (L0C) can start only from zeros: start it with "
+                "pl.zeros and add the constant to the result instead")
+        k = next((j for j in range(at, len(body)) if _touches(body[j], acc)), None)
+        first = body[k] if k is not None else None
+        if isinstance(first, Inst) and first.op == "tmatmul.acc" and first.outs[0] is acc:
+            _overwrite(first)
+            return
+        if isinstance(first, For):
+            inner = next((n for n in first.body if _touches(n, acc)), None)
+            if isinstance(inner, Inst) and inner.op == "tmatmul.acc" and inner.outs[0] is acc:
+                self.peel(first, inner)
+                if not self.runs(first):       # bounds are defined by now: just before it
+                    body[k:k] = self.guarded_zeroing(acc, first)
+                return
+        body[at:at] = self.zeroing(acc)
+
+    def peel(self, loop: For, mm: Inst) -> None:
+        """In the loop's first iteration the ``tmatmul.acc`` overwrites instead."""
+        self.n += 1
+        first = Scalar(f"{loop.iv.name}_first{self.n}", dt.bool_)
+        at = loop.body.index(mm)
+        overwrite = Inst("tmatmul", mm.ins[1:], mm.outs, dict(mm.attrs))
+        loop.body[at:at + 1] = [Inst("arith.cmp", [loop.iv, loop.lb], [first], {"pred": "eq"}),
+                                If(first, [overwrite], [mm], [], [], [])]
+
+    def runs(self, loop: For) -> bool:
+        """Does the loop run at least once, whatever the arguments?"""
+        lb, ub, step = (self.consts.get(s.name) for s in (loop.lb, loop.ub, loop.step))
+        return None not in (lb, ub, step) and step > 0 and lb < ub
+
+    def guarded_zeroing(self, acc: Tile, loop: For) -> list:
+        self.n += 1
+        empty = Scalar(f"{loop.iv.name}_empty{self.n}", dt.bool_)
+        return [Inst("arith.cmp", [loop.lb, loop.ub], [empty], {"pred": "ge"}),
+                If(empty, self.zeroing(acc), [], [], [], [])]
+
+    def zeroing(self, acc: Tile) -> list:
+        """acc = 0 @ 0, with operands as narrow as the cube takes (one fractal of K)."""
+        operand = dt.int8 if acc.dtype == dt.int32 else dt.float16
+        k = 32 // operand.itemsize
+        mat_a, left = self.zero_tiles(("mat", "left"), operand, acc.rows, k)
+        mat_b, right = self.zero_tiles(("mat", "right"), operand, k, acc.cols)
+        return [Inst("texpands", [], [mat_a], {"value": 0}),
+                Inst("texpands", [], [mat_b], {"value": 0}),
+                Inst("tmov", [mat_a], [left]), Inst("tmov", [mat_b], [right]),
+                Inst("tmatmul", [left, right], [acc])]
+
+    def zero_tiles(self, locs, dtype, rows, cols) -> list[Tile]:
+        key = (locs, dtype, rows, cols)
+        if key not in self.zero_operands:
+            self.zero_operands[key] = [self.fresh(loc, dtype, rows, cols) for loc in locs]
+        return self.zero_operands[key]
+
+    def fresh(self, loc, dtype, rows, cols) -> Tile:
+        target = self.p.target
+        used = max([tile_extent(t, target)[2] for t in self.p.tiles if t.loc == loc] + [0])
+        addr = -(-used // target.alignment) * target.alignment
+        tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, addr, rows, cols)
+        end = tile_extent(tile, target)[2]
+        if end > target.buffers[loc]:
+            raise CompilationError(
+                f"zeroing a {rows}x{cols} accumulator needs {end - addr} more bytes of {loc} "
+                f"than {target.name} has left ({target.buffers[loc] - addr}); use smaller "
+                f"tiles or start the accumulator with the first matmul")
+        self.p.tiles.append(tile)
+        self.p.buffer_bytes[loc] = max(self.p.buffer_bytes.get(loc, 0), end)
+        return tile
+
+
+def _overwrite(mm: Inst) -> None:
+    mm.op, mm.ins = "tmatmul", mm.ins[1:]
+
+
+def _touches(node, tile: Tile) -> bool:
+    insts = [node] if isinstance(node, Inst) else [n for b in nested_bodies(node)
+                                                    for n in walk_insts(b)]
+    return any(isinstance(i, Inst) and any(x is tile for x in i.ins + i.outs) for i in insts)
