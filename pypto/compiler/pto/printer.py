@@ -14,12 +14,13 @@ by that rule and the printer derives them again, so print → parse → print is
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from ...language import dtypes as dt
-from .isa import SYNC_OPS
+from .isa import CROSS_CORE_OPS, SYNC_OPS
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -33,6 +34,7 @@ _COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowexpand", "tr
 # attributes that the dialect wants inside ``ins(...)``, after the first operand
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
+FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
 
 # tile pad field: 0 null, 1 zero, 2 max, 3 min (the hardware's padding values)
 PAD_NULL, PAD_ZERO, PAD_MAX, PAD_MIN = 0, 1, 2, 3
@@ -80,7 +82,8 @@ class _Printer:
         if key not in self.consts:
             name = f"%c{str(value).replace('-', 'm').replace('.', 'p')}_{ty}"
             self.consts[key] = name
-            self.const_lines.append(f"    {name} = arith.constant {value} : {ty}")
+            self.const_lines.append(f"    {name} = arith.constant {mlir_literal(value, ty)} "
+                                    f": {signless(ty)}")
         return self.consts[key]
 
     def ref(self, x) -> str:
@@ -114,9 +117,13 @@ class _Printer:
                 args += [f"%{a.name}_d{i}: i64" for i, d in enumerate(a.dims) if d is None]
                 args += [f"%{a.name}_s{i}: i64" for i, s in enumerate(a.strides) if s is None]
             else:
-                args.append(f"%{a.name}: {a.dtype.mlir}")
+                args.append(f"%{a.name}: {_sty(a.dtype)}")
         if self.grid:
             args += [f"%{g}: i64" for g in GRID_PARAMS]
+        cross_core = any(isinstance(i, Inst) and i.op in CROSS_CORE_OPS
+                         for i in walk_insts(body))
+        if cross_core:
+            args.append(f"%{FFTS_PARAM}: {FFTS_TYPE}")
         for a in p.params:
             if isinstance(a, TensorArg):
                 self.tensor_view(a)
@@ -128,6 +135,8 @@ class _Printer:
                 if t.is_column:
                     self.emit(f"%{t.name}.row = pto.alloc_tile addr = {addr} : "
                               f"{t.type_text(row_view=True)}", 2)
+        if cross_core:       # A2/A3's cross-core flags live where the runtime's FFTS says
+            self.emit(f"pto.set_ffts %{FFTS_PARAM} : {FFTS_TYPE}", 2)
         self.body(body, 2)
         self.emit("return", 2)
         head = (f"  func.func @{name}({', '.join(args)}) attributes "
@@ -167,10 +176,10 @@ class _Printer:
     def _yield(self, values, depth) -> None:
         if values:
             self.emit(f"scf.yield {', '.join(self.ref(v) for v in values)} : "
-                      f"{', '.join(v.dtype.mlir for v in values)}", depth)
+                      f"{', '.join(_sty(v.dtype) for v in values)}", depth)
 
     def branch(self, node: If, depth) -> None:
-        types = f" -> ({', '.join(r.dtype.mlir for r in node.results)})" if node.results else ""
+        types = f" -> ({', '.join(_sty(r.dtype) for r in node.results)})" if node.results else ""
         self.emit(f"{self._results(node.results)}scf.if {self.ref(node.cond)}{types} {{", depth)
         self.body(node.then_body, depth + 1)
         self._yield(node.then_yields, depth + 1)
@@ -182,14 +191,14 @@ class _Printer:
     def while_loop(self, node: While, depth) -> None:
         pairs = ", ".join(f"%{a.name} = {self.ref(i)}" for a, i in zip(node.before_args,
                                                                        node.inits))
-        types = ", ".join(a.dtype.mlir for a in node.before_args)
+        types = ", ".join(_sty(a.dtype) for a in node.before_args)
         self.emit(f"{self._results(node.results)}scf.while ({pairs}) : ({types}) -> ({types}) {{",
                   depth)
         self.body(node.before_body, depth + 1)
         fwd = ", ".join(self.ref(v) for v in node.forwarded)
         self.emit(f"scf.condition({self.ref(node.cond)}) {fwd}"
                   f"{' : ' + types if node.forwarded else ''}", depth + 1)
-        args = ", ".join(f"%{a.name}: {a.dtype.mlir}" for a in node.after_args)
+        args = ", ".join(f"%{a.name}: {_sty(a.dtype)}" for a in node.after_args)
         self.emit(f"}} do {{\n{'  ' * (depth + 1)}^bb0({args}):", depth)
         self.body(node.after_body, depth + 1)
         self._yield(node.yields, depth + 1)
@@ -199,14 +208,14 @@ class _Printer:
         head = f"scf.for %{f.iv.name} = {self.ref(f.lb)} to {self.ref(f.ub)} step {self.ref(f.step)}"
         if f.iter_args:
             pairs = ", ".join(f"%{a.name} = {self.ref(i)}" for a, i in zip(f.iter_args, f.inits))
-            types = ", ".join(a.dtype.mlir for a in f.iter_args)
+            types = ", ".join(_sty(a.dtype) for a in f.iter_args)
             res = ", ".join(f"%{r.name}" for r in f.results)
             head = f"{res} = {head} iter_args({pairs}) -> ({types})"
         self.emit(head + " : i64 {", depth)
         self.body(f.body, depth + 1)
         if f.yields:
             self.emit(f"scf.yield {', '.join(self.ref(y) for y in f.yields)} : "
-                      f"{', '.join(y.dtype.mlir for y in f.yields)}", depth + 1)
+                      f"{', '.join(_sty(y.dtype) for y in f.yields)}", depth + 1)
         self.emit("}", depth)
 
     # -- global memory ----------------------------------------------------------------------
@@ -254,9 +263,7 @@ class _Printer:
         value = i.attrs["pad"]
         kind = pad_kind(value, tile.dtype)
         if kind is None:
-            c, ty = self.fill_value(tile, value)
-            self.emit(f"pto.texpands ins({c} : {ty}) outs(%{tile.name} : "
-                      f"{tile.type_text()})", depth)
+            self.fill(tile, value, depth)
         pv, ty, sizes = self.partition(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth, pad=kind or PAD_NULL)
         self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
@@ -278,13 +285,23 @@ class _Printer:
                   f"outs({pv} : {ty}){_attrs(attrs)}", depth)
 
     # -- instructions -----------------------------------------------------------------------
-    def fill_value(self, tile: Tile, value) -> tuple[str, str]:
-        """The scalar operand that fills ``tile`` with ``value``: a mask's bytes hold eight
-        elements each, so True is 255."""
-        if tile.dtype == dt.bool_:
-            return self.const(255 if value else 0, "ui8"), "ui8"
-        v = float(value) if tile.dtype.is_floating else int(value)
-        return self.const(v, tile.dtype.mlir), tile.dtype.mlir
+    def fill(self, tile: Tile, value, depth) -> None:
+        """``texpands``: every element of ``tile`` becomes ``value``. A2/A3 fills 16- and
+        32-bit tiles only, so a tile of bytes (a mask: eight elements a byte) is filled
+        through an i16 view of its bytes, with the byte in both halves."""
+        if tile.dtype.itemsize != 1:
+            v = float(value) if tile.dtype.is_floating else int(value)
+            c, ty, dst = self.const(v, tile.dtype.mlir), tile.dtype.mlir, tile
+            name = f"%{tile.name}"
+        else:
+            byte = (0xFF if value else 0) if tile.dtype == dt.bool_ else int(value) & 0xFF
+            half = byte | byte << 8
+            c, ty = self.const(half - 0x10000 if half & 0x8000 else half, "i16"), "i16"
+            dst = _halves(tile)
+            name = f"%{tile.name}.{self.fresh('h')[1:]}"
+            self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                      f"{dst.type_text()}", depth)
+        self.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst.type_text()})", depth)
 
     def operand(self, x, op: str) -> tuple[str, str]:
         """(name, type) of an operand as ``op`` sees it."""
@@ -292,7 +309,7 @@ class _Printer:
             if x.is_column and op not in _COLUMN_NATIVE:
                 return f"%{x.name}.row", x.type_text(row_view=True)
             return f"%{x.name}", x.type_text()
-        return self.ref(x), x.dtype.mlir
+        return self.ref(x), _sty(x.dtype)
 
     def inst(self, i: Inst, depth) -> None:
         op = i.op
@@ -309,10 +326,11 @@ class _Printer:
         if op == "tstore":
             self.store(i, depth)
             return
-        attrs = {k: v for k, v in i.attrs.items() if k not in ("tmp", "value", "start")}
-        ins = [self.operand(x, op) for x in i.ins]
         if op == "texpands" and not i.ins:
-            ins = [self.fill_value(i.outs[0], i.attrs["value"])]
+            self.fill(i.outs[0], i.attrs["value"], depth)
+            return
+        attrs = {k: v for k, v in i.attrs.items() if k not in ("tmp", "start")}
+        ins = [self.operand(x, op) for x in i.ins]
         if op == "tci":
             d = i.outs[0].dtype
             ins = [(self.const(int(i.attrs["start"]), d.mlir), d.mlir)]
@@ -331,7 +349,7 @@ class _Printer:
         inner = _INNER_ATTRS.get(op)
         names = [n for n, _ in ins]
         if inner in attrs:
-            names[0] += f" {{{_attr(inner, attrs.pop(inner))}}}"
+            names[-1] += f" {{{_attr(inner, attrs.pop(inner))}}}"
         text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
         self.emit(text, depth)
@@ -343,7 +361,7 @@ class _Printer:
     def scalar_inst(self, i: Inst, depth) -> None:
         res = i.outs[0]
         r = self.ref(res)
-        ty = res.dtype.mlir
+        ty = _sty(res.dtype)
         name = i.op.split(".", 1)[1]
         if i.op in ("pto.program_id", "pto.num_programs"):
             self.block_query(i, depth)
@@ -354,11 +372,12 @@ class _Printer:
                    else f"%{t.name}_d{axis}")
             self.emit(f"{r} = arith.addi {src}, {self.const(0, 'i64')} : i64", depth)
         elif name == "constant":
-            self.emit(f"{r} = arith.constant {i.attrs['value']} : {ty}", depth)
+            self.emit(f"{r} = arith.constant {mlir_literal(i.attrs['value'], ty)} : "
+                      f"{signless(ty)}", depth)
         elif name == "cast":
             src = i.ins[0]
             self.emit(f"{r} = {_cast_op(src.dtype, res.dtype)} {self.ref(src)} : "
-                      f"{src.dtype.mlir} to {ty}", depth)
+                      f"{_sty(src.dtype)} to {ty}", depth)
         elif name == "select":
             c, a, b = (self.ref(x) for x in i.ins)
             self.emit(f"{r} = arith.select {c}, {a}, {b} : {ty}", depth)
@@ -366,10 +385,10 @@ class _Printer:
             a, b = i.ins
             if a.dtype.is_floating:
                 self.emit(f"{r} = arith.cmpf {_CMP_F[i.attrs['pred']]}, {self.ref(a)}, "
-                          f"{self.ref(b)} : {a.dtype.mlir}", depth)
+                          f"{self.ref(b)} : {_sty(a.dtype)}", depth)
             else:
                 self.emit(f"{r} = arith.cmpi {_CMP_I[i.attrs['pred']]}, {self.ref(a)}, "
-                          f"{self.ref(b)} : {a.dtype.mlir}", depth)
+                          f"{self.ref(b)} : {_sty(a.dtype)}", depth)
         else:
             a, b = (self.ref(x) for x in i.ins)
             if res.dtype.is_floating:
@@ -441,6 +460,44 @@ SYNCALL_FLAG = 0
 def sync_text(i: Inst) -> str:
     """One line for messages about a synchronisation instruction."""
     return "; ".join(sync_lines(i))
+
+
+# IEEE bits of the values MLIR has no decimal literal for
+_SPECIAL_BITS = {
+    "f16": {"inf": "0x7C00", "-inf": "0xFC00", "nan": "0x7E00"},
+    "bf16": {"inf": "0x7F80", "-inf": "0xFF80", "nan": "0x7FC0"},
+    "f32": {"inf": "0x7F800000", "-inf": "0xFF800000", "nan": "0x7FC00000"},
+    "f64": {"inf": "0x7FF0000000000000", "-inf": "0xFFF0000000000000",
+            "nan": "0x7FF8000000000000"},
+}
+
+
+def _halves(tile: Tile) -> Tile:
+    """An i16 view of a tile of bytes (``_Printer.fill``)."""
+    if tile.dtype == dt.bool_:
+        nbytes, valid = max(32, -(-tile.cols // 8)), -(-(tile.v_col or tile.cols) // 8)
+    else:
+        nbytes, valid = -(-tile.cols // 32) * 32, tile.v_col or tile.cols
+    return dataclasses.replace(tile, dtype=dt.int16, cols=nbytes // 2, v_col=-(-valid // 2))
+
+
+def mlir_literal(value, ty: str) -> str:
+    """``value`` as an ``arith.constant`` literal of type ``ty``: infinities and NaN as
+    their bits in hexadecimal; booleans as 1 and 0."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return _SPECIAL_BITS[ty][str(value)]
+    return str(value)
+
+
+def _sty(dtype) -> str:
+    return signless(dtype.mlir)
+
+
+def signless(ty: str) -> str:
+    """``arith`` takes signless integers only: an unsigned scalar is its bits (ui8 → i8)."""
+    return ty[1:] if ty.startswith("ui") else ty
 
 
 def _cast_op(src, dst) -> str:

@@ -218,6 +218,15 @@ def _pad_value(kind: int, dtype: dt.dtype):
     return int(info.max if kind == printer.PAD_MAX else info.min)
 
 
+def _const_value(text: str, ty: str):
+    """A constant's value: floats written as hexadecimal bits are infinities or NaN."""
+    if text.startswith("0x") and ty in printer._SPECIAL_BITS:
+        names = {bits: name for name, bits in printer._SPECIAL_BITS[ty].items()}
+        if text in names:
+            return float(names[text])
+    return _literal(text)
+
+
 def _const_name(value_text: str, ty: str) -> str:
     """The name ``_Printer.const`` gives a hoisted constant."""
     return f"%c{value_text.replace('-', 'm').replace('.', 'p')}_{ty}"
@@ -368,9 +377,12 @@ class _Parser:
         while self.peek() is not None:
             line = self.peek()
             const = _CONST.fullmatch(line)
-            if const and const.group(1) == _const_name(const.group(2), const.group(3)):
+            value = _const_value(*const.group(2, 3)) if const else None
+            if const and const.group(1) in (_const_name(str(value), const.group(3)),
+                                            _const_name(str(value), "u" + const.group(3))):
                 self.next()
-                scope.consts[const.group(1)] = (_literal(const.group(2)), const.group(3))
+                ty = const.group(1).rsplit("_", 1)[1]      # ui8 constants are i8 bits
+                scope.consts[const.group(1)] = (value, ty)
             elif _INDEX_CAST.fullmatch(line):
                 self.next()
                 res, src = _INDEX_CAST.fullmatch(line).groups()
@@ -448,6 +460,8 @@ class _Parser:
             ptr = re.fullmatch(r"!pto\.ptr<(\w+)>", ty)
             if ptr:
                 params.append(self.tensor(name, self.dtype(ptr.group(1)), scope))
+            elif name[1:] == printer.FFTS_PARAM:
+                continue
             elif name[1:] in printer.GRID_PARAMS:
                 scope.values[name] = Scalar(name[1:], dt.int64)
             elif name not in extents:
@@ -671,7 +685,7 @@ class _Parser:
     def s_constant(self, op, results, rest, scope, out):
         value, _, ty = rest.strip().rpartition(" : ")
         res = self.define(self.one(results), self.dtype(ty), scope)
-        out.append(Inst("arith.constant", [], [res], {"value": _literal(value)}))
+        out.append(Inst("arith.constant", [], [res], {"value": _const_value(value, ty)}))
 
     def s_cast(self, op, results, rest, scope, out):
         m = self.match(_UNARY, rest, op)
@@ -771,6 +785,13 @@ class _Parser:
         attrs = {**inner, **self.attrs(attrs)}
         if name == "tfillpad":
             return                      # part of the load before it (printer.load)
+        if name == "texpands" and outs and "." in outs[0] and ins and ins[0] in scope.consts:
+            tile = self.value(outs[0], scope)     # a tile of bytes through its i16 view
+            byte = scope.consts[ins[0]][0] & 0xFF
+            value = byte != 0 if tile.dtype == dt.bool_ else (
+                byte - 256 if tile.dtype.is_signed and byte >= 128 else byte)
+            out.append(Inst("texpands", [], [tile], {"value": value}))
+            return
         if name == "tload":
             tensor, offsets = self.partition(ins, outs, scope)
             tile = self.value(outs[0], scope)
@@ -852,6 +873,7 @@ _STATEMENTS = {
     "scf.for": _Parser.s_for, "scf.if": _Parser.s_if, "scf.while": _Parser.s_while,
     "pto.partition_view": _Parser.s_partition,
     "pto.make_tensor_view": _Parser.s_misplaced, "pto.alloc_tile": _Parser.s_misplaced,
+    "pto.set_ffts": lambda self, op, results, rest, scope, out: None,   # printer-derived
     "pto.get_block_idx": _Parser.s_block_query, "pto.get_block_num": _Parser.s_block_query,
     "arith.constant": _Parser.s_constant, "arith.select": _Parser.s_select,
     "arith.cmpi": _Parser.s_cmp, "arith.cmpf": _Parser.s_cmp,
