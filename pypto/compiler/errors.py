@@ -57,6 +57,11 @@ class CompilationError(Exception):
         return "\n".join(lines)
 
 
+class NotOnChip(CompilationError):
+    """The kernel uses something A2/A3 has no instruction for (docs/pto.md lists them). The
+    message names the construct and what to write instead."""
+
+
 def compiler_frames_wanted() -> bool:
     """Should a CompilationError keep the compiler's own frames (PYPTO_DEBUG=1)? Otherwise the
     places that raise one to the user drop them, so the traceback ends in the user's code."""

@@ -25,7 +25,9 @@ FLAG_OPS = ("set_flag", "wait_flag")
 CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
 SYNC_OPS = FLAG_OPS + ("barrier",) + CROSS_CORE_OPS
 # instructions whose A2/A3 form takes a scratch tile (``attrs["tmp"]``, passes/scratch.py)
-TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "tsel", "txor", "ttrans")
+TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmin",
+           "tcolargmax", "tcolargmin", "tsel", "tsels", "txor", "txors", "trem", "trems",
+           "tprelu", "ttrans")
 
 # opcode → pipe, where the opcode alone decides it
 _FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S"}

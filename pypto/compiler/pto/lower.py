@@ -186,8 +186,12 @@ def _count_attrs(op) -> dict:
 
 
 def _host_hints(op) -> dict:
-    """Attributes starting with "_" (fusion groups) guide our simulator only; .pto omits them."""
-    return {k: v for k, v in op.attrs.items() if k.startswith("_")}
+    """Attributes starting with "_" (fusion groups; ``_loc``, the user's line, for errors
+    about the instruction) guide our simulator only; .pto omits them."""
+    hints = {k: v for k, v in op.attrs.items() if k.startswith("_")}
+    if op.loc is not None:
+        hints["_loc"] = op.loc
+    return hints
 
 
 def _unary_rule(op):

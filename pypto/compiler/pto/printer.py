@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ...language import dtypes as dt
+from ..errors import NotOnChip
 from .isa import CROSS_CORE_OPS, SYNC_OPS
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
@@ -291,8 +292,10 @@ class _Printer:
         through an i16 view of its bytes, with the byte in both halves."""
         if tile.dtype.itemsize != 1:
             v = float(value) if tile.dtype.is_floating else int(value)
-            c, ty, dst = self.const(v, tile.dtype.mlir), tile.dtype.mlir, tile
-            name = f"%{tile.name}"
+            c, ty = self.const(v, tile.dtype.mlir), tile.dtype.mlir
+            name, dst_type = self.operand(tile, "texpands")
+            self.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst_type})", depth)
+            return
         else:
             byte = (0xFF if value else 0) if tile.dtype == dt.bool_ else int(value) & 0xFF
             half = byte | byte << 8
@@ -337,6 +340,16 @@ class _Printer:
         if "tmp" in i.attrs:
             ins.append(self.operand(i.attrs["tmp"], op))
         outs = [self.operand(x, op) for x in i.outs]
+        if op in ("textract", "tconcat") and i.outs[0].loc == "vec":
+            self.moves(i, depth)
+            return
+        if op == "textract":       # from L1: the offsets are operands
+            r0, c0 = i.attrs["starts"]
+            ins += [(self.const(r0, "index"), "index"), (self.const(c0, "index"), "index")]
+            del attrs["starts"]
+        if op == "tnot" and i.ins[0].dtype == dt.bool_:
+            self.mask_not(i, depth)
+            return
         if op == "treshape":
             (src, sty), (dst, dty) = ins[0], outs[0]
             self.emit(f"{dst}.{self.fresh('rs')[1:]} = pto.treshape {src} : {sty} -> {dty}",
@@ -353,6 +366,60 @@ class _Printer:
         text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
         self.emit(text, depth)
+
+    def mask_not(self, i: Inst, depth) -> None:
+        """A2/A3 negates i16 tiles only: a mask is negated through i16 views of its bytes
+        (the bits past the valid ones are don't-cares)."""
+        names = []
+        for t in (i.ins[0], i.outs[0]):
+            view = f"%{t.name}.{self.fresh('h')[1:]}"
+            self.emit(f"{view} = pto.alloc_tile addr = {self.const(t.addr, 'i64')} : "
+                      f"{_halves(t).type_text()}", depth)
+            names.append(view)
+        ty = _halves(i.ins[0]).type_text()
+        self.emit(f"pto.tnot ins({names[0]} : {ty}) outs({names[1]} : "
+                  f"{_halves(i.outs[0]).type_text()})", depth)
+
+    def moves(self, i: Inst, depth) -> None:
+        """A UB slice or concatenation. A2/A3's TEXTRACT and TINSERT take L1 tiles only and
+        its TMOV wants equal shapes, so each piece is copied by ``tmuls`` by 1 (exact on the
+        bits: both sides are seen as integers of the element's width) between the piece and
+        a view of the other tile's bytes at the piece's offset (a tile with the other's row
+        stride, valid over the piece). A piece must start on a 32-byte boundary of its row."""
+        dst = i.outs[0]
+        if i.op == "textract":
+            r0, c0 = i.attrs["starts"]
+            pieces = [(i.ins[0], (r0, c0), dst, "x")]
+        else:
+            axis, at, pieces = i.attrs["axis"], 0, []
+            for src in i.ins:
+                pieces.append((dst, (at, 0) if axis == 0 else (0, at), src, "c"))
+                at += src.rows if axis == 0 else src.cols
+        bits = {2: dt.int16, 4: dt.int32}.get(dst.dtype.itemsize)
+        what = "a slice" if i.op == "textract" else "a concatenation"
+        if bits is None or dst.dtype == dt.bool_:
+            raise NotOnChip(f"{what} of a {dst.dtype} tile: A2/A3 copies UB tiles of 16- and "
+                            f"32-bit elements only. Slice or concatenate before converting "
+                            f"to {dst.dtype}", i.attrs.get("_loc"))
+        one = self.const(1, bits.mlir)
+        n = self.fresh("v")[2:]
+        for k, (whole, (r0, c0), piece, tag) in enumerate(pieces):
+            if (c0 * whole.dtype.itemsize) % 32:
+                raise NotOnChip(
+                    f"{what} at column {c0} of a {whole.dtype} tile: A2/A3 moves UB tiles in "
+                    f"32-byte steps, so a piece must start at a multiple of "
+                    f"{32 // whole.dtype.itemsize} columns. Load the piece from global memory "
+                    f"with pl.load instead", i.attrs.get("_loc"))
+            addr = whole.addr + r0 * _row_bytes(whole) + c0 * whole.dtype.itemsize
+            view = (f"%{whole.name}.{tag}{n}_{k}",
+                    dataclasses.replace(_view(whole, piece), dtype=bits, addr=addr))
+            own = (f"%{piece.name}.{tag}{n}_{k}p", dataclasses.replace(piece, dtype=bits))
+            for name, t in (view, own):
+                self.emit(f"{name} = pto.alloc_tile addr = {self.const(t.addr, 'i64')} : "
+                          f"{t.type_text()}", depth)
+            (a, at_), (b, bt) = (view, own) if tag == "x" else (own, view)
+            self.emit(f"pto.tmuls ins({a}, {one} : {at_.type_text()}, {bits.mlir}) "
+                      f"outs({b} : {bt.type_text()})", depth)
 
     def block_query(self, i: Inst, depth) -> None:
         for line in block_query_lines(self.ref(i.outs[0]), i.op, i.attrs["axis"], self.grid):
@@ -470,6 +537,17 @@ _SPECIAL_BITS = {
     "f64": {"inf": "0x7FF0000000000000", "-inf": "0xFFF0000000000000",
             "nan": "0x7FF8000000000000"},
 }
+
+
+def _row_bytes(tile: Tile) -> int:
+    return -(-tile.cols * tile.dtype.itemsize // 32) * 32
+
+
+def _view(whole: Tile, piece: Tile) -> Tile:
+    """A tile over ``whole``'s rows (its row stride) holding ``piece``'s valid region."""
+    cols = _row_bytes(whole) // whole.dtype.itemsize
+    return dataclasses.replace(whole, rows=piece.rows, cols=cols, v_row=piece.rows,
+                               v_col=piece.cols)
 
 
 def _halves(tile: Tile) -> Tile:

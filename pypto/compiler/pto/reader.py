@@ -256,6 +256,7 @@ class _Scope:
         self.tiles: list[str] = []              # alloc_tile names in order
         self.aliases: dict[str, str] = {}       # %<base>.<tag> → the name it stands for
         self.pads: dict[str, int] = {}          # a window tile's pad field
+        self.alias_addr: dict[str, int] = {}    # a view's address
         self.derived: dict[str, list] = {}      # base → printer-derived lines (macros)
 
 
@@ -396,7 +397,7 @@ class _Parser:
                 self.next()
                 name, addr, _, _, type_text = self.match(_ALLOC, line, "pto.alloc_tile").groups()
                 if "." in name:
-                    self.alias_tile(name, type_text, scope)
+                    self.alias_tile(name, type_text, scope, addr)
                 else:
                     self.alloc(scope, name, addr, type_text)
             else:
@@ -413,13 +414,15 @@ class _Parser:
         scope.values[name] = self.tiles[name]
         scope.tiles.append(name)
 
-    def alias_tile(self, name: str, type_text: str, scope: _Scope) -> None:
+    def alias_tile(self, name: str, type_text: str, scope: _Scope, addr=None) -> None:
         """Another view of a declared tile's bytes (an edge window's clipped tile, the row
         view of an (M, 1) tile): it stands for the tile it is named after."""
         base = _base(name)
         if base not in scope.values or not isinstance(scope.values[base], Tile):
             raise self.error(f"{name} is not named after a declared tile")
         scope.aliases[name] = base
+        if addr is not None:
+            scope.alias_addr[name] = scope.consts[addr][0]
         pad = re.search(r"pad=(\d+)>", type_text)
         scope.pads[name] = int(pad.group(1)) if pad else 0
 
@@ -534,7 +537,8 @@ class _Parser:
         if op == "arith.index_cast":
             scope.aliases[name] = self.match(_INDEX_CAST, line, op).group(2)
         elif op == "pto.alloc_tile":
-            self.alias_tile(name, self.match(_ALLOC, line, op).group(5), scope)
+            m = self.match(_ALLOC, line, op)
+            self.alias_tile(name, m.group(5), scope, m.group(2))
         elif op == "pto.treshape":
             src = self.match(_RESHAPE, rest, op).group(1)
             out.append(Inst("treshape", [self.value(src, scope)],
@@ -785,7 +789,8 @@ class _Parser:
         attrs = {**inner, **self.attrs(attrs)}
         if name == "tfillpad":
             return                      # part of the load before it (printer.load)
-        if name == "texpands" and outs and "." in outs[0] and ins and ins[0] in scope.consts:
+        if name == "texpands" and outs and re.search(r"\.h\d+$", outs[0]) and ins and \
+                ins[0] in scope.consts:
             tile = self.value(outs[0], scope)     # a tile of bytes through its i16 view
             byte = scope.consts[ins[0]][0] & 0xFF
             value = byte != 0 if tile.dtype == dt.bool_ else (
@@ -814,6 +819,12 @@ class _Parser:
             attrs["value" if name == "texpands" else "start"] = float("nan") if isinstance(
                 value, float) and math.isnan(value) else value
             ins = []
+        if name == "tmuls" and len(outs) == 1 and ins and (
+                self.piece(ins[0], outs[0], scope, out)):
+            return
+        if name == "textract" and len(ins) == 3:       # from L1: offsets as operands
+            attrs["starts"] = tuple(scope.consts[n][0] for n in ins[1:])
+            ins = ins[:1]
         if name in TMP_OPS:
             if not ins:
                 raise self.error(f"{op} takes a scratch tile as its last input")
@@ -823,6 +834,33 @@ class _Parser:
         if name == "tcvt" and _printer_default(inst):
             del attrs["rmode"]
         out.append(inst)
+
+    def piece(self, src: str, dst: str, scope: _Scope, out: list) -> bool:
+        """A ``tmuls`` by 1 from or to a view at an offset (printer.moves): one piece of a UB
+        slice (``%<src>.x<n>_0``) or concatenation (``%<dst>.c<n>_<k>``)."""
+        for name, tag in ((src, "x"), (dst, "c")):
+            m = re.fullmatch(rf"(%[^.]+)\.{tag}(\d+)_(\d+)", name)   # the other's view
+            if m is None or name not in scope.alias_addr:
+                continue
+            whole = self.value(m.group(1), scope)
+            offset = scope.alias_addr[name] - whole.addr
+            row = -(-whole.cols * whole.dtype.itemsize // 32) * 32
+            at = (offset // row, offset % row // whole.dtype.itemsize)
+            if tag == "x":
+                out.append(Inst("textract", [whole], [self.value(dst, scope)],
+                                {"starts": at}))
+                return True
+            piece = self.value(src, scope)
+            key = (m.group(1), m.group(2))
+            if int(m.group(3)) == 0:
+                out.append(Inst("tconcat", [piece], [whole], {"axis": 0, "_piece": key}))
+            elif out and out[-1].op == "tconcat" and out[-1].attrs.get("_piece") == key:
+                out[-1].ins.append(piece)
+                out[-1].attrs["axis"] = 0 if at[1] == 0 else 1
+            else:
+                raise self.error(f"{name} continues no concatenation")
+            return True
+        return False
 
     def operands(self, rest: str, op: str) -> tuple[list, list, dict, str]:
         """Operand names of ``ins(...)`` and ``outs(...)`` (types are the objects' own), the
