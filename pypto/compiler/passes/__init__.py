@@ -10,6 +10,7 @@ from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .fuse_elementwise import fuse_elementwise
 from .legalize import legalize
+from .legalize_types import legalize_types
 from .memory_plan import plan_memory
 from .memory_space import infer_memory_space
 
@@ -17,6 +18,7 @@ PIPELINE = (
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),
     ("legalize", legalize),
+    ("legalize-types", legalize_types),
     ("infer-memory-space", infer_memory_space),
     ("fuse-elementwise", fuse_elementwise),
     ("plan-memory", plan_memory),

@@ -33,6 +33,7 @@ _COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowexpand", "tr
                   "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
                   "trowexpandmin", "tload", "tstore")
 # attributes that the dialect wants inside ``ins(...)``, after the first operand
+_BIT_OPS = ("tand", "tor", "txor", "tnot")
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
 FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
@@ -347,8 +348,9 @@ class _Printer:
             r0, c0 = i.attrs["starts"]
             ins += [(self.const(r0, "index"), "index"), (self.const(c0, "index"), "index")]
             del attrs["starts"]
-        if op == "tnot" and i.ins[0].dtype == dt.bool_:
-            self.mask_not(i, depth)
+        if op in _BIT_OPS and (i.outs[0].dtype == dt.bool_ or i.outs[0].dtype.bits == 32) \
+                and (op == "tnot" or i.outs[0].dtype != dt.bool_):
+            self.in_halves(i, depth)
             return
         if op == "treshape":
             (src, sty), (dst, dty) = ins[0], outs[0]
@@ -367,18 +369,22 @@ class _Printer:
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
         self.emit(text, depth)
 
-    def mask_not(self, i: Inst, depth) -> None:
-        """A2/A3 negates i16 tiles only: a mask is negated through i16 views of its bytes
-        (the bits past the valid ones are don't-cares)."""
-        names = []
-        for t in (i.ins[0], i.outs[0]):
-            view = f"%{t.name}.{self.fresh('h')[1:]}"
-            self.emit(f"{view} = pto.alloc_tile addr = {self.const(t.addr, 'i64')} : "
-                      f"{_halves(t).type_text()}", depth)
-            names.append(view)
-        ty = _halves(i.ins[0]).type_text()
-        self.emit(f"pto.tnot ins({names[0]} : {ty}) outs({names[1]} : "
-                  f"{_halves(i.outs[0]).type_text()})", depth)
+    def in_halves(self, i: Inst, depth) -> None:
+        """A2/A3's bitwise instructions take 8- and 16-bit tiles (``tnot`` 16-bit only), and a
+        bitwise op does not care how its bits are grouped: a mask's ``tnot`` and an int32
+        ``tand``/``tor``/``txor``/``tnot`` run on i16 views of the tiles' bytes (the bits
+        past the valid ones are don't-cares)."""
+        tiles = i.ins + i.outs + ([i.attrs["tmp"]] if "tmp" in i.attrs else [])
+        views = {}
+        for t in tiles:
+            if t.name not in views:
+                views[t.name] = f"%{t.name}.{self.fresh('h')[1:]}"
+                self.emit(f"{views[t.name]} = pto.alloc_tile addr = "
+                          f"{self.const(t.addr, 'i64')} : {_halves(t).type_text()}", depth)
+        ins = i.ins + ([i.attrs["tmp"]] if "tmp" in i.attrs else [])
+        self.emit(f"pto.{i.op} ins({', '.join(views[t.name] for t in ins)} : "
+                  f"{', '.join(_halves(t).type_text() for t in ins)}) outs("
+                  f"{views[i.outs[0].name]} : {_halves(i.outs[0]).type_text()})", depth)
 
     def moves(self, i: Inst, depth) -> None:
         """A UB slice or concatenation. A2/A3's TEXTRACT and TINSERT take L1 tiles only and
@@ -551,11 +557,12 @@ def _view(whole: Tile, piece: Tile) -> Tile:
 
 
 def _halves(tile: Tile) -> Tile:
-    """An i16 view of a tile of bytes (``_Printer.fill``)."""
+    """An i16 view of a tile's bytes (``_Printer.fill``, ``_Printer.in_halves``)."""
     if tile.dtype == dt.bool_:
         nbytes, valid = max(32, -(-tile.cols // 8)), -(-(tile.v_col or tile.cols) // 8)
     else:
-        nbytes, valid = -(-tile.cols // 32) * 32, tile.v_col or tile.cols
+        item = tile.dtype.itemsize
+        nbytes, valid = _row_bytes(tile), (tile.v_col or tile.cols) * item
     return dataclasses.replace(tile, dtype=dt.int16, cols=nbytes // 2, v_col=-(-valid // 2))
 
 

@@ -1,0 +1,176 @@
+"""Element types the A2/A3 vector unit computes in: everything else is computed in a wider type.
+
+The table is PTOAS's A2/A3 verifiers (lib/PTO/IR/PTO.cpp at a56b18c3, "expects A2/A3 <op>
+element type to be ..."): the vector unit adds, multiplies and compares 16- and 32-bit
+numbers; it has no bfloat16 or 8-bit arithmetic, divides only floats, and its bitwise ops
+take 8- and 16-bit tiles only (32-bit ones run on 16-bit views of their bytes, in the printer). So, per op, as rules:
+
+* a tile–scalar op whose tile–tile form takes the type becomes tile–tile (the scalar filled
+  into a tile): int32 ``x & 3``;
+* otherwise the op is computed in the narrowest wider type the instruction takes
+  (bfloat16 → float32, int8/uint8 → int16 or int32, int32 division → float32) and the result
+  converted back (rounded once, as ``legalize`` does for its decompositions);
+* a mask is bits on the chip (TCMP's packed ui8), so a mask converted to numbers is
+  ``where(mask, 1, 0)`` and a number converted to a mask is ``x != 0``.
+
+Float32 division of int32 is exact while |quotient · divisor| < 2**24 (docs/pto.md).
+"""
+from __future__ import annotations
+
+from ...language import dtypes as dt
+from ..elementwise import BINARY, UNARY
+from ..ir import Block, Module, Op, ScalarType, TileType, replace_uses
+from .legalize import Emitter
+
+_I16, _I32, _F16, _F32, _I8 = dt.int16, dt.int32, dt.float16, dt.float32, dt.int8
+_ARITH = (_I16, _I32, _F16, _F32)
+_SHORT = (_I8, dt.uint8, _I16)
+
+# PTO instruction → element types its A2/A3 form computes in (absent: no restriction known)
+VECTOR_TYPES = {
+    **{op: _ARITH for op in ("tadd", "tsub", "tmul", "tmax", "tmin", "tadds", "tsubs",
+                              "tmuls", "tmaxs", "tmins", "tdivs", "tfmod", "tfmods", "tneg",
+                              "tsel", "trowsum", "trowmax", "trowmin", "trowprod", "tcolsum",
+                              "tcolmax", "tcolmin", "tcolprod", "tcmps", "texpands",
+                              "trowexpand", "tcolexpand")},
+    "tdiv": (_F16, _F32), "tcmp": (_I32, _F16, _F32), "trelu": (_I32, _F16, _F32),
+    "tabs": (_F16, _F32), "tands": _SHORT, "tors": _SHORT, "txors": _SHORT,
+    "tshls": (_I16, _I32), "tshrs": (_I16, _I32), "tshl": (_I16, _I32), "tshr": (_I16, _I32),
+    # 8/16-bit (tnot: 16-bit) on the chip; 32-bit ones run on i16 views (printer.in_halves)
+    **{op: _SHORT + (_I32,) for op in ("tand", "tor", "txor")},
+    "tnot": (_I16, _I32),
+    **{op: (_F16, _F32) for op in ("texp", "tlog", "tsqrt", "trsqrt", "trecip")},
+}
+_BITWISE = {"and", "or", "xor", "not", "shl", "shr"}
+
+
+def _wider(dtype, allowed):
+    """The type to compute ``dtype`` in: itself, or the first allowed type that holds it."""
+    if dtype in allowed:
+        return dtype
+    if dtype.is_floating:
+        order = (_F32,)
+    elif dtype.itemsize == 1:
+        order = (_I16, _I32, _F16, _F32)
+    else:
+        order = (_I32, _F32)
+    return next((d for d in order if d in allowed), None)
+
+
+def _binary(op: Op):
+    spec = BINARY[op.attrs["op"]]
+    a, b = op.operands
+    dtype = a.type.dtype
+    if dtype == dt.bool_ or spec.pto is None:
+        return None                         # masks: tand/tor/txor take bytes; legalize decomposed
+    scalar = not b.is_tile
+    native = VECTOR_TYPES.get(spec.pto_scalar if scalar else spec.pto)
+    if native is None or dtype in native:
+        return None
+    e = Emitter(op.loc)
+    if scalar and dtype in VECTOR_TYPES.get(spec.pto, ()):
+        tile = e.emit("tile.full", [b], TileType(dtype, a.type.shape))
+        return e.ops, e.emit("tile.binary", [a, tile], op.result.type, dict(op.attrs))
+    work = _wider(dtype, native if not scalar else
+                  tuple(set(native) | set(VECTOR_TYPES.get(spec.pto, ()))))
+    if work is None or (spec.name in _BITWISE and work.is_floating):
+        return None
+    x = e.cast(a, work)
+    y = e.cast(b, work) if b.is_tile else e.emit("arith.cast", [b], ScalarType(work),
+                                                 {"dtype": work})
+    if scalar and work not in native:
+        y = e.emit("tile.full", [y], TileType(work, a.type.shape))
+    result_type = op.result.type if spec.result == "bool" else TileType(work, a.type.shape)
+    r = e.emit("tile.binary", [x, y], result_type, dict(op.attrs))
+    return e.ops, (r if spec.result == "bool" else e.cast(r, dtype))
+
+
+def _unary(op: Op):
+    spec = UNARY[op.attrs["op"]]
+    x = op.operands[0]
+    dtype = x.type.dtype
+    native = VECTOR_TYPES.get(spec.pto)
+    if spec.pto is None or native is None or dtype in native:
+        return None
+    e = Emitter(op.loc)
+    if spec.name == "not":
+        if dtype == dt.bool_:
+            return None                     # a mask is negated through i16 views (printer)
+        return e.ops, e.emit("tile.binary", [x, e.const(-1, dtype)], x.type,
+                             {"op": "xor"})
+    work = _wider(dtype, native)
+    if work is None:
+        return None
+    return e.ops, e.cast(e.unary(spec.name, e.cast(x, work)), dtype)
+
+
+def _where(op: Op):
+    cond, x, y = op.operands
+    dtype = op.result.type.dtype
+    if dtype in VECTOR_TYPES["tsel"]:
+        return None
+    work = _wider(dtype, VECTOR_TYPES["tsel"])
+    e = Emitter(op.loc)
+    xs = [e.cast(v, work) for v in (x, y)]
+    r = e.emit("tile.where", [cond, *xs], TileType(work, op.result.type.shape))
+    return e.ops, e.cast(r, dtype)
+
+
+def _cast(op: Op):
+    x = op.operands[0]
+    src, dst = x.type.dtype, op.result.type.dtype
+    e = Emitter(op.loc)
+    if src == dt.bool_ and dst != dt.bool_:
+        work = _wider(dst, VECTOR_TYPES["tsel"])
+        ones, zeros = (e.full(v, TileType(work, x.type.shape)) for v in (1, 0))
+        r = e.emit("tile.where", [x, ones, zeros], TileType(work, x.type.shape))
+        return e.ops, (r if work == dst else e.cast(r, dst))
+    if dst == dt.bool_ and src != dt.bool_:
+        return e.ops, e.binary("ne", x, 0)
+    return None
+
+
+def _reduce(op: Op):
+    x = op.operands[0]
+    dtype = x.type.dtype
+    if op.attrs["op"] not in ("sum", "max", "min", "prod") or dtype in _ARITH:
+        return None
+    out = op.result.type.dtype              # a sum of int8 is int32: reduce in that
+    work = out if out in _ARITH and out.itemsize >= dtype.itemsize else _wider(dtype, _ARITH)
+    if work is None:
+        return None
+    e = Emitter(op.loc)
+    r = e.emit("tile.reduce", [e.cast(x, work)], TileType(work, op.result.type.shape),
+               dict(op.attrs))
+    return e.ops, (r if work == out else e.cast(r, out))
+
+
+RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
+         "tile.cast": _cast, "tile.reduce": _reduce}
+
+
+def _block(block: Block, root: Block) -> bool:
+    changed = False
+    out = []
+    for op in block.ops:
+        for b in op.blocks:
+            changed |= _block(b, root)
+        rule = RULES.get(op.name)
+        replacement = rule(op) if rule is not None else None
+        if replacement is None:
+            out.append(op)
+            continue
+        new_ops, value = replacement
+        out.extend(new_ops)
+        replace_uses(root, op.result, value)
+        value.hint = value.hint or op.result.hint
+        changed = True
+    block.ops[:] = out
+    return changed
+
+
+def legalize_types(module: Module) -> Module:
+    body = module.kernel.body
+    while _block(body, body):          # a widened op's casts may need rules of their own
+        pass
+    return module
