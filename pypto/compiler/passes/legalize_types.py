@@ -11,7 +11,8 @@ take 8- and 16-bit tiles only (32-bit ones run on 16-bit views of their bytes, i
   (bfloat16 → float32, int8/uint8 → int16 or int32, int32 division → float32) and the result
   converted back (rounded once, as ``legalize`` does for its decompositions);
 * a mask is bits on the chip (TCMP's packed ui8), so a mask converted to numbers is
-  ``where(mask, 1, 0)`` and a number converted to a mask is ``x != 0``.
+  ``where(mask, 1, 0)``, a number converted to a mask is ``x != 0``, and a bool tensor (one
+  byte per element) is loaded and stored as int8 bytes.
 
 Float32 division of int32 is exact while |quotient · divisor| < 2**24 (docs/pto.md).
 """
@@ -145,8 +146,41 @@ def _reduce(op: Op):
     return e.ops, (r if work == out else e.cast(r, out))
 
 
+def _full(op: Op):
+    """A byte tile filled with a runtime scalar: A2/A3 fills 16- and 32-bit tiles."""
+    ttype = op.result.type
+    if not op.operands or ttype.dtype.itemsize != 1:
+        return None
+    e = Emitter(op.loc)
+    v = e.emit("arith.cast", [op.operands[0]], ScalarType(_I16), {"dtype": _I16})
+    wide = e.emit("tile.full", [v], TileType(_I16, ttype.shape))
+    return e.ops, (e.binary("ne", wide, 0) if ttype.dtype == dt.bool_ else
+                   e.cast(wide, ttype.dtype))
+
+
+def _load(op: Op):
+    """A bool tensor is bytes in memory, a mask is bits: load the bytes and compare."""
+    if op.result.type.dtype != dt.bool_:
+        return None
+    e = Emitter(op.loc)
+    raw = e.emit("tile.load", list(op.operands), TileType(_I8, op.result.type.shape),
+                 dict(op.attrs, padding=int(bool(op.attrs.get("padding", 0)))))
+    return e.ops, e.binary("ne", raw, 0)
+
+
+def _store(op: Op):
+    *tensor_and_offsets, value = op.operands
+    if value.type.dtype != dt.bool_:
+        return None
+    e = Emitter(op.loc)
+    e.ops.append(Op("tile.store", tensor_and_offsets + [e.cast(value, _I8)], [],
+                    dict(op.attrs), loc=op.loc))
+    return e.ops, None
+
+
 RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
-         "tile.cast": _cast, "tile.reduce": _reduce}
+         "tile.cast": _cast, "tile.reduce": _reduce, "tile.full": _full, "tile.load": _load,
+         "tile.store": _store}
 
 
 def _block(block: Block, root: Block) -> bool:
@@ -162,8 +196,9 @@ def _block(block: Block, root: Block) -> bool:
             continue
         new_ops, value = replacement
         out.extend(new_ops)
-        replace_uses(root, op.result, value)
-        value.hint = value.hint or op.result.hint
+        if value is not None:
+            replace_uses(root, op.result, value)
+            value.hint = value.hint or op.result.hint
         changed = True
     block.ops[:] = out
     return changed

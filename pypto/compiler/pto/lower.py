@@ -6,7 +6,7 @@ method for the rest); tiles sharing a buffer and type share one ``Tile``.
 from __future__ import annotations
 
 from ..elementwise import BINARY, UNARY
-from ..errors import CompilationError, InternalError
+from ..errors import InternalError, NotOnChip
 from ..ir import Block, Module, Value
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
                       view2d)
@@ -124,18 +124,19 @@ class _Lowering:
         self._cross_core(op, out, "sync.wait", split_pipe="MTE2", pipe="S")
 
     def _cross_core(self, op, out, opcode: str, split_pipe: str, pipe: str) -> None:
-        """A cube→vector hand-off (``split``) is ordered by its own pipes; a kernel's
-        pl.signal / pl.wait drains every pipe first (set) or holds them all after (wait)."""
+        """A cube→vector hand-off (``split``) is FFTS mode 2 within a cluster, ordered by its
+        own pipes. A kernel's pl.signal / pl.wait has no A2/A3 form: FFTS flags reach every
+        core of one kind (pl.barrier) or a cluster's other half, never one chosen block, and
+        they carry no count; PTO has no cache invalidation to poll a GM counter safely."""
         if op.attrs.get("split"):
             out.append(Inst(opcode, [], [], {"pipe": split_pipe, **_count_attrs(op)}))
             return
-        if self.module.facts.get("uses_cube"):
-            raise CompilationError("pl.signal/pl.wait in a kernel that uses matmul are not "
-                                   "supported yet (the cube and vector parts would each need "
-                                   "their own flags)", op.loc)
-        flag = Inst(opcode, [], [], {"pipe": pipe, **_count_attrs(op)})
-        drain = Inst("barrier", [], [], {"pipe": "ALL"})
-        out += [drain, flag] if opcode == "sync.set" else [flag, drain]
+        name = "pl.signal" if opcode == "sync.set" else "pl.wait"
+        raise NotOnChip(
+            f"{name}: A2/A3 has no flag from one block to another (its cross-core flags, "
+            f"FFTS, reach every core of a kind or the other half of a cluster, and carry no "
+            f"count). Use pl.barrier() to order phases across all blocks, or split the work "
+            f"into two launches", op.loc)
 
     def _tensor_workspace(self, op, out):
         """This block's slot of the GM workspace (see passes/memory_space.py)."""

@@ -112,10 +112,11 @@ class _Printer:
         p = self.p
         self.lines, self.consts, self.const_lines, self.n = [], {}, [], 0
         self.extents: dict[tuple, str] = {}
+        self.part = kind
         args = []
         for a in p.params:
             if isinstance(a, TensorArg):
-                args.append(f"%{a.name}: !pto.ptr<{a.dtype.mlir}>")
+                args.append(f"%{a.name}: !pto.ptr<{gm_type(a.dtype)}>")
                 args += [f"%{a.name}_d{i}: i64" for i, d in enumerate(a.dims) if d is None]
                 args += [f"%{a.name}_s{i}: i64" for i, s in enumerate(a.strides) if s is None]
             else:
@@ -158,7 +159,7 @@ class _Printer:
             self.extents[(a.name, axis)] = d
         self.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape = ["
                   f"{', '.join(dims)}], strides = [{', '.join(strides)}] : "
-                  f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{a.dtype.mlir}>", 2)
+                  f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{gm_type(a.dtype)}>", 2)
 
     # -- control flow -----------------------------------------------------------------------
     def body(self, insts, depth) -> None:
@@ -242,9 +243,9 @@ class _Printer:
             self.emit(f"{name}.v{axis} = arith.minsi {name}.m{axis}, "
                       f"{self.const(full, 'index')} : index", depth)
             sizes.append(f"{name}.v{axis}")
-        ty = f"!pto.partition_tensor_view<?x?x{t.dtype.mlir}>"
+        ty = f"!pto.partition_tensor_view<?x?x{gm_type(t.dtype)}>"
         self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(offs)}], "
-                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x{t.dtype.mlir}> -> "
+                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x{gm_type(t.dtype)}> -> "
                   f"{ty}", depth)
         return name, ty, sizes
 
@@ -263,7 +264,8 @@ class _Printer:
         tensor, *offs = i.ins
         tile = i.outs[0]
         value = i.attrs["pad"]
-        kind = pad_kind(value, tile.dtype)
+        # L1 has no TFILLPAD: a cube operand's padding is filled before the load
+        kind = pad_kind(value, tile.dtype) if tile.loc == "vec" else None
         if kind is None:
             self.fill(tile, value, depth)
         pv, ty, sizes = self.partition(tensor, offs, tile, depth)
@@ -288,24 +290,25 @@ class _Printer:
 
     # -- instructions -----------------------------------------------------------------------
     def fill(self, tile: Tile, value, depth) -> None:
-        """``texpands``: every element of ``tile`` becomes ``value``. A2/A3 fills 16- and
-        32-bit tiles only, so a tile of bytes (a mask: eight elements a byte) is filled
-        through an i16 view of its bytes, with the byte in both halves."""
-        if tile.dtype.itemsize != 1:
+        """``texpands``: every element of ``tile`` becomes ``value``. A2/A3 fills i16, i32,
+        f16 and f32 tiles only, so a tile of bytes (a mask: eight elements a byte) or of
+        bfloat16 is filled through an i16 view of its bytes, with the value's bits."""
+        if tile.dtype in _FILLABLE:
             v = float(value) if tile.dtype.is_floating else int(value)
             c, ty = self.const(v, tile.dtype.mlir), tile.dtype.mlir
             name, dst_type = self.operand(tile, "texpands")
             self.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst_type})", depth)
             return
-        else:
-            byte = (0xFF if value else 0) if tile.dtype == dt.bool_ else int(value) & 0xFF
-            half = byte | byte << 8
-            c, ty = self.const(half - 0x10000 if half & 0x8000 else half, "i16"), "i16"
-            dst = _halves(tile)
-            name = f"%{tile.name}.{self.fresh('h')[1:]}"
-            self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
-                      f"{dst.type_text()}", depth)
-        self.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst.type_text()})", depth)
+        bits = fill_bits(tile.dtype, value)
+        if bits is None:
+            raise NotOnChip(f"a {tile.dtype} tile: A2/A3's vector unit has no {tile.dtype} "
+                            f"arithmetic; convert the values to a 32-bit type first")
+        dst = _halves(tile)
+        name = f"%{tile.name}.{self.fresh('h')[1:]}"
+        self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                  f"{dst.type_text()}", depth)
+        self.emit(f"pto.texpands ins({self.const(bits, 'i16')} : i16) outs({name} : "
+                  f"{dst.type_text()})", depth)
 
     def operand(self, x, op: str) -> tuple[str, str]:
         """(name, type) of an operand as ``op`` sees it."""
@@ -321,7 +324,7 @@ class _Printer:
             self.scalar_inst(i, depth)
             return
         if op in SYNC_OPS:
-            for line in sync_lines(i):
+            for line in sync_lines(i, self.part):
                 self.emit(line, depth)
             return
         if op == "tload":
@@ -330,6 +333,12 @@ class _Printer:
         if op == "tstore":
             self.store(i, depth)
             return
+        wide = next((x for x in i.ins + i.outs if isinstance(x, Tile) and x.dtype.bits == 64),
+                    None)
+        if wide is not None and op not in ("tmov",):
+            raise NotOnChip(f"a {wide.dtype} tile: A2/A3's vector unit has no 64-bit "
+                            f"arithmetic; give the tile a 32-bit type (for example "
+                            f"pl.full(shape, n, dtype=pl.int32))", i.attrs.get("_loc"))
         if op == "texpands" and not i.ins:
             self.fill(i.outs[0], i.attrs["value"], depth)
             return
@@ -352,6 +361,8 @@ class _Printer:
                 and (op == "tnot" or i.outs[0].dtype != dt.bool_):
             self.in_halves(i, depth)
             return
+        if op == "tmov" and attrs.pop("transpose", False):
+            ins = [self.transposed(i, depth)]
         if op == "treshape":
             (src, sty), (dst, dty) = ins[0], outs[0]
             self.emit(f"{dst}.{self.fresh('rs')[1:]} = pto.treshape {src} : {sty} -> {dty}",
@@ -368,6 +379,25 @@ class _Printer:
         text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
         self.emit(text, depth)
+
+    def transposed(self, i: Inst, depth) -> tuple[str, str]:
+        """A transposing move L1 → L0A/L0B (``matmul(a_trans=True)``): an L1 tile in the NZ
+        layout holds, byte for byte, its transpose in the ZN layout when the fractal is
+        square (16 x 16 elements of 16 bits), so the move reads that view."""
+        src = i.ins[0]
+        if src.dtype.itemsize != 2:
+            raise NotOnChip(
+                f"a transposed {src.dtype} matmul operand: A2/A3's L1 fractal of "
+                f"{src.dtype} is not square, so no view of it is its transpose. Store the "
+                f"operand transposed, or use float16/bfloat16 operands", i.attrs.get("_loc"))
+        view = dataclasses.replace(src, rows=src.cols, cols=src.rows, v_row=src.v_col,
+                                   v_col=src.v_row)
+        text = view.type_text().replace("blayout=col_major, slayout=row_major",
+                                        "blayout=row_major, slayout=col_major")
+        name = f"%{src.name}.{self.fresh('t')[1:]}"
+        self.emit(f"{name} = pto.alloc_tile addr = {self.const(src.addr, 'i64')} : {text}",
+                  depth)
+        return name, text
 
     def in_halves(self, i: Inst, depth) -> None:
         """A2/A3's bitwise instructions take 8- and 16-bit tiles (``tnot`` 16-bit only), and a
@@ -464,7 +494,11 @@ class _Printer:
                           f"{self.ref(b)} : {_sty(a.dtype)}", depth)
         else:
             a, b = (self.ref(x) for x in i.ins)
-            if res.dtype.is_floating:
+            if res.dtype.is_floating and name == "add":
+                # PTOAS a56b18c3 lowers no arith.addf to C++: a + b is a - (-b), bit for bit
+                self.emit(f"{r}.n = arith.negf {b} : {ty}", depth)
+                self.emit(f"{r} = arith.subf {a}, {r}.n : {ty}", depth)
+            elif res.dtype.is_floating:
                 mnemonic = {"min": "minimumf", "max": "maximumf"}.get(name, name + "f")
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
             elif name == "floordiv":
@@ -506,28 +540,31 @@ def _attrs(attrs: dict) -> str:
     return " {" + ", ".join(_attr(k, v) for k, v in attrs.items()) + "}"
 
 
-def sync_lines(i: Inst) -> list[str]:
+def sync_lines(i: Inst, part: str = "vector") -> list[str]:
     """The text of a synchronisation instruction.
 
     Within a core: ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``, ``pto.wait_flag``,
     ``pto.barrier #pto.pipe<PIPE_V>``. Across cores, A2/A3 has FFTS flags (16 per core):
     ``pto.sync.set #pto.pipe<PIPE_FIX>, 15`` / ``pto.sync.wait #pto.pipe<PIPE_MTE2>, 15``,
-    whose ``ffts_mode`` says who meets: 0 all cores of the launch, 2 the cube and vector
-    cores of a cluster. ``syncall`` (every block of the launch meets) is FFTS mode 0 on the
-    flag ``SYNCALL_FLAG``: each core sets it, then waits until every core has."""
+    whose ``ffts_mode`` says who meets: 0 all cores of one kind, 2 the cube and vector
+    cores of a cluster (the default). ``syncall`` (every block of the launch meets) is
+    pto-isa's SYNCALL: FFTS mode 0 on the flag it reserves for it (``SYNCALL``: 14 on the
+    vector cores, from MTE3; 11 on the cube cores, from FIX); each core sets it, then waits
+    until every core has."""
     a = i.attrs
     if i.op in ("set_flag", "wait_flag"):
         return [f"pto.{i.op}[<PIPE_{a['src']}>, <PIPE_{a['dst']}>, <EVENT_ID{a['event']}>]"]
     if i.op == "barrier":
         return [f"pto.barrier #pto.pipe<PIPE_{a['pipe']}>"]
     if i.op == "syncall":
-        return [f"pto.sync.set #pto.pipe<PIPE_MTE3>, {SYNCALL_FLAG} {{ffts_mode = 0 : i32}}",
-                f"pto.sync.wait #pto.pipe<PIPE_S>, {SYNCALL_FLAG}"]
+        pipe, flag = SYNCALL[part]
+        return [f"pto.sync.set #pto.pipe<PIPE_{pipe}>, {flag} {{ffts_mode = 0 : i32}}",
+                f"pto.sync.wait #pto.pipe<PIPE_{pipe}>, {flag}"]
     mode = f" {{ffts_mode = {a['mode']} : i32}}" if i.op == "sync.set" and "mode" in a else ""
     return [f"pto.{i.op} #pto.pipe<PIPE_{a['pipe']}>, {a['flag']}{mode}"]
 
 
-SYNCALL_FLAG = 0
+SYNCALL = {"vector": ("MTE3", 14), "cube": ("FIX", 11)}   # pto-isa's SyncAll.hpp
 
 
 def sync_text(i: Inst) -> str:
@@ -556,6 +593,22 @@ def _view(whole: Tile, piece: Tile) -> Tile:
                                v_col=piece.cols)
 
 
+_FILLABLE = (dt.int16, dt.int32, dt.float16, dt.float32)
+
+
+def fill_bits(dtype, value) -> int | None:
+    """The signed i16 whose bits fill a tile of ``dtype`` (bytes or bfloat16) with ``value``."""
+    if dtype == dt.bool_:
+        half = 0xFFFF if value else 0
+    elif dtype.itemsize == 1:
+        half = (int(value) & 0xFF) * 0x101
+    elif dtype == dt.bfloat16:
+        half = int(np.array(value, dtype=dtype.to_numpy()).view(np.uint16))
+    else:
+        return None
+    return half - 0x10000 if half & 0x8000 else half
+
+
 def _halves(tile: Tile) -> Tile:
     """An i16 view of a tile's bytes (``_Printer.fill``, ``_Printer.in_halves``)."""
     if tile.dtype == dt.bool_:
@@ -574,6 +627,11 @@ def mlir_literal(value, ty: str) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return _SPECIAL_BITS[ty][str(value)]
     return str(value)
+
+
+def gm_type(dtype) -> str:
+    """A tensor's element type in global memory: a bool is a byte there."""
+    return "i8" if dtype == dt.bool_ else dtype.mlir
 
 
 def _sty(dtype) -> str:

@@ -112,8 +112,8 @@ def override_program(compiled: Program, path: str, text: str) -> Program:
 
 
 def _signature(p) -> tuple:
-    if isinstance(p, TensorArg):
-        return ("tensor", p.name, p.dtype.name, tuple(p.dims), tuple(p.strides))
+    if isinstance(p, TensorArg):      # as the chip sees it: a bool tensor is bytes
+        return ("tensor", p.name, printer.gm_type(p.dtype), tuple(p.dims), tuple(p.strides))
     return ("scalar", p.name, p.dtype.name)
 
 
@@ -330,6 +330,7 @@ class _Parser:
         m = self.match(_FUNC, self.next(), "func.func header")
         name, args, attrs = m.groups()
         kind, header = _KIND.search(attrs or ""), self.at
+        self.kind = kind.group(1) if kind else "vector"
         scope = _Scope()
         self.prologue(scope)
         after_prologue, self.at = self.at, header      # errors in parameters: the header's
@@ -549,6 +550,14 @@ class _Parser:
     def macro_end(self, result: str, line: str, scope: _Scope, out: list) -> None:
         """The last line of a block-index macro (printer.block_query_lines)."""
         lines = scope.derived.pop(result) + [line]
+        add = re.fullmatch(rf"{re.escape(result)}\.n = arith\.negf ({_N}) : (\w+)", lines[0])
+        sub = re.fullmatch(rf"{re.escape(result)} = arith\.subf ({_N}), "
+                           rf"{re.escape(result)}\.n : (\w+)", lines[-1])
+        if len(lines) == 2 and add and sub:          # printer: a + b as a - (-b)
+            ins = [self.value(sub.group(1), scope), self.value(add.group(1), scope)]
+            out.append(Inst("arith.add", ins, [self.define(result, self.dtype(add.group(2)),
+                                                           scope)]))
+            return
         for op in ("pto.program_id", "pto.num_programs"):
             for axis in range(3):
                 if printer.block_query_lines(result, op, axis, True) == lines:
@@ -773,11 +782,11 @@ class _Parser:
             attrs = {"pipe": pipe, "flag": int(flag)}
             if mode is not None:
                 attrs["mode"] = int(mode)
-            syncall = Inst("syncall", [], [])
+            syncall, part = Inst("syncall", [], []), self.kind
             if name == "sync.wait" and out and out[-1].op == "sync.set" and \
-                    printer.sync_lines(syncall) == [printer.sync_lines(out[-1])[0],
-                                                    printer.sync_lines(Inst(name, [], [],
-                                                                            attrs))[0]]:
+                    printer.sync_lines(syncall, part) == [
+                        printer.sync_lines(out[-1], part)[0],
+                        printer.sync_lines(Inst(name, [], [], attrs), part)[0]]:
                 out[-1] = syncall       # FFTS mode 0 set + wait: every block meets
                 return
         out.append(Inst(name, [], [], attrs))
@@ -791,10 +800,16 @@ class _Parser:
             return                      # part of the load before it (printer.load)
         if name == "texpands" and outs and re.search(r"\.h\d+$", outs[0]) and ins and \
                 ins[0] in scope.consts:
-            tile = self.value(outs[0], scope)     # a tile of bytes through its i16 view
-            byte = scope.consts[ins[0]][0] & 0xFF
-            value = byte != 0 if tile.dtype == dt.bool_ else (
-                byte - 256 if tile.dtype.is_signed and byte >= 128 else byte)
+            tile = self.value(outs[0], scope)     # bytes or bfloat16 through an i16 view
+            half = scope.consts[ins[0]][0] & 0xFFFF
+            if tile.dtype == dt.bfloat16:
+                value = float(np.array(half, np.uint16).view(tile.dtype.to_numpy()))
+            elif tile.dtype == dt.bool_ or tile.dtype.itemsize == 1 and half == 0xFFFF:
+                value = half != 0 if tile.dtype == dt.bool_ else (-1 if tile.dtype.is_signed
+                                                                   else 255)
+            else:
+                byte = half & 0xFF
+                value = byte - 256 if tile.dtype.is_signed and byte >= 128 else byte
             out.append(Inst("texpands", [], [tile], {"value": value}))
             return
         if name == "tload":
@@ -822,6 +837,8 @@ class _Parser:
         if name == "tmuls" and len(outs) == 1 and ins and (
                 self.piece(ins[0], outs[0], scope, out)):
             return
+        if name == "tmov" and ins and re.search(r"\.t\d+$", ins[0]):
+            attrs["transpose"] = True        # through a transposed view (printer.transposed)
         if name == "textract" and len(ins) == 3:       # from L1: offsets as operands
             attrs["starts"] = tuple(scope.consts[n][0] for n in ins[1:])
             ins = ins[:1]
