@@ -52,6 +52,11 @@ PYPTO_SYNC_TIMEOUT = register("PYPTO_SYNC_TIMEOUT", "10", True,
                               "seconds a barrier or pl.wait may make no progress before the "
                               "launch is reported as deadlocked")
 
+PYPTO_PTOAS = register("PYPTO_PTOAS", "", False,
+                      "path of PTOAS's ptoas; default: ptoas on PATH. When found, every compile "
+                      "lowers its .pto with it (compiled.asm['cpp']; the assembler's identity "
+                      "is in the cache key)")
+
 PYPTO_VERIFY_PTO = register("PYPTO_VERIFY_PTO", "", False,
                             "1: after each compile, parse the printed .pto back and check that "
                             "it prints identically (the test suite sets it)")

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import envs, profile, runtime
 from .backends.ascend.llvm_driver import LoadedObject, host_identity
+from .backends.ascend.ptoas import identity as assembler_identity
 from .backends.ascend.targets import get_target
 from .device import current_target
 from .compiler import cache as cache_mod
@@ -265,7 +266,7 @@ class JITFunction:
         key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 envs.code_changing_environment(), override and override[2],
-                                self.auto_sync))
+                                self.auto_sync, assembler_identity()))
         use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
         disk = cache_mod.DiskCache() if use_disk else None
         lock = disk.lock(key) if disk is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from ..backends.ascend import ptoas
 from ..backends.ascend.codegen import generate_llvm_ir, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
 from .frontend import KernelSource, build_function
@@ -46,6 +47,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     pto_text = print_program(program)
     if envs.PYPTO_VERIFY_PTO.get() not in ("", "0"):
         _verify_round_trip(pto_text)
+    cpp = ptoas.lower(pto_text)
     llir = generate_llvm_ir(program)
     obj, optimized = compile_to_object(llir, opt_level)
     _, scratch_bytes = scratch_layout(target)
@@ -66,6 +68,8 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     }
     asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
            "llir_opt": optimized, "obj": obj}
+    if cpp is not None:
+        asm["cpp"] = cpp
     return asm, metadata
 
 

@@ -1,0 +1,69 @@
+"""The real assembler, when it is installed: PTOAS's ``ptoas`` lowers the ``.pto`` text to the
+pto-isa C++ that bisheng builds for the NPU (``compiled.asm["cpp"]``).
+
+``PYPTO_PTOAS`` names the binary; otherwise ``ptoas`` on ``PATH`` is used; otherwise nothing
+happens and ``asm`` has no "cpp". PyPTO plans memory and places flags itself, so the text is
+lowered at ``--pto-level=level3``, which keeps its addresses and flags. PyPTO promises that
+the assembler accepts every kernel it prints, so a rejection is a compiler bug
+(``InternalError``), never the user's.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+
+from ... import envs
+from ...compiler.errors import InternalError
+
+LEVEL = "--pto-level=level3"
+TIMEOUT_SECONDS = 60
+
+
+def find() -> str | None:
+    """The ptoas binary to use, or None."""
+    configured = envs.PYPTO_PTOAS.get()
+    if configured:
+        return configured
+    return shutil.which("ptoas")
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: str) -> str:
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                              timeout=TIMEOUT_SECONDS)
+    except OSError as e:
+        return f"unusable: {e}"
+    return (done.stdout or done.stderr).strip()
+
+
+def identity() -> tuple[str, str] | None:
+    """(path, version) of the assembler, for the cache key: its C++ is an artifact."""
+    path = find()
+    return None if path is None else (path, _version(path))
+
+
+def lower(pto_text: str) -> str | None:
+    """The C++ of ``pto_text``, or None when no assembler is installed."""
+    path = find()
+    if path is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="pypto-ptoas-") as tmp:
+        src, out = os.path.join(tmp, "kernel.pto"), os.path.join(tmp, "kernel.cpp")
+        with open(src, "w") as f:
+            f.write(pto_text)
+        try:
+            done = subprocess.run([path, src, "-o", out, LEVEL], capture_output=True,
+                                  text=True, timeout=TIMEOUT_SECONDS)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise InternalError(f"the assembler {path} could not run: {e}", pto_text) from None
+        if done.returncode != 0 or not os.path.exists(out):
+            errors = [ln for ln in done.stderr.splitlines() if "error" in ln.lower()]
+            first = errors[0] if errors else done.stderr.strip()[-500:]
+            raise InternalError(f"PTOAS ({path}) rejected the .pto PyPTO printed: {first}",
+                                pto_text)
+        with open(out) as f:
+            return f.read()
