@@ -9,9 +9,10 @@ copy is inserted instead, so in-place updates are always safe.
 from __future__ import annotations
 
 from ..errors import CompilationError
-from ..ir import Block, Module, Op, Value, walk
+from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
+from ..pto.lower import scratch_like
 from .memory_space import loop_classes
 
 # Ops that read each input element only to write the same output element, so their result
@@ -200,6 +201,13 @@ def _assign(body: Block, classes, pos: dict, target) -> dict:
                         if not _defined_in(v, loop, memo):
                             end = max(end, pos[("end", id(loop))])
                     touch(v, end)
+            like = scratch_like(op)
+            if like is not None:
+                # A2/A3's instruction overwrites a scratch tile as big as ``like``: a value of
+                # its own, live at this op only (lower.py hands it to the instruction)
+                scratch = Value(TileType(like.type.dtype, like.type.shape, "vec"), "tmp")
+                op.attrs["_scratch"] = scratch
+                touch(scratch, here)
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)

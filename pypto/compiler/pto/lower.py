@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..elementwise import BINARY, UNARY
 from ..errors import InternalError, NotOnChip
 from ..ir import Block, Module, Value
+from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
                       view2d)
 
@@ -79,6 +80,9 @@ class _Lowering:
             raise InternalError(f"no PTO lowering for {name}", str(self.module))
         opcode, attrs = rule(op)
         attrs.update(_host_hints(op))
+        scratch = attrs.pop("_scratch", None)
+        if scratch is not None:
+            attrs["tmp"] = self.tile(scratch)
         out.append(Inst(opcode, ins, [self.tile(op.result)], attrs))
 
     def _scf_for(self, op, out):
@@ -177,6 +181,19 @@ class _Lowering:
             out.append(Inst("tmatmul.acc", [dst, ins[0], ins[1]], [dst]))
         else:
             out.append(Inst("tmatmul", ins, [dst]))
+
+
+def scratch_like(op):
+    """The Tile IR value whose type the scratch tile of ``op``'s A2/A3 instruction has (a
+    reduction's, transpose's or xor's source; a select's result), or None: memory planning
+    places that scratch (isa.TMP_OPS)."""
+    rule = TILE_TO_PTO.get(op.name)
+    if rule is None or op.name == "tile.load":
+        return None
+    opcode, _ = rule(op)
+    if opcode not in TMP_OPS:
+        return None
+    return op.result if opcode in ("tsel", "tsels") else op.operands[0]
 
 
 def _count_attrs(op) -> dict:

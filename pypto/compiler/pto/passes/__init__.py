@@ -1,3 +1,3 @@
 """Passes over the PTO program, in pipeline order: ``split`` (cube/vector parts),
-``double_buffer`` (ping-pong loads), ``sync`` (flags between pipes); ``hazards`` checks the
-result, whoever placed the flags."""
+``double_buffer`` (ping-pong loads), ``acc_init`` (accumulators started by the cube),
+``sync`` (flags between pipes); ``hazards`` checks the result, whoever placed the flags."""
