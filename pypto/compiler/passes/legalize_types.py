@@ -18,6 +18,8 @@ Float32 division of int32 is exact while |quotient · divisor| < 2**24 (docs/pto
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, replace_uses
@@ -29,8 +31,10 @@ _SHORT = (_I8, dt.uint8, _I16)
 
 # PTO instruction → element types its A2/A3 form computes in (absent: no restriction known)
 VECTOR_TYPES = {
+    # tmaxs/tmins: PTOAS lowers only a float scalar (PTOViewToMemref.cpp), so ints go tile-tile
+    "tmaxs": (_F16, _F32), "tmins": (_F16, _F32),
     **{op: _ARITH for op in ("tadd", "tsub", "tmul", "tmax", "tmin", "tadds", "tsubs",
-                              "tmuls", "tmaxs", "tmins", "tdivs", "tfmod", "tfmods", "tneg",
+                              "tmuls", "tdivs", "tfmod", "tfmods", "tneg",
                               "tsel", "trowsum", "trowmax", "trowmin", "trowprod", "tcolsum",
                               "tcolmax", "tcolmin", "tcolprod", "tcmps", "texpands",
                               "trowexpand", "tcolexpand")},
@@ -117,18 +121,68 @@ def _where(op: Op):
     return e.ops, e.cast(r, dtype)
 
 
+# (source, destination) pairs A2/A3's TCVT converts (pto-isa npu/a2a3/TCvt.hpp: any other pair
+# compiles and does nothing on the NPU)
+_U8, _BF16 = dt.uint8, dt.bfloat16
+CONVERTS = {(_F16, _F32), (_BF16, _F32), (_F32, _F16), (_F32, _BF16), (_F32, _I32),
+            (_F32, _I16), (_I32, _F32), (_F16, _I32), (_F16, _I16), (_F16, _I8), (_F16, _U8),
+            (_I8, _F16), (_U8, _F16), (_I16, _F16), (_I16, _F32), (_I32, _F16), (_I32, _I16),
+            (_BF16, _I32)}
+
+
+def _wrap(e, x, bits: int, signed: bool):
+    """The low ``bits`` of int32 ``x``, as numpy's narrowing conversion keeps them (int32
+    arithmetic: x - (x >> bits << bits), then the sign of bit ``bits - 1``)."""
+    low = e.binary("sub", x, e.binary("shl", e.binary("shr", x, bits), bits))
+    if signed:
+        top = 1 << (bits - 1)
+        low = e.binary("sub", e.binary("xor", low, top), top)
+    return low
+
+
+def _convert(e, x, dst, rounding=None):
+    """``x`` converted to ``dst`` with conversions A2/A3 has, exactly as one conversion would
+    round, saturate (float → int) or wrap (int → narrower int)."""
+    src = x.type.dtype
+    if src == dst:
+        return e.cast(x, dst, rounding) if rounding else x
+    if (src, dst) in CONVERTS:
+        return e.cast(x, dst, rounding)
+    if src.is_floating and dst.is_floating:            # f16 <-> bf16: exact into f32
+        return e.cast(e.cast(x, _F32), dst)
+    if src.is_floating:                                  # → 8-bit: round once, in int32
+        mid = _convert(e, x, _I32, rounding)
+        if dst.itemsize < 4:                             # saturated to dst's range, then exact
+            info = np.iinfo(dst.to_numpy())
+            mid = e.binary("min", e.binary("max", mid, int(info.min)), int(info.max))
+        return _convert(e, mid, dst)
+    via = _F16 if src.itemsize == 1 else _F32           # small ints are exact in f16 / f32
+    if dst.is_floating or src.itemsize < dst.itemsize:
+        return _convert(e, _convert(e, x, via), dst)
+    wide = x if src == _I32 else _convert(e, _convert(e, x, via), _I32)
+    if dst.itemsize < 4:
+        wide = _wrap(e, wide, 8 * dst.itemsize, dst.is_signed)
+        return e.cast(wide, dst) if dst == _I16 else _convert(e, e.cast(wide, _F16), dst)
+    return wide
+
+
 def _cast(op: Op):
     x = op.operands[0]
     src, dst = x.type.dtype, op.result.type.dtype
+    rounding = op.attrs.get("rounding")
     e = Emitter(op.loc)
     if src == dt.bool_ and dst != dt.bool_:
         work = _wider(dst, VECTOR_TYPES["tsel"])
         ones, zeros = (e.full(v, TileType(work, x.type.shape)) for v in (1, 0))
         r = e.emit("tile.where", [x, ones, zeros], TileType(work, x.type.shape))
-        return e.ops, (r if work == dst else e.cast(r, dst))
+        return e.ops, (r if work == dst else _convert(e, r, dst))
     if dst == dt.bool_ and src != dt.bool_:
+        if rounding and src.is_floating:               # round first: 0.3 rounds to False
+            x = e.cast(x, src, rounding)
         return e.ops, e.binary("ne", x, 0)
-    return None
+    if src == dst or (src, dst) in CONVERTS or 8 in (src.itemsize, dst.itemsize):
+        return None                      # native, or 64-bit (refused by the printer)
+    return e.ops, _convert(e, x, dst, rounding)
 
 
 def _reduce(op: Op):
