@@ -1,5 +1,5 @@
-"""Tutorial 05 -- multicore: pl.barrier() for a two-phase reduction, pl.signal / pl.wait between
-blocks, and why such a grid must fit on the cores.
+"""Tutorial 05 -- multicore: pl.barrier() for a two-phase reduction, a producer and its
+consumers, why such a grid must fit on the cores, and why A2/A3 has no block-to-block flag.
 
     python tutorials/05_multicore_barrier.py [--quick] [--reps N]
 
@@ -26,20 +26,25 @@ import pypto.language as pl
 # buffers (UB, L1, L0A/B/C); nothing on chip is shared. What the cores share is global memory
 # (HBM, behind the L2 cache). So block A hands a value to block B by storing it to a tensor in
 # global memory, and B loads it -- but B must not load before A's store has landed. For that
-# the chip has cross-core synchronisation, which PyPTO exposes as three primitives (in AscendC
-# the same mechanisms are SyncAll, CrossCoreSetFlag and CrossCoreWaitFlag):
+# the 910B (A2/A3) has cross-core flags, FFTS. An FFTS flag is set in one of three modes: 0
+# reaches every core of one kind (all vector cores, or all cube cores), 1 the two vector cores
+# of a cluster, 2 the cube and vector cores of a cluster. PyPTO uses mode 0 for
 #
-#   pl.barrier()              every block of the launch arrives before any goes on
-#                             .pto: pto.barrier #pto.pipe<PIPE_ALL> then pto.syncall
-#   pl.signal(flag, count=1)  add `count` to cross-core flag `flag` (0-15)
-#                             .pto: pto.sync.set[<PIPE_...>, flag] {count = ...}
-#   pl.wait(flag, count=1)    wait until the flag holds at least `count`, then take it off
-#                             .pto: pto.sync.wait[<PIPE_...>, flag]
+#   pl.barrier()   every block of the launch arrives before any goes on; in .pto it is
+#                  pto-isa's SYNCALL (AscendC: SyncAll):
+#                    pto.barrier #pto.pipe<PIPE_ALL>
+#                    pto.sync.set #pto.pipe<PIPE_MTE3>, 14 {ffts_mode = 0 : i32}
+#                    pto.sync.wait #pto.pipe<PIPE_MTE3>, 14
 #
-# The `pto.barrier #pto.pipe<PIPE_ALL>` in front of `pto.syncall` matters: inside a core the
-# store is issued to the MTE3 pipe (the GM-writing DMA engine), which runs on its own; the core
-# must drain its pipes, so that the store is really in global memory, before it tells the other
-# cores it is done. PyPTO puts that pipe barrier in for you.
+# and mode 2 for the hand-off of a matmul result from the cube to the vector cores. The
+# `pto.barrier #pto.pipe<PIPE_ALL>` first matters: inside a core the store is issued to the
+# MTE3 pipe (the GM-writing DMA engine), which runs on its own; the core must drain its pipes,
+# so that the store is really in global memory, before it tells the other cores. PyPTO puts
+# that pipe barrier in for you.
+#
+# No mode reaches one chosen block, and a flag carries no count. So the language's
+# pl.signal(flag, count) / pl.wait(flag, count), which would let one block wake others, have
+# no A2/A3 form: PyPTO refuses them (section 4).
 #
 # 2. Why the grid must fit on the cores.
 #
@@ -134,32 +139,42 @@ def normalize_two_launches(x, partial, out, blocks=BLOCKS):
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. Producer and consumers: pl.signal / pl.wait.
+# 4. Producer and consumers.
 #
-# A barrier makes everybody wait for everybody. When one block produces and the others
-# consume, a flag is enough, and the producer never waits. Block 0 computes a per-column scale
-# (the largest |value| of each column of a calibration matrix), publishes it in global memory
-# and signals flag 0 once per consumer (count=BLOCKS-1); each of the other blocks waits on
-# flag 0 (taking one count off), loads the scale and divides its rows by it. Block 0 keeps its
-# scale on chip and uses it directly: `s` is bound in both branches of the `if`, so it has
-# the merged value after it (a tile in the same UB buffer either way).
+# Block 0 computes a per-column scale (the largest |value| of each column of a calibration
+# matrix) and publishes it in global memory; every block then divides its rows by it. With a
+# flag from block 0 to the others, the producer would never wait (scale_kernel_with_flags).
+# A2/A3 has no such flag, so PyPTO refuses that kernel at compile time with NotOnChip, at the
+# pl.signal line, saying what to use instead. The A2/A3 way is the barrier: block 0 stores the
+# scale, everybody meets, everybody loads it.
 #
-# Flag numbers and counts are compile-time constants (0-15 flags per launch). Flags start at
-# 0 at every launch. A wait that is never signalled would hang a real chip; in PyPTO the
-# launch is reported as deadlocked after PYPTO_SYNC_TIMEOUT seconds (default 10).
+# A block that never reaches the barrier would hang a real chip; in PyPTO the launch is
+# reported as deadlocked after PYPTO_SYNC_TIMEOUT seconds (default 10).
 # ----------------------------------------------------------------------------------------------
 
 
 @pypto.jit
-def scale_kernel(calib, x, scale, out, CAL: pl.constexpr, ROWS: pl.constexpr, N: pl.constexpr,
-                 BLOCKS: pl.constexpr):
+def scale_kernel(calib, x, scale, out, CAL: pl.constexpr, ROWS: pl.constexpr, N: pl.constexpr):
     pid = pl.program_id(0)
     if pid == 0:                                   # the producer
+        pl.store(scale, offsets=(0, 0), value=pl.max(pl.abs(pl.load(
+            calib, offsets=(0, 0), shape=(CAL, N))), axis=0, keepdims=True))   # (1, N)
+    pl.barrier()                                   # the scale is in global memory now
+    s = pl.load(scale, offsets=(0, 0), shape=(1, N))
+    t = pl.load(x, offsets=(pid * ROWS, 0), shape=(ROWS, N))
+    pl.store(out, offsets=(pid * ROWS, 0), value=t / s)
+
+
+@pypto.jit
+def scale_kernel_with_flags(calib, x, scale, out, CAL: pl.constexpr, ROWS: pl.constexpr,
+                            N: pl.constexpr, BLOCKS: pl.constexpr):
+    pid = pl.program_id(0)
+    if pid == 0:
         s = pl.max(pl.abs(pl.load(calib, offsets=(0, 0), shape=(CAL, N))), axis=0,
-                   keepdims=True)                  # (1, N)
+                   keepdims=True)
         pl.store(scale, offsets=(0, 0), value=s)
-        pl.signal(0, count=BLOCKS - 1)             # one count for each consumer
-    else:                                          # the consumers
+        pl.signal(0, count=BLOCKS - 1)             # no A2/A3 instruction does this
+    else:
         pl.wait(0)
         s = pl.load(scale, offsets=(0, 0), shape=(1, N))
     t = pl.load(x, offsets=(pid * ROWS, 0), shape=(ROWS, N))
@@ -167,11 +182,11 @@ def scale_kernel(calib, x, scale, out, CAL: pl.constexpr, ROWS: pl.constexpr, N:
 
 
 @pypto.jit
-def never_signalled_kernel(x):
-    if pl.program_id(0) == 0:
-        pl.wait(5)                                 # nobody signals flag 5
+def never_met_kernel(x):
     i = pl.program_id(0) * 16
     pl.store(x, offsets=(i,), value=pl.load(x, offsets=(i,), shape=(16,)) + 1.0)
+    if pl.program_id(0) == 0:
+        pl.barrier()                               # block 1 never comes
 
 
 def with_env(name, value, fn):
@@ -190,7 +205,7 @@ def with_env(name, value, fn):
 def sync_lines(pto):
     """The cross-core lines of a .pto text, and the scf.if / else lines around them."""
     return [line.strip() for line in pto.splitlines()
-            if re.search(r"pto\.(syncall|sync\.set|sync\.wait|barrier)\b|scf\.if|} else", line)]
+            if re.search(r"pto\.(sync\.set|sync\.wait|barrier)\b|scf\.if|} else", line)]
 
 
 def median_time(fn, reps):
@@ -204,7 +219,7 @@ def fmt(seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="PyPTO tutorial 05: barriers and flags")
+    parser = argparse.ArgumentParser(description="PyPTO tutorial 05: barriers and cross-core flags")
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions (default 5)")
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     args = parser.parse_args()
@@ -229,7 +244,7 @@ def main():
     print("\nits .pto around the barrier (phase 1's loop, the barrier, phase 2's loop):")
     for line in compiled.asm["pto"].splitlines():
         op = line.strip()
-        if op.startswith("scf.for") or re.match(r"pto\.(syncall|barrier)\b", op):
+        if op.startswith("scf.for") or re.match(r"pto\.(barrier|sync\.set|sync\.wait)\b", op):
             print("   ", op)
 
     # --- what goes wrong without the barrier --------------------------------------------------
@@ -253,28 +268,33 @@ def main():
     np.testing.assert_allclose(checked, exact, rtol=1e-5)
     print("with pl.barrier() the interpreter gets it right too")
 
-    # --- producer / consumers with pl.signal and pl.wait --------------------------------------
+    # --- producer / consumers -----------------------------------------------------------------
     ROWS, N, CAL = 16, 128, 64
     calib = rng.standard_normal((CAL, N), dtype=np.float32)
     y = rng.standard_normal((BLOCKS * ROWS, N), dtype=np.float32)
     scale = np.full((1, N), np.nan, dtype=np.float32)
     scaled = np.empty_like(y)
     expected = y / np.abs(calib).max(axis=0, keepdims=True)
+    try:
+        scale_kernel_with_flags[(BLOCKS,)](calib, y, scale, scaled, CAL=CAL, ROWS=ROWS, N=N,
+                                           BLOCKS=BLOCKS)
+        raise AssertionError("pl.signal was accepted")
+    except pypto.CompilationError as e:
+        assert "A2/A3 has no flag from one block to another" in str(e), e
+        print(f"\nproducer -> consumers with pl.signal / pl.wait: refused at compile time:\n"
+              f"    {str(e).splitlines()[0]}")
     for _ in range(3):
         scaled[:] = np.nan
-        scale_kernel[(BLOCKS,)](calib, y, scale, scaled, CAL=CAL, ROWS=ROWS, N=N, BLOCKS=BLOCKS)
+        scale_kernel[(BLOCKS,)](calib, y, scale, scaled, CAL=CAL, ROWS=ROWS, N=N)
         # one fp32 division per element, as numpy does: bit-identical
         np.testing.assert_array_equal(scaled, expected)
-    print(f"\nscale: block 0 produces a (1, {N}) scale, signals flag 0 with count={BLOCKS - 1}; "
-          f"blocks 1..{BLOCKS - 1} wait for it: result == numpy. Its .pto:")
-    pto = scale_kernel.compile(calib, y, scale, scaled, CAL=CAL, ROWS=ROWS, N=N,
-                               BLOCKS=BLOCKS).asm["pto"]
+    print(f"with pl.barrier(): block 0 produces a (1, {N}) scale, blocks 1..{BLOCKS - 1} load "
+          f"it after the barrier: result == numpy. Its .pto:")
+    pto = scale_kernel.compile(calib, y, scale, scaled, CAL=CAL, ROWS=ROWS, N=N).asm["pto"]
     for op in sync_lines(pto):
         print("   ", op)
-    # Read it as: the producer drains its pipes (the store of the scale must be in global
-    # memory) and sets flag 0 from the MTE3 pipe, the one that did the store, adding 7; each
-    # consumer's scalar unit (PIPE_S) waits on flag 0, then a pipe barrier keeps its load of the
-    # scale from starting before the wait is over.
+    # Read it as: every block drains its pipes (block 0's store of the scale must be in global
+    # memory), sets the all-vector-cores flag 14 from MTE3 and waits until every core has.
 
     # --- a grid larger than the cores ---------------------------------------------------------
     cores = pypto.get_target(compiled.metadata["target"]).vector_cores
@@ -287,16 +307,17 @@ def main():
         print(f"\ngrid ({big},) with a barrier, on {cores} vector cores -> ValueError:\n    {e}")
     # Blocks up to the core count are fine (e.g. BLOCKS=48, or a cube kernel's 24).
 
-    # --- a wait nobody signals ----------------------------------------------------------------
+    # --- a barrier some blocks never reach -----------------------------------------------------
     # PYPTO_SYNC_TIMEOUT (seconds, default 10) is compiled into the kernel: after that long
     # without progress the waiting blocks give up and the launch raises. One second here.
     try:
         with_env("PYPTO_SYNC_TIMEOUT", "1",
-                 lambda: never_signalled_kernel[(2,)](np.zeros(32, np.float32)))
+                 lambda: never_met_kernel[(2,)](np.zeros(32, np.float32)))
         raise AssertionError("the deadlock was not reported")
     except RuntimeError as e:
         assert "deadlocked" in str(e), e
-        print(f"a pl.wait() nobody signals, PYPTO_SYNC_TIMEOUT=1 -> RuntimeError:\n    {e}")
+        print(f"a pl.barrier() block 1 never reaches, PYPTO_SYNC_TIMEOUT=1 -> RuntimeError:\n"
+              f"    {e}")
 
     # --- timing: one launch with a barrier, two launches, numpy -------------------------------
     sizes = [100_003] if args.quick else [100_003, 1 << 20, 1 << 22]

@@ -14,7 +14,7 @@ take 8- and 16-bit tiles only (32-bit ones run on 16-bit views of their bytes, i
   ``where(mask, 1, 0)``, a number converted to a mask is ``x != 0``, and a bool tensor (one
   byte per element) is loaded and stored as int8 bytes.
 
-Float32 division of int32 is exact while |quotient · divisor| < 2**24 (docs/pto.md).
+Integer division is exact (``_int_div``).
 """
 from __future__ import annotations
 
@@ -76,6 +76,10 @@ def _binary(op: Op):
     if scalar and dtype in VECTOR_TYPES.get(spec.pto, ()):
         tile = e.emit("tile.full", [b], TileType(dtype, a.type.shape))
         return e.ops, e.emit("tile.binary", [a, tile], op.result.type, dict(op.attrs))
+    if spec.name == "div" and dtype.is_int:
+        if not b.is_tile:
+            b = e.emit("tile.full", [b], TileType(dtype, a.type.shape))
+        return e.ops, _int_div(e, a, b)
     work = _wider(dtype, native if not scalar else
                   tuple(set(native) | set(VECTOR_TYPES.get(spec.pto, ()))))
     if work is None or (spec.name in _BITWISE and work.is_floating):
@@ -90,6 +94,23 @@ def _binary(op: Op):
     return e.ops, (r if spec.result == "bool" else e.cast(r, dtype))
 
 
+def _int_div(e, a, b):
+    """Integer division truncating toward zero (x / 0 = 0), with float division only (A2/A3
+    divides floats): short ints are exact in float32. For int32 the remainder is exact
+    (tfmod), so a - r is a multiple of b; float32 finds that quotient to within a few units
+    and one more division of the (exact) error corrects it."""
+    dtype = a.type.dtype
+    if dtype.itemsize < 4:
+        q = e.binary("div", e.cast(a, _F32), e.cast(b, _F32))
+        return _convert(e, q, dtype, "trunc")
+    fb = e.cast(b, _F32)
+    d = e.binary("sub", a, e.binary("fmod", a, b))
+    q1 = e.cast(e.binary("div", e.cast(d, _F32), fb), _I32, "trunc")
+    err = e.binary("sub", d, e.binary("mul", q1, b))
+    q = e.binary("add", q1, e.cast(e.binary("div", e.cast(err, _F32), fb), _I32, "rint"))
+    return e.where(e.binary("eq", b, 0), e.full(0, a.type), q)
+
+
 def _unary(op: Op):
     spec = UNARY[op.attrs["op"]]
     x = op.operands[0]
@@ -98,6 +119,8 @@ def _unary(op: Op):
     if spec.pto is None or native is None or dtype in native:
         return None
     e = Emitter(op.loc)
+    if spec.name == "abs" and dtype.is_int:        # tabs takes floats: |x| = max(x, -x)
+        return e.ops, e.binary("max", x, e.unary("neg", x))
     if spec.name == "not":
         if dtype == dt.bool_:
             return None                     # a mask is negated through i16 views (printer)

@@ -44,6 +44,7 @@ class Entry:
     name: str                   # unique; the file is <name>.pto
     build: Callable[[], str]    # compiles one specialisation, returns its .pto text
     covers: str                 # space-separated tags (see FAMILIES)
+    refused: str = ""           # the NPU target refuses it: part of the NotOnChip message
 
     @property
     def tags(self) -> set[str]:
@@ -254,13 +255,14 @@ def reduce_cols(x, o_sum, o_max, o_min, o_prod, M: pl.constexpr, N: pl.constexpr
 
 @pypto.jit
 def reduce_other(x, o_all, o_arg, o_mean, o_cum, M: pl.constexpr, N: pl.constexpr):
-    """A full reduction, argmax/argmin, mean and cumsum."""
+    """A full reduction, argmax/argmin, mean and cumsum down the columns (along a row it is
+    refused: see cumsum_row)."""
     t = pl.load(x, offsets=(0, 0), shape=(M, N))
     pl.store(o_all, offsets=(0, 0), value=pl.sum(t, keepdims=True) + pl.max(t, keepdims=True))
     pl.store(o_arg, offsets=(0, 0), value=pl.argmax(t, axis=1, keepdims=True)
              + pl.argmin(t, axis=1, keepdims=True))
     pl.store(o_mean, offsets=(0, 0), value=pl.mean(t, axis=1, keepdims=True))
-    pl.store(o_cum, offsets=(0, 0), value=pl.cumsum(t, axis=1))
+    pl.store(o_cum, offsets=(0, 0), value=pl.cumsum(t, axis=0))
 
 
 @pypto.jit
@@ -433,6 +435,28 @@ def atomic_add(x, out, M: pl.constexpr, N: pl.constexpr):
 
 
 @pypto.jit
+def cumsum_row(x, out, M: pl.constexpr, N: pl.constexpr):
+    pl.store(out, offsets=(0, 0), value=pl.cumsum(pl.load(x, offsets=(0, 0), shape=(M, N))))
+
+
+@pypto.jit
+def int64_tile(out, n, BLOCK: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.full((BLOCK,), n) * 3)
+
+
+@pypto.jit
+def slice_unaligned(x, out):
+    pl.store(out, offsets=(0, 0), value=pl.load(x, offsets=(0, 0), shape=(8, 32))[:, 3:11])
+
+
+@pypto.jit
+def matmul_f32_transposed(a, b, c):
+    ta = pl.load(a, offsets=(0, 0), shape=(32, 16))
+    tb = pl.load(b, offsets=(0, 0), shape=(32, 16))
+    pl.store(c, offsets=(0, 0), value=pl.matmul(ta, tb, a_trans=True))
+
+
+@pypto.jit
 def signal_wait_pair(x, out, BLOCK: pl.constexpr):
     pid = pl.program_id(0)
     if pid == 0:
@@ -530,8 +554,8 @@ def _graph_pto(which: str) -> str:
 def _entries() -> list[Entry]:
     e = []
 
-    def add(name, covers, build):
-        e.append(Entry(name, build, covers))
+    def add(name, covers, build, refused=""):
+        e.append(Entry(name, build, covers, refused))
 
     rt = lambda: _tests("compiler.pto.test_pto_roundtrip")      # noqa: E731
     va = lambda: _tests("test_vector_add")                      # noqa: E731
@@ -565,11 +589,15 @@ def _entries() -> list[Entry]:
     add("tut05_divide", "tutorial binary-tt broadcast",
         lambda: _pto(_tut("05_multicore_barrier").divide_kernel, _r(4096), _z(8), _z(4096),
                      CHUNK=256, BLOCKS=8))
-    add("tut05_scale_signal_wait", "tutorial signal-wait if-else unary reduce-max",
+    add("tut05_scale_barrier", "tutorial barrier if-else unary reduce-max",
         lambda: _pto(_tut("05_multicore_barrier").scale_kernel, _r(16, 64), _r(64, 64),
-                     _z(1, 64), _z(64, 64), CAL=16, ROWS=16, N=64, BLOCKS=4))
-    add("tut05_never_signalled", "tutorial signal-wait if-else",
-        lambda: _pto(_tut("05_multicore_barrier").never_signalled_kernel, _r(64)))
+                     _z(1, 64), _z(64, 64), CAL=16, ROWS=16, N=64))
+    add("tut05_scale_with_flags", "tutorial signal-wait if-else",
+        lambda: _pto(_tut("05_multicore_barrier").scale_kernel_with_flags, _r(16, 64),
+                     _r(64, 64), _z(1, 64), _z(64, 64), CAL=16, ROWS=16, N=64, BLOCKS=4),
+        refused="pl.signal")
+    add("tut05_never_met", "tutorial barrier if-else",
+        lambda: _pto(_tut("05_multicore_barrier").never_met_kernel, _r(64)))
     add("tut06_row_softmax_stages2", "tutorial num-stages num-programs tail-cols",
         lambda: _pto(_tut("06_double_buffering").row_softmax, _r(64, 100), _z(64, 100),
                      BM=8, BN=128, STAGES=2))
@@ -748,7 +776,16 @@ def _entries() -> list[Entry]:
     add("atomic_add", "atomic reduce-sum reduce-axis0",
         lambda: _pto(atomic_add, _r(32, 32), _z(1, 32), M=8, N=32))
     add("signal_wait_pair", "signal-wait if-else",
-        lambda: _pto(signal_wait_pair, _r(64), _z(192), BLOCK=64))
+        lambda: _pto(signal_wait_pair, _r(64), _z(192), BLOCK=64), refused="pl.signal")
+    add("cumsum_row", "reduce-sum", lambda: _pto(cumsum_row, _r(8, 32), _z(8, 32), M=8, N=32),
+        refused="a concatenation at column 1")
+    add("int64_tile", "i64", lambda: _pto(int64_tile, _z(64, dtype=np.int64), 5, BLOCK=64),
+        refused="int64 tile")
+    add("slice_unaligned", "slice", lambda: _pto(slice_unaligned, _r(8, 32), _z(8, 8)),
+        refused="a slice at column 3")
+    add("matmul_f32_transposed", "matmul-f32",
+        lambda: _pto(matmul_f32_transposed, _r(32, 16), _r(32, 16), _z(16, 16)),
+        refused="transposed float32 matmul operand")
 
     # cube -------------------------------------------------------------------------------------
     add("matmul_f16_single", "matmul-f16 f16",

@@ -86,7 +86,7 @@ PTO_ORACLE = str(ORACLE / "pto-oracle")
 
 from . import corpus   # noqa: E402  (after the skip: no oracle, no compiling)
 
-NAMES = [entry.name for entry in corpus.CORPUS]
+NAMES = [entry.name for entry in corpus.CORPUS if not entry.refused]
 
 
 # -- checking the whole corpus at once ------------------------------------------------------------
@@ -101,6 +101,8 @@ class Checked:
 def _compile_all(directory: Path) -> dict[str, Checked]:
     results = {}
     for entry in corpus.CORPUS:
+        if entry.refused:            # test_refusals.py: the NPU target refuses these
+            continue
         path = directory / f"{entry.name}.pto"
         try:
             text = entry.build()
@@ -177,7 +179,7 @@ def test_pto_conforms_to_ptoas(name, checked, tmp_path):
 
 
 def test_corpus_is_large_and_covers_every_family():
-    assert len(corpus.CORPUS) >= 40
+    assert len(NAMES) >= 40
     assert len(set(NAMES)) == len(NAMES)
     tags = corpus.covered()
     assert not REQUIRED_TAGS - tags, f"no corpus kernel covers {sorted(REQUIRED_TAGS - tags)}"

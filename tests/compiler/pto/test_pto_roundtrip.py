@@ -78,7 +78,8 @@ def control_kernel(x, out, o_scalars, n, f, BLOCK: pl.constexpr):
     e = f.to(pl.float16).to(pl.float32) + k.to(pl.int8).to(pl.int64) + max(f, 0.5) \
         + min(f, 0.25) + ((n > 3) & (f < 2.0))
     pl.store(o_scalars, offsets=(pid * BLOCK,),
-             value=v + s + (n > 3) + (f / 4.0).to(pl.int32) + pl.full((BLOCK,), n) + e)
+             value=v + s + (n > 3) + (f / 4.0).to(pl.int32) + pl.full((BLOCK,), n, dtype=pl.int32)
+             + e)
 
 
 def control_expect(args):
@@ -124,9 +125,9 @@ def tile_ops_kernel(x, y, o_pad, o_cvt, o_cmp, o_full, o_red, o_slice, o_cat, o_
     pl.store(o_red, offsets=(0, 0), value=pl.sum(u, axis=1, keepdims=True)
              + pl.max(u, axis=1, keepdims=True) + pl.min(u, axis=1, keepdims=True)
              + pl.sum(u, axis=0, keepdims=True))
-    pl.store(o_slice, offsets=(0, 0), value=u[2:6, 4:12])
+    pl.store(o_slice, offsets=(0, 0), value=u[2:6, 8:16])     # UB pieces: 32-byte aligned
     pl.store(o_cat, offsets=(0, 0), value=pl.concat([u[0:2, :], u[4:6, :]], axis=0)
-             + pl.concat([u[0:4, 0:4], u[0:4, 4:8], u[0:4, 8:16]], axis=1))
+             + pl.concat([u[0:4, 0:8], u[0:4, 8:16]], axis=1))
     pl.store(o_tr, offsets=(0,), value=pl.reshape(pl.trans(u), (N * M,)))
     pl.store(o_acc, offsets=(0, 0), value=u, atomic="add")
 
@@ -155,7 +156,7 @@ def tile_ops_expect(args):
     red = u.sum(1, keepdims=True) + u.max(1, keepdims=True) + u.min(1, keepdims=True) \
         + u.sum(0, keepdims=True)
     np.testing.assert_allclose(o_red, red, rtol=1e-6)
-    np.testing.assert_array_equal(o_slice, u[2:6, 4:12])
+    np.testing.assert_array_equal(o_slice, u[2:6, 8:16])
     np.testing.assert_array_equal(o_cat, np.concatenate([u[0:2], u[4:6]]) + u[0:4])
     np.testing.assert_array_equal(o_tr, u.T.reshape(-1))
     np.testing.assert_array_equal(o_acc, u + 1)
@@ -186,7 +187,8 @@ def dynamic_expect(args):
 
 @pypto.jit
 def cube_kernel(a, b, c, c8, a8, b8, M: pl.constexpr, N: pl.constexpr, K: pl.constexpr):
-    """tmatmul without an accumulator, a transposed operand (tmov {transpose}), int8."""
+    """tmatmul without an accumulator, a transposed float16 operand (tmov from the ZN view),
+    int8."""
     ta = pl.load(a, offsets=(0, 0), shape=(K, M))
     tb = pl.load(b, offsets=(0, 0), shape=(K, N))
     pl.store(c, offsets=(0, 0), value=pl.matmul(ta, tb, a_trans=True))
@@ -196,8 +198,8 @@ def cube_kernel(a, b, c, c8, a8, b8, M: pl.constexpr, N: pl.constexpr, K: pl.con
 
 
 def cube_args():
-    a = RNG.random((32, 16)).astype(np.float32)
-    b = RNG.random((32, 16)).astype(np.float32)
+    a = RNG.random((32, 16)).astype(np.float16)
+    b = RNG.random((32, 16)).astype(np.float16)
     a8 = RNG.integers(-8, 8, (16, 32)).astype(np.int8)
     b8 = RNG.integers(-8, 8, (32, 16)).astype(np.int8)
     return [a, b, np.zeros((16, 16), np.float32), np.zeros((16, 16), np.int32), a8, b8]
@@ -205,7 +207,7 @@ def cube_args():
 
 def cube_expect(args):
     a, b, c, c8, a8, b8 = args
-    np.testing.assert_allclose(c, a.T @ b, rtol=1e-5)
+    np.testing.assert_allclose(c, a.T.astype(np.float32) @ b.astype(np.float32), rtol=1e-5)
     np.testing.assert_array_equal(c8, a8.astype(np.int32) @ b8.astype(np.int32))
 
 
