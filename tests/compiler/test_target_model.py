@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import pypto
+from pypto.backends.ascend.targets import UB_USABLE
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.compiler.errors import CompilationError, NotOnChip
 
 from ..kernels import mm_bias_relu, row_softmax, vadd
 
@@ -143,7 +144,9 @@ def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
     assert "kernel_kind<cube>" in cube and "kernel_kind<vector>" in vector
     assert "pto.tmatmul" in cube and "loc=vec" not in cube
     assert "pto.tadd" in vector and "loc=acc" not in vector and "tmatmul" not in vector
-    assert "pto.sync.set[<PIPE_FIX>" in cube and "pto.sync.wait[<PIPE_MTE2>" in vector
+    assert "pto.sync.set #pto.pipe<PIPE_FIX>, 15" in cube    # FFTS mode 2: cube -> vector
+    assert "pto.sync.wait #pto.pipe<PIPE_MTE2>, 15" in vector
+    assert "pto.set_ffts %pypto_ffts" in cube and "pto.set_ffts %pypto_ffts" in vector
     assert "pypto_workspace0" in cube and "pypto_workspace0" in vector
 
 
@@ -182,7 +185,9 @@ def test_barrier_two_phase_reduction_over_8_blocks(interpret, monkeypatch):
         two_phase_sum[(8,)](x, partial, out, BLOCK=256, BLOCKS=8)
         np.testing.assert_allclose(out, np.full(8, x.sum()), rtol=1e-5)
     pto = two_phase_sum.compile(x, partial, out, BLOCK=256, BLOCKS=8).asm["pto"]
-    assert "pto.syncall" in pto and "pto.barrier #pto.pipe<PIPE_ALL>" in pto
+    # pto-isa's SYNCALL on the vector cores: drain, FFTS mode 0 on flag 14, wait for all
+    assert "pto.barrier #pto.pipe<PIPE_ALL>\n    pto.sync.set #pto.pipe<PIPE_MTE3>, 14 " \
+        "{ffts_mode = 0 : i32}\n    pto.sync.wait #pto.pipe<PIPE_MTE3>, 14" in pto
 
 
 def test_barrier_grid_larger_than_the_cores_is_a_clear_error():
@@ -192,7 +197,9 @@ def test_barrier_grid_larger_than_the_cores_is_a_clear_error():
                              BLOCK=16, BLOCKS=64)
 
 
-def test_signal_and_wait_order_blocks():
+def test_signal_and_wait_between_blocks_are_refused_for_the_npu():
+    """A2/A3's FFTS flags reach all cores of a kind or a cluster's other half, never one
+    chosen block, and carry no count: pl.signal / pl.wait have no form (docs/pto.md)."""
     @pypto.jit
     def broadcast(x, out, BLOCK: pl.constexpr):
         pid = pl.program_id(0)
@@ -203,22 +210,19 @@ def test_signal_and_wait_order_blocks():
             pl.wait(2)
             pl.store(out, [pid * BLOCK], pl.load(x, [0], [BLOCK]) * 10.0)
 
-    for _ in range(3):
-        x = np.zeros(16, np.float32)
-        out = np.zeros(64, np.float32)
-        broadcast[(4,)](x, out, BLOCK=16)
-        np.testing.assert_array_equal(out[16:], np.full(48, 10.0, np.float32))
-    assert "pto.sync.wait" in broadcast.compile(x, out, BLOCK=16).asm["pto"]
+    with pytest.raises(NotOnChip, match="pl.signal: A2/A3 has no flag from one block to "
+                                        "another.*Use pl.barrier"):
+        broadcast[(4,)](np.zeros(16, np.float32), np.zeros(64, np.float32), BLOCK=16)
 
 
-def test_a_wait_nobody_signals_is_reported_not_hung(monkeypatch):
+def test_a_barrier_some_block_skips_is_reported_not_hung(monkeypatch):
     monkeypatch.setenv("PYPTO_SYNC_TIMEOUT", "1")
 
     @pypto.jit
     def stuck(x):
-        if pl.program_id(0) == 0:
-            pl.wait(5)
         pl.store(x, [0], pl.load(x, [0], [16]))
+        if pl.program_id(0) == 0:
+            pl.barrier()
 
     with pytest.raises(RuntimeError, match="deadlocked"):
         stuck[(2,)](np.zeros(16, np.float32))
@@ -306,7 +310,7 @@ def test_ub_overflow_names_the_buffer_sizes_and_tiles():
     with pytest.raises(CompilationError) as e:
         big_tile[(1,)](x, x.copy(), ROWS=64)
     msg = str(e.value)
-    assert "UB (vec) overflow on ascend910b1" in msg and "196608" in msg
+    assert "UB (vec) overflow on ascend910b1" in msg and str(UB_USABLE) in msg
     assert "tile<64x1024xf32" in msg and "smaller" in msg
     big_tile[(1,)](x, x.copy(), ROWS=8)       # the same kernel fits with a smaller tile
 

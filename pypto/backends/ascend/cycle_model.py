@@ -553,7 +553,10 @@ class _Hub:
         heapq.heapify(self.heap)
         self.waiting: list = []          # (agent index, flag key, count, time)
         self.arrived: list = []          # (agent index, time) at a syncall
-        self.live = len(agents)
+        # a syncall (FFTS mode 0) meets every core whose part has one: a block that finishes
+        # without reaching it holds the others forever, as on the chip
+        self.meeting = sum(any(isinstance(n, Inst) and n.op == "syncall"
+                               for n in _insts(a.part.body)) for a in agents)
 
     def run(self) -> None:
         while self.heap:
@@ -561,7 +564,7 @@ class _Hub:
             try:
                 request = self.agents[i].gen.send(reply)
             except StopIteration:
-                self.live -= 1
+                pass
             else:
                 self._request(i, *request)
             self._wake_waiters()
@@ -599,7 +602,7 @@ class _Hub:
         self.waiting = still
 
     def _open_barrier(self) -> None:
-        if self.arrived and (len(self.arrived) == self.live or self.standalone):
+        if self.arrived and (len(self.arrived) == self.meeting or self.standalone):
             release = max(t for _, t in self.arrived)
             for i, _ in self.arrived:
                 self._resume(i, release, release)

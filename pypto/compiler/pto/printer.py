@@ -560,6 +560,9 @@ def sync_lines(i: Inst, part: str = "vector") -> list[str]:
         pipe, flag = SYNCALL[part]
         return [f"pto.sync.set #pto.pipe<PIPE_{pipe}>, {flag} {{ffts_mode = 0 : i32}}",
                 f"pto.sync.wait #pto.pipe<PIPE_{pipe}>, {flag}"]
+    if a.get("count", 1) != 1:
+        raise NotOnChip(f"a {i.op} counting {a['count']}: A2/A3's cross-core flags carry no "
+                        f"count", a.get("_loc"))
     mode = f" {{ffts_mode = {a['mode']} : i32}}" if i.op == "sync.set" and "mode" in a else ""
     return [f"pto.{i.op} #pto.pipe<PIPE_{a['pipe']}>, {a['flag']}{mode}"]
 
@@ -644,13 +647,20 @@ def signless(ty: str) -> str:
 
 
 def _cast_op(src, dst) -> str:
+    """arith's integers are signless: the operation says how to read them (a bool or an
+    unsigned source is zero-extended: True is 1, not -1)."""
+    unsigned_src = src == dt.bool_ or (src.is_int and not src.is_signed)
     if src.is_floating and dst.is_floating:
         return "arith.extf" if dst.bits > src.bits else "arith.truncf"
     if src.is_floating:
-        return "arith.fptosi"
+        return "arith.fptoui" if dst.is_int and not dst.is_signed else "arith.fptosi"
     if dst.is_floating:
-        return "arith.sitofp"
-    return "arith.extsi" if dst.bits > src.bits else "arith.trunci"
+        return "arith.uitofp" if unsigned_src else "arith.sitofp"
+    if dst.bits == src.bits:
+        return "arith.bitcast"
+    if dst.bits > src.bits:
+        return "arith.extui" if unsigned_src else "arith.extsi"
+    return "arith.trunci"
 
 
 def block_query_lines(r: str, op: str, axis: int, grid: bool) -> list[str]:

@@ -41,8 +41,9 @@ class Tile:
 
     @property
     def is_column(self) -> bool:
-        """An (M, 1) UB tile (per-row scalars: row reductions, row operands)."""
-        return self.loc == VEC and self.cols == 1 and self.rows > 1
+        """An (M, 1) UB tile of numbers (per-row scalars: row reductions, row operands); a
+        mask is rows of bits whatever its shape."""
+        return self.loc == VEC and self.cols == 1 and self.rows > 1 and self.dtype != dt.bool_
 
     def type_text(self, dynamic: bool = False, pad: int | None = None,
                   row_view: bool = False) -> str:

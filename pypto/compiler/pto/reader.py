@@ -69,7 +69,7 @@ _CROSS = re.compile(r"\s*#pto\.pipe<PIPE_(\w+)>, (\d+)(?: \{ffts_mode = (\d+) : 
 _RESHAPE = re.compile(rf"\s*({_N}) : (!pto\.tile_buf<.*>) -> (!pto\.tile_buf<.*>)")
 _INT = re.compile(r"-?\d+")
 _CASTS = ("extf", "truncf", "fptosi", "sitofp", "extsi", "trunci", "extui", "uitofp",
-          "fptoui")
+          "fptoui", "bitcast")
 _CMP_PRED = {v: k for table in (printer._CMP_I, printer._CMP_F) for k, v in table.items()}
 # integer mnemonics the printer does not form as name + "i" (floats: name + "f")
 _INT_NAMES = {"floordivsi": "floordiv", "minsi": "min", "maxsi": "max", "divsi": "div",
@@ -195,9 +195,9 @@ def _restore_masks(insts: list) -> None:
                 continue
             if i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
                 dst = i.outs[0]
-                if dst.dtype != dt.bool_:      # its own rows; the columns it compares
-                    dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col
-                    changed = True
+                if (dst.dtype, dst.cols) != (dt.bool_, src.cols):   # its own rows; the
+                    dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col   # columns
+                    changed = True                                          # it compares
     for i in insts:
         if i.op == "texpands" and not i.ins and i.outs[0].dtype == dt.bool_:
             i.attrs["value"] = bool(i.attrs["value"])
@@ -443,6 +443,11 @@ class _Parser:
         try:
             tile = Tile(name=name, addr=addr, **kwargs)
             printed = tile.type_text()
+            if printed != text and tile.dtype == dt.uint8:     # a mask: bits, not bytes
+                mask = dataclasses.replace(tile, dtype=dt.bool_, cols=tile.cols * 8,
+                                           v_col=None if tile.v_col is None else tile.v_col * 8)
+                if mask.type_text() == text:
+                    tile, printed = mask, text
         except (TypeError, KeyError) as e:
             raise self.error(f"incomplete or unknown tile type ({e})") from None
         if printed != text:
@@ -703,7 +708,12 @@ class _Parser:
     def s_cast(self, op, results, rest, scope, out):
         m = self.match(_UNARY, rest, op)
         src = self.value(m.group(1), scope)
-        res = self.define(self.one(results), self.dtype(m.group(3)), scope)
+        dtype = self.dtype(m.group(3))
+        if op in ("arith.extui", "arith.uitofp") and src.dtype == dt.int8:
+            src.dtype = dt.uint8        # read as unsigned: it was (arith is signless)
+        if op == "arith.fptoui" and dtype == dt.int8:
+            dtype = dt.uint8
+        res = self.define(self.one(results), dtype, scope)
         out.append(Inst("arith.cast", [src], [res], {"dtype": res.dtype}))
 
     def s_select(self, op, results, rest, scope, out):

@@ -25,7 +25,7 @@ from pypto.backends.ascend.targets import get_target
 from pypto.compiler import cache as cache_mod
 from pypto.compiler import pipeline
 from pypto.compiler.pto import reader as pto_parse
-from pypto.compiler.errors import CompilationError
+from pypto.compiler.errors import CompilationError, NotOnChip
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
 from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program
@@ -398,7 +398,7 @@ def test_parsed_program_runs_to_the_numpy_results(name, tmp_path, monkeypatch):
 
 
 def test_hand_built_sync_mixed_and_workspace_forms_round_trip():
-    """Every sync instruction with every attribute (barrier ALL, syncall, a counted wait,
+    """Every sync instruction with every attribute (barrier ALL, syncall, an FFTS mode,
     ...) in both functions of a hand-made mixed kernel with a workspace parameter."""
     cube = program_of(CASES["tutorial_matmul"])
     vector = copy.deepcopy(cube)
@@ -409,13 +409,20 @@ def test_hand_built_sync_mixed_and_workspace_forms_round_trip():
             Inst("barrier", [], [], {"pipe": "ALL"}), Inst("barrier", [], [], {"pipe": "V"}),
             Inst("syncall", [], [], {}), Inst("sync.set", [], [], {"pipe": "FIX", "flag": 3}),
             Inst("sync.wait", [], [], {"pipe": "MTE2", "flag": 3}),
-            Inst("sync.wait", [], [], {"pipe": "MTE2", "flag": 15, "count": 2})]
+            Inst("sync.set", [], [], {"pipe": "MTE3", "flag": 9, "mode": 1}),
+            Inst("sync.wait", [], [], {"pipe": "MTE2", "flag": 15})]
     workspace = TensorArg(f"{WORKSPACE}0", dt.float32, (64, 64), (64, 1), workspace=True)
     mixed = Program(cube.name, "mixed", cube.params + [workspace], cube.tiles,
                     sync + cube.body, cube.target, {}, vector_body=vector.body + sync)
     text = print_program(mixed)
     assert f"@{cube.name}_cube(" in text and f"@{cube.name}_vector(" in text
-    assert "pto.sync.wait[<PIPE_MTE2>, 15] {count = 2}" in text
+    assert "pto.sync.set #pto.pipe<PIPE_MTE3>, 9 {ffts_mode = 1 : i32}" in text
+    assert "pto.sync.wait #pto.pipe<PIPE_MTE2>, 15" in text
+    assert text.count("pto.set_ffts %pypto_ffts : memref<256xi64>") == 2
+    counted = copy.deepcopy(mixed)
+    counted.body.append(Inst("sync.wait", [], [], {"pipe": "MTE2", "flag": 15, "count": 2}))
+    with pytest.raises(NotOnChip, match="carry no count"):
+        print_program(counted)
     parsed = parse_program(text)
     assert print_program(parsed) == text
     assert (parsed.name, parsed.kind) == (cube.name, "mixed")
@@ -451,6 +458,12 @@ def _edit(text: str, old: str, new: str) -> tuple[str, int]:
     return "\n".join(lines) + "\n", at + 1
 
 
+def _appended(text: str, where: str, extra: str) -> tuple[str, int]:
+    """``text`` with ``extra`` after the first line containing ``where``."""
+    line = next(s for s in text.splitlines() if where in s).strip()
+    return _edit(text, line, line + extra)
+
+
 MALFORMED = {
     "undefined value": (lambda t: _edit(t, "pto.tadd ins(%", "pto.tadd ins(%nope, %"),
                         "undefined value %nope"),
@@ -463,7 +476,7 @@ MALFORMED = {
                       "tile type not representable"),
     "unknown dtype": (lambda t: _edit(t, "!pto.ptr<f32>", "!pto.ptr<f7>"),
                       "unknown element type 'f7'"),
-    "bad attribute": (lambda t: _edit(t, "{pad_value = 0}", "{pad_value}"),
+    "bad attribute": (lambda t: _appended(t, "pto.tadd ins(", " {pad_value}"),
                       "attribute 'pad_value' is not key = value"),
     "unbalanced": (lambda t: _edit(t, "pto.tadd ins(", "pto.tadd ins(("), "unbalanced"),
 }
@@ -536,8 +549,8 @@ def test_override_errors_name_the_file_and_line(tmp_path, monkeypatch):
     with pytest.raises(CompilationError, match=rf"add_kernel\.pto:{line}:.*undefined value"):
         _run_add(x, x)
     # a file written for another specialisation (here: another length) is refused
-    pto_file.write_text(text.replace("%c1000_i64", "%c2000_i64").replace(
-        "constant 1000 : i64", "constant 2000 : i64"))
+    pto_file.write_text(text.replace("%c1000_index", "%c2000_index").replace(
+        "constant 1000 : index", "constant 2000 : index"))
     with pytest.raises(CompilationError, match="does not match this specialisation"):
         _run_add(x, x)
 
