@@ -186,3 +186,21 @@ def test_corpus_is_large_and_covers_every_family():
     assert not corpus.FAMILIES - tags
     for entry in corpus.CORPUS:
         assert entry.covers.strip(), f"{entry.name} has no covers tags"
+
+
+# -- compiled.asm["cpp"] ---------------------------------------------------------------------------
+
+def test_asm_cpp_holds_the_assemblers_cpp_and_the_cache_keeps_it(fresh_cache, monkeypatch):
+    import numpy as np
+
+    import pypto
+    from pypto.compiler import cache as cache_mod
+
+    monkeypatch.setenv("PYPTO_PTOAS", str(ORACLE / "bin" / "ptoas"))
+    fn = corpus._tut("01_vector_add").add_kernel.fn
+    x = np.random.rand(1000).astype(np.float32)
+    cpp = pypto.jit(fn).compile(x, x, np.empty_like(x), BLOCK=256).asm["cpp"]
+    assert "TLOAD(" in cpp and "TADD(" in cpp and "TSTORE(" in cpp
+    hits = cache_mod.STATS["disk_hits"]
+    again = pypto.jit(fn).compile(x, x, np.empty_like(x), BLOCK=256)   # no in-memory copy
+    assert cache_mod.STATS["disk_hits"] == hits + 1 and again.asm["cpp"] == cpp
