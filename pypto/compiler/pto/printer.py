@@ -372,6 +372,9 @@ class _Printer:
         if op == "tcvt" and "rmode" not in attrs and src.is_floating and \
                 not i.outs[0].dtype.is_floating:
             attrs["rmode"] = "trunc"    # float → int truncates (an explicit trunc is the same)
+        if op == "tcvt" and _row_alloc(i.ins[0]) != _row_alloc(i.outs[0]):
+            self.cvt_rows(i, attrs, depth)
+            return
         inner = _INNER_ATTRS.get(op)
         names = [n for n, _ in ins]
         if inner in attrs:
@@ -398,6 +401,29 @@ class _Printer:
         self.emit(f"{name} = pto.alloc_tile addr = {self.const(src.addr, 'i64')} : {text}",
                   depth)
         return name, text
+
+    def cvt_rows(self, i: Inst, attrs: dict, depth) -> None:
+        """A conversion between tiles whose rows are allocated differently (a row of 16 int8
+        takes 32 bytes, of 16 float16 too, but one is 32 elements and the other 16): A2/A3's
+        TCVT wants both allocated alike, so it converts row by row, each row seen as a
+        one-row tile allocated as wide as the wider of the two (only its valid part is read
+        or written)."""
+        src, dst = i.ins[0], i.outs[0]
+        width = max(_row_alloc(src), _row_alloc(dst))
+        n = self.fresh("k")[2:]
+        rmode = f" {{{_attr('rmode', attrs['rmode'])}}}" if "rmode" in attrs else ""
+        rows, cols = (1, src.rows) if src.is_column else (src.rows, src.cols)
+        for r in range(rows):
+            names = []
+            for t in (src, dst):
+                view = dataclasses.replace(t, rows=1, cols=width, v_row=1, v_col=cols,
+                                           addr=t.addr + r * _row_bytes(t))
+                name = f"%{t.name}.k{n}_{r}"
+                self.emit(f"{name} = pto.alloc_tile addr = {self.const(view.addr, 'i64')} : "
+                          f"{view.type_text()}", depth)
+                names.append((name, view.type_text()))
+            (a, at), (b, bt) = names
+            self.emit(f"pto.tcvt ins({a}{rmode} : {at}) outs({b} : {bt})", depth)
 
     def in_halves(self, i: Inst, depth) -> None:
         """A2/A3's bitwise instructions take 8- and 16-bit tiles (``tnot`` 16-bit only), and a
@@ -587,6 +613,12 @@ _SPECIAL_BITS = {
 
 def _row_bytes(tile: Tile) -> int:
     return -(-tile.cols * tile.dtype.itemsize // 32) * 32
+
+
+def _row_alloc(tile: Tile) -> int:
+    """Elements a UB tile's row is allocated (a (M, 1) tile: its one column, seen as a row)."""
+    cols = tile.rows if tile.is_column else tile.cols
+    return -(-cols * tile.dtype.itemsize // 32) * 32 // tile.dtype.itemsize
 
 
 def _view(whole: Tile, piece: Tile) -> Tile:

@@ -852,6 +852,14 @@ class _Parser:
         if name == "textract" and len(ins) == 3:       # from L1: offsets as operands
             attrs["starts"] = tuple(scope.consts[n][0] for n in ins[1:])
             ins = ins[:1]
+        row = re.search(r"\.k(\d+)_(\d+)$", ins[0]) if name == "tcvt" and ins else None
+        if row is not None:              # a conversion row by row (printer.cvt_rows)
+            if row.group(2) == "0":
+                out.append(Inst("tcvt", [self.value(ins[0], scope)],
+                                [self.value(outs[0], scope)], attrs))
+                if _printer_default(out[-1]):
+                    del attrs["rmode"]
+            return
         if name in TMP_OPS:
             if not ins:
                 raise self.error(f"{op} takes a scratch tile as its last input")
