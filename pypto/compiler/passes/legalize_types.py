@@ -211,6 +211,14 @@ def _cast(op: Op):
 def _reduce(op: Op):
     x = op.operands[0]
     dtype = x.type.dtype
+    shape = x.type.shape
+    if len(shape) == 2 and shape[1] == 1 and shape[0] > 1 and op.attrs.get("axis") == 0:
+        # down an (M, 1) column: A2/A3's column reductions take row-major tiles, and the
+        # column's M elements are one row of the (1, M) view of the same bytes
+        e = Emitter(op.loc)
+        row = e.emit("tile.reshape", [x], TileType(dtype, (1, shape[0])),
+                     {"shape": (1, shape[0])})
+        return e.ops, e.emit("tile.reduce", [row], op.result.type, dict(op.attrs, axis=1))
     if op.attrs["op"] not in ("sum", "max", "min", "prod") or dtype in _ARITH:
         return None
     out = op.result.type.dtype              # a sum of int8 is int32: reduce in that

@@ -29,7 +29,8 @@ _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne":
 
 # instructions that read or write an (M, 1) tile in its column-major (DN) form; every other
 # instruction sees such a tile through its row-major (1, M) view (Tile.type_text)
-_COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowexpand", "trowexpandadd",
+_COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmin",
+                  "trowexpand", "trowexpandadd",
                   "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
                   "trowexpandmin", "tload", "tstore")
 # attributes that the dialect wants inside ``ins(...)``, after the first operand
