@@ -12,6 +12,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
+from pypto.compiler.errors import NotOnChip
 
 # -- helpers --------------------------------------------------------------------------------------
 
@@ -357,8 +358,9 @@ def halve_until(x, out, iters, limit):
         v = v // 2
         bits += 1
     pl.store(out, offsets=(0,), value=t)
+    # (pl.where of two int scalars would be an int64 tile, which the NPU refuses)
     pl.store(iters, offsets=(0,), value=pl.full((2,), i, dtype=pl.int32) +
-             pl.where(pl.arange(2) == 1, bits - i, 0))
+             pl.where(pl.arange(2) == 1, pl.full((2,), bits - i, dtype=pl.int32), 0))
 
 
 @pytest.mark.parametrize("limit", [0, 2, 3, 10, -4])
@@ -368,6 +370,32 @@ def test_while_trip_count_from_runtime_argument(limit):
     bits = int(limit).bit_length() if limit > 0 else 0
     check(halve_until, (1,), [x, np.zeros(16, np.float32), np.zeros(2, np.int32), limit],
           [None, x * 0.5 ** trips, [trips, bits]])
+
+
+def test_int64_tile_from_loop_scalars_is_refused():
+    """Loop-carried int scalars are int64, so ``pl.where`` of two of them is an int64 tile,
+    which A2/A3 has no arithmetic for: a compile error at its line (the interpreter runs it)."""
+    @pypto.jit
+    def where_of_scalars(out, limit):
+        i = 0
+        while i < limit:
+            i += 1
+        pl.store(out, offsets=(0,), value=pl.where(pl.arange(2) == 1, i, 0).to(pl.int32))
+
+    with pytest.raises(NotOnChip, match="int64 tile") as got:
+        where_of_scalars[(1,)](np.zeros(2, np.int32), 3)
+    assert got.value.loc is not None and got.value.loc.line > 0
+    out = np.zeros(2, np.int32)
+    saved = os.environ.get("PYPTO_INTERPRET")
+    os.environ["PYPTO_INTERPRET"] = "1"
+    try:
+        where_of_scalars[(1,)](out, 3)
+    finally:
+        if saved is None:
+            del os.environ["PYPTO_INTERPRET"]
+        else:
+            os.environ["PYPTO_INTERPRET"] = saved
+    assert out.tolist() == [0, 3]
 
 
 def test_while_with_an_argument_specialised_to_one():

@@ -16,6 +16,9 @@ Tolerances (compiled vs interpreter, and vs numpy):
 - sin/cos reduce the argument with a float32 multiple of pi (and cos adds pi/2 in float32
   first), so their absolute error grows like |x| * 2**-23; they are tested on |x| < 100 with
   atol 1e-6 + |x| * 2**-22 (about 2.4e-5 at |x| = 100) on top of the limits above.
+
+int64 is not among the compiled dtypes: A2/A3's vector unit has no 64-bit arithmetic, so the NPU
+target refuses int64 tiles with NotOnChip (``test_int64_tiles_are_refused``).
 """
 import math
 import zlib
@@ -25,11 +28,11 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.compiler.errors import CompilationError, NotOnChip
 
-from .utils import (ALL, FLOATS, HALF, INTS, INTS_BOOL, NUMERIC, assert_close, assert_exact,
-                    assert_ulp, compute_dtype, is_float, npd, pld, rand, run_both, to_dtype,
-                    weak)
+from .utils import (FLOATS, HALF, TILE_ALL, TILE_INTS, TILE_INTS_BOOL, TILE_NUMERIC,
+                    assert_close, assert_exact, assert_ulp, compute_dtype, is_float, npd, pld,
+                    rand, run_both, to_dtype, weak)
 
 M, N = 4, 16          # tile shape of most kernels
 
@@ -155,14 +158,17 @@ def binary_bcast_kernel(x, xc, yr, y1, o0, o1, o2, o3, o4, M: pl.constexpr, N: p
 
 @pypto.jit
 def clamp_kernel(x, lo, hi, slo, shi, o_tiles, o_nums, o_scalars, o_mixed, M: pl.constexpr,
-                 N: pl.constexpr, LO: pl.constexpr, HI: pl.constexpr):
+                 N: pl.constexpr, LO: pl.constexpr, HI: pl.constexpr,
+                 SLICE_ROW: pl.constexpr = True):
     a = pl.load(x, offsets=(0, 0), shape=(M, N))
     tlo = pl.load(lo, offsets=(0, 0), shape=(M, N))
     thi = pl.load(hi, offsets=(0, 0), shape=(M, N))
     pl.store(o_tiles, offsets=(0, 0), value=pl.clamp(a, tlo, thi))
     pl.store(o_nums, offsets=(0, 0), value=pl.clamp(a, LO, HI))
     pl.store(o_scalars, offsets=(0, 0), value=pl.clamp(a, slo, shi))
-    pl.store(o_mixed, offsets=(0, 0), value=pl.clamp(a, LO, thi[0:1, :]))
+    # the (1, N) bound: a slice of thi, or (8-bit tiles, which A2/A3 cannot slice) a load
+    row = thi[0:1, :] if SLICE_ROW else pl.load(hi, offsets=(0, 0), shape=(1, N))
+    pl.store(o_mixed, offsets=(0, 0), value=pl.clamp(a, LO, row))
 
 
 @pypto.jit
@@ -202,27 +208,27 @@ def _gelu(x):
 # "exact" references run in the op's compute dtype (IEEE-exact or the same two roundings);
 # the others in float64.
 UNARY = {
-    "neg": (NUMERIC, (-50, 50), np.negative, "exact"),
-    "abs": (NUMERIC, (-50, 50), np.abs, "exact"),
-    "relu": (NUMERIC, (-50, 50), lambda x: np.maximum(x, np.zeros_like(x)), "exact"),
-    "invert": (INTS_BOOL, (None, None), np.invert, "exact"),
-    "exp": (ALL, (-10, 10), np.exp, "approx"),
-    "exp2": (ALL, (-14, 14), np.exp2, "approx"),
-    "log": (ALL, (0.01, 100), np.log, "approx"),
-    "log2": (ALL, (0.01, 100), np.log2, "approx"),
-    "sqrt": (ALL, (0, 100), np.sqrt, "exact"),
-    "rsqrt": (ALL, (0.01, 100), lambda x: np.ones_like(x) / np.sqrt(x), "exact"),
-    "reciprocal": (ALL, (-100, 100), lambda x: np.ones_like(x) / x, "exact"),
-    "sin": (ALL, (-99, 99), np.sin, "trig"),
-    "cos": (ALL, (-99, 99), np.cos, "trig"),
-    "tanh": (ALL, (-10, 10), np.tanh, "approx"),
-    "sigmoid": (ALL, (-20, 20), lambda x: 1 / (1 + np.exp(-x)), "approx"),
-    "gelu": (ALL, (-8, 8), _gelu, "approx"),
-    "erf": (ALL, (-4, 4), _erf, "approx"),
-    "floor": (ALL, (-100, 100), np.floor, "exact"),
-    "ceil": (ALL, (-100, 100), np.ceil, "exact"),
+    "neg": (TILE_NUMERIC, (-50, 50), np.negative, "exact"),
+    "abs": (TILE_NUMERIC, (-50, 50), np.abs, "exact"),
+    "relu": (TILE_NUMERIC, (-50, 50), lambda x: np.maximum(x, np.zeros_like(x)), "exact"),
+    "invert": (TILE_INTS_BOOL, (None, None), np.invert, "exact"),
+    "exp": (TILE_ALL, (-10, 10), np.exp, "approx"),
+    "exp2": (TILE_ALL, (-14, 14), np.exp2, "approx"),
+    "log": (TILE_ALL, (0.01, 100), np.log, "approx"),
+    "log2": (TILE_ALL, (0.01, 100), np.log2, "approx"),
+    "sqrt": (TILE_ALL, (0, 100), np.sqrt, "exact"),
+    "rsqrt": (TILE_ALL, (0.01, 100), lambda x: np.ones_like(x) / np.sqrt(x), "exact"),
+    "reciprocal": (TILE_ALL, (-100, 100), lambda x: np.ones_like(x) / x, "exact"),
+    "sin": (TILE_ALL, (-99, 99), np.sin, "trig"),
+    "cos": (TILE_ALL, (-99, 99), np.cos, "trig"),
+    "tanh": (TILE_ALL, (-10, 10), np.tanh, "approx"),
+    "sigmoid": (TILE_ALL, (-20, 20), lambda x: 1 / (1 + np.exp(-x)), "approx"),
+    "gelu": (TILE_ALL, (-8, 8), _gelu, "approx"),
+    "erf": (TILE_ALL, (-4, 4), _erf, "approx"),
+    "floor": (TILE_ALL, (-100, 100), np.floor, "exact"),
+    "ceil": (TILE_ALL, (-100, 100), np.ceil, "exact"),
 }
-FLOAT_ONLY_UNARY = [op for op, (d, *_) in UNARY.items() if d is ALL]
+FLOAT_ONLY_UNARY = [op for op, (d, *_) in UNARY.items() if d is TILE_ALL]
 
 
 def unary_result(op, name):
@@ -370,8 +376,9 @@ COMPARE = ["lt", "le", "gt", "ge", "eq", "ne"]
 BITWISE = ["and", "or", "xor"]
 SHIFTS = ["shl", "shr"]
 
-BINARY_DTYPES = {**{op: NUMERIC for op in ARITH}, **{op: ALL for op in TO_FLOAT + COMPARE},
-                 **{op: INTS_BOOL for op in BITWISE}, **{op: INTS for op in SHIFTS}}
+BINARY_DTYPES = {**{op: TILE_NUMERIC for op in ARITH},
+                 **{op: TILE_ALL for op in TO_FLOAT + COMPARE},
+                 **{op: TILE_INTS_BOOL for op in BITWISE}, **{op: TILE_INTS for op in SHIFTS}}
 
 NP_BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
@@ -492,7 +499,7 @@ ALL_FORMS = ("tt", "tp", "pt", "ts", "st")
 # five-form kernels slow to compile (~1 s). By default they get all forms on a few dtypes and
 # the tile–tile form on the others; the full cross product is marked slow.
 FULL_FORMS_DTYPES = {"floordiv": ("float32", "int32", "float16", "uint8"),
-                     "mod": ("float32", "int8", "bfloat16", "int64"),
+                     "mod": ("float32", "int8", "bfloat16", "int32"),
                      "pow": ("float32", "int32", "bfloat16")}
 
 
@@ -536,7 +543,7 @@ SIGNED_ZERO = {("floordiv", d): False for d in FLOATS} | {("mod", d): False for 
 # lt and eq run on every dtype; the other predicates share their lowering (one rule per
 # signed/unsigned/float kind), so by default they run on one dtype of each kind and width
 # class, the rest being slow.
-COMPARE_SUBSET = ("bool", "int8", "uint8", "int64", "bfloat16", "float32")
+COMPARE_SUBSET = ("bool", "int8", "uint8", "int32", "bfloat16", "float32")
 
 
 def _binary_marks(op, name):
@@ -568,7 +575,7 @@ def test_binary_all_forms(op, name):
     check_forms(op, name, x, y, forms=ALL_FORMS, signed_zero=SIGNED_ZERO.get((op, name), True))
 
 
-@pytest.mark.parametrize("name", INTS)
+@pytest.mark.parametrize("name", TILE_INTS)
 @pytest.mark.parametrize("op", ["floordiv", "mod"])
 def test_integer_division_by_zero_is_zero(op, name):
     """x // 0 and x % 0 are 0 for ints, whatever x (docs/tile_ir.md); reuses test_binary's
@@ -658,7 +665,7 @@ def test_pow_special_cases():
 # default set covers each dtype but uint8 once and the operand orders of non-commutative ops;
 # kernels with five broadcast forms take ~0.4 s to compile, so the full op x dtype table is
 # slow.
-BCAST_DEFAULT = [("add", d) for d in ("float32", "bfloat16", "int8", "int64")] + \
+BCAST_DEFAULT = [("add", d) for d in ("float32", "bfloat16", "int8", "int32")] + \
     [("and", "bool"), ("sub", "float32"), ("truediv", "int8"), ("lt", "float16"),
      ("shl", "int32"), ("floordiv", "int16")]
 BCAST_CASES = [pytest.param(op, d, id=f"{op}-{d}",
@@ -710,7 +717,7 @@ def _clamp_args(name):
     return -20, 30, -5, 9
 
 
-@pytest.mark.parametrize("name", NUMERIC)
+@pytest.mark.parametrize("name", TILE_NUMERIC)
 def test_clamp(name):
     rng = np.random.default_rng(zlib.crc32(f"clamp-{name}".encode()))
     x = rand(rng, (M, N), name, specials=True) if is_float(name) else rand(rng, (M, N), name)
@@ -720,7 +727,8 @@ def test_clamp(name):
     outs = {k: np.zeros((M, N), npd(name)) for k in ("o_tiles", "o_nums", "o_scalars",
                                                        "o_mixed")}
     got, interp = run_both(clamp_kernel, (1,), {"x": x, "lo": lo, "hi": hi, **outs}, slo=slo,
-                           shi=shi, M=M, N=N, LO=LO, HI=HI)
+                           shi=shi, M=M, N=N, LO=LO, HI=HI,
+                           SLICE_ROW=npd(name).itemsize > 1)
     cd = compute_dtype(name)
 
     def ref(lo_, hi_):
@@ -741,7 +749,7 @@ def _where_py(name):
     return True if name == "bool" else (2.5 if is_float(name) else 7)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", TILE_ALL)
 def test_where(name):
     rng = np.random.default_rng(zlib.crc32(f"where-{name}".encode()))
     c = rand(rng, (M, N), "bool")
@@ -775,3 +783,34 @@ def test_binary_unsupported_dtype_rejected(op, name):
     with pytest.raises(CompilationError, match="not supported on"):
         binary_forms_kernel[(1,)](x, x, s, *[x.copy() for _ in range(5)], M=M, N=N, OP=op,
                                   PY=py, RDS=(pld(name),) * 5, FORMS=("tt",))
+
+
+# -- what the NPU target refuses -----------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["unary", "binary", "where"])
+def test_int64_tiles_are_refused(form):
+    """A2/A3's vector unit has no 64-bit arithmetic: an op on int64 tiles is refused at compile
+    time, at the op's line (the interpreter still defines it)."""
+    x = rand(np.random.default_rng(1), (M, N), "int64", lo=-50, hi=50)
+    with pytest.raises(NotOnChip, match="int64 tile") as got:
+        if form == "unary":
+            unary_kernel[(1,)](x, x.copy(), M=M, N=N, OP="neg", RD=pl.int64)
+        elif form == "binary":
+            run_forms("add", "int64", x, x.copy(), forms=("tt",))
+        else:
+            c = np.zeros((M, N), bool)
+            where_kernel[(1,)](c, x, x.copy(), np.zeros((M, 1), bool), x[:1].copy(),
+                               *[x.copy() for _ in range(5)], M=M, N=N, PY=7, RD=pl.int64)
+    assert "A2/A3" in str(got.value) and got.value.loc is not None
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8"])
+def test_slice_of_an_8bit_tile_is_refused(name):
+    """clamp with a bound sliced from an 8-bit tile: A2/A3 copies UB tiles of 16- and 32-bit
+    elements only, so the slice is refused (test_clamp loads the row instead)."""
+    x = np.zeros((M, N), npd(name))
+    outs = [np.zeros((M, N), npd(name)) for _ in range(4)]
+    LO, HI, slo, shi = _clamp_args(name)
+    with pytest.raises(NotOnChip, match=f"a slice of a {name} tile"):
+        clamp_kernel[(1,)](x, x.copy(), x.copy(), slo, shi, *outs, M=M, N=N, LO=LO, HI=HI,
+                           SLICE_ROW=True)

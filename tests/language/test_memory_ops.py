@@ -15,6 +15,10 @@ Matmul error bound (as tests/test_matmul.py): products of float16/bfloat16 opera
 in float32 and the sum of K terms is accumulated in float32, so
 |c - a @ b| <= (K + 1) * 2**-23 * (|a| @ |b|); a float16 output adds 2**-11 * |c| plus half
 the smallest subnormal. int8 x int8 → int32 is exact.
+
+What the NPU target refuses (NotOnChip, docs/pto.md): a transposed float32 or int8 operand
+(their L1 fractal is not square, so no view of the same bytes is the transpose; the transposed
+variants run on float16 and bfloat16) and an accumulator started from a nonzero fill.
 """
 import ml_dtypes
 import numpy as np
@@ -22,9 +26,9 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.compiler.errors import CompilationError, NotOnChip
 
-from .utils import assert_exact, npd, run_both
+from .utils import assert_exact, interpret_mode, npd, run_both
 
 # -- atomic add --------------------------------------------------------------------------------
 
@@ -163,7 +167,7 @@ def matmul_kernel(a, b, out, M: pl.constexpr, K: pl.constexpr, N: pl.constexpr,
 
 ACC = {"float16": "float32", "bfloat16": "float32", "float32": "float32", "int8": "int32"}
 MATMUL_CASES = [("at", d) for d in ACC] + \
-    [(v, d) for v in ("a_trans", "b_trans", "both") for d in ("float16", "int8")] + \
+    [(v, d) for v in ("a_trans", "b_trans", "both") for d in ("float16", "bfloat16")] + \
     [("acc", "float32"), ("acc", "int8"), ("acc", "bfloat16"),
      ("out_dtype", "float16"), ("out_dtype", "bfloat16")]
 
@@ -214,3 +218,57 @@ def test_matmul_illegal_operands_rejected():
     with pytest.raises(CompilationError, match="legal cube pair"):
         matmul_kernel[(1,)](a, b, np.zeros((MM, MN), np.int32), M=MM, K=MK, N=MN,
                             VARIANT="at", OUT=pl.int32)
+
+
+# -- what the NPU target refuses ---------------------------------------------------------------
+
+TRANS_REFUSED = [(v, d) for v in ("a_trans", "b_trans", "both") for d in ("int8", "float32")]
+
+
+@pytest.mark.parametrize("variant,name", TRANS_REFUSED, ids=[f"{v}-{d}" for v, d in TRANS_REFUSED])
+def test_transposed_int8_and_float32_operands_are_refused(variant, name):
+    """A2/A3's L1 fractal of int8 and float32 is not square, so a transposed operand of those
+    dtypes is refused at the matmul's line; the interpreter still computes it."""
+    rng = np.random.default_rng(len(variant) * 10 + len(name))
+    a, b = matmul_inputs(rng, name)
+    a_arg = a.T.copy() if variant in ("a_trans", "both") else a
+    b_arg = b.T.copy() if variant in ("b_trans", "both") else b
+    out_name = ACC[name]
+    out = np.zeros((MM, MN), npd(out_name))
+    kwargs = dict(M=MM, K=MK, N=MN, VARIANT=variant, OUT=getattr(pl, out_name))
+    with pytest.raises(NotOnChip, match=f"a transposed {name} matmul operand") as got:
+        matmul_kernel[(1,)](a_arg, b_arg, out, **kwargs)
+    assert "A2/A3" in str(got.value) and "pl.matmul" in got.value.loc.source_line
+    with interpret_mode():
+        matmul_kernel[(1,)](a_arg, b_arg, out, **kwargs)
+    if name == "int8":
+        want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+        assert_exact(out, want, f"{variant} int8: interpreter")
+    else:
+        np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64),
+                                   rtol=1e-4, atol=1e-4)
+
+
+@pypto.jit
+def acc_from_fill_kernel(a, b, out, M: pl.constexpr, K: pl.constexpr, N: pl.constexpr,
+                         FILL: pl.constexpr):
+    acc = pl.full((M, N), FILL, dtype=pl.float32)
+    ta = pl.load(a, offsets=(0, 0), shape=(M, K))
+    tb = pl.load(b, offsets=(0, 0), shape=(K, N))
+    acc = pl.matmul(ta, tb, acc=acc)
+    pl.store(out, offsets=(0, 0), value=acc)
+
+
+def test_accumulator_from_a_nonzero_fill_is_refused():
+    """Only the cube writes L0C on A2/A3, so an accumulator can start from zeros only
+    (docs/pto.md lists it with the NotOnChip refusals); a zero fill compiles."""
+    a, b = matmul_inputs(np.random.default_rng(9), "float16")
+    out = np.zeros((MM, MN), np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got, interp = run_both(acc_from_fill_kernel, (1,), {"a": a, "b": b, "out": out},
+                           M=MM, K=MK, N=MN, FILL=0.0)
+    np.testing.assert_allclose(got["out"], want, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(interp["out"], want, rtol=1e-5, atol=1e-4)
+    with pytest.raises(NotOnChip, match="accumulator") as e:
+        acc_from_fill_kernel[(1,)](a, b, out, M=MM, K=MK, N=MN, FILL=1.0)
+    assert "A2/A3" in str(e.value) and e.value.loc is not None

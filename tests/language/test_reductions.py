@@ -3,6 +3,11 @@ keepdims True and False, on 2-D and 1-D tiles of several dtypes; NaN handling of
 (numpy's: NaN wins, argmax gives the first NaN); cumsum along the last axis; and reductions of
 partial tiles whose missing elements are filled by the load's padding.
 
+What the NPU target refuses (NotOnChip, docs/pto.md): int64 tiles (A2/A3 has no 64-bit vector
+arithmetic) and cumsum along a row (it is built from concatenations at column offsets 1, 2, 4,
+..., which A2/A3 cannot move in 32-byte steps). cumsum is checked in the interpreter, and the
+refusals have tests of their own.
+
 Result dtypes: argmax/argmin → int32; sum/prod of bool and of ints narrower than 32 bits →
 int32; mean of ints → float32; otherwise the input dtype (checked at compile time).
 
@@ -19,9 +24,10 @@ import pytest
 
 import pypto
 import pypto.language as pl
+from pypto.compiler.errors import NotOnChip
 
-from .utils import (INTS, assert_exact, compute_dtype, is_float, npd, pld, rand, run_both,
-                    ulp_distance)
+from .utils import (INTS, assert_exact, compute_dtype, interpret_mode, is_float, npd, pld, rand,
+                    run_both, to_dtype, ulp_distance)
 
 M, N = 4, 16
 
@@ -201,8 +207,8 @@ def run_reduce(op, name, x, x1, v2, v1, pad=0):
 
 
 REDUCE_CASES = {
-    "sum": ["bool", "int8", "int32", "int64", "float16", "bfloat16", "float32"],
-    "max": ["bool", "int8", "uint8", "int64", "float16", "float32"],
+    "sum": ["bool", "int8", "int16", "int32", "float16", "bfloat16", "float32"],
+    "max": ["bool", "int8", "uint8", "int32", "float16", "float32"],
     "min": ["uint8", "int16", "bfloat16", "float32"],
     "prod": ["int16", "int32", "float32"],
     "argmax": ["bool", "uint8", "bfloat16", "float32"],
@@ -228,6 +234,28 @@ def test_reduce(op, name):
         want = reference(op, x1, axis, keep, rname)
         check(op, got[f"p{k}"], interp[f"p{k}"], want, x1, axis, rname,
               f"{op}({name} {x1.shape}, axis={axis}, keepdims={keep})")
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_int64_reduction_is_refused(op):
+    """A2/A3's vector unit has no 64-bit arithmetic: reducing an int64 tile is a compile error
+    at the reduction's line; the interpreter still defines it."""
+    rng = np.random.default_rng(4)
+    x = rand(rng, (M, N), "int64", lo=-1000, hi=1000)
+    x1 = rand(rng, (N,), "int64", lo=-1000, hi=1000)
+    with pytest.raises(NotOnChip, match="int64 tile") as got:
+        run_reduce(op, "int64", x, x1, VARIANTS_2D, VARIANTS_1D)
+    assert "A2/A3" in str(got.value) and got.value.loc is not None
+    outs = {f"o{k}": np.zeros(out_shape((M, N), a, kd), np.int64)
+            for k, (a, kd) in enumerate(VARIANTS_2D)}
+    outs.update({f"p{k}": np.zeros(out_shape((N,), a, kd), np.int64)
+                 for k, (a, kd) in enumerate(VARIANTS_1D)})
+    with interpret_mode():
+        reduce_kernel[(1,)](x=x, x1=x1, **outs, M=M, N=N, OP=op, V2=VARIANTS_2D,
+                            V1=VARIANTS_1D, RD=pl.int64, PAD=0)
+    for k, (axis, keep) in enumerate(VARIANTS_2D):
+        assert_exact(outs[f"o{k}"], reference(op, x, axis, keep, "int64"),
+                     f"interpreted {op}(int64, axis={axis}, keepdims={keep})")
 
 
 def test_int_sum_wraps_and_widens():
@@ -309,30 +337,51 @@ def check_cumsum(got, interp, x, rname, what):
         assert not bad.any(), f"{what}: vs {vs}: got {g[bad][:4]}, expected {other[bad][:4]}"
 
 
+def interpret_cumsum(x, x1, rname):
+    outs = {"o": np.zeros(x.shape, npd(rname)), "o1": np.zeros(x1.shape, npd(rname))}
+    with interpret_mode():
+        cumsum_kernel[(1,)](x=x, x1=x1, **outs, M=x.shape[0], N=x.shape[1], RD=pld(rname))
+    return outs
+
+
 @pytest.mark.parametrize("name", CUMSUM_DTYPES)
 def test_cumsum(name):
+    """The interpreter against numpy (the NPU target refuses a row cumsum: see below)."""
     rng = np.random.default_rng(len(name))
     x = rand(rng, (M, N), name, lo=-20, hi=20)
     x1 = rand(rng, (N,), name, lo=-20, hi=20)
     rname = result_dtype("sum", name)
+    interp = interpret_cumsum(x, x1, rname)
+    check_cumsum(interp["o"], interp["o"], x, rname, f"cumsum {name} 2-D")
+    check_cumsum(interp["o1"], interp["o1"], x1, rname, f"cumsum {name} 1-D")
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "int8", "bool"])
+def test_cumsum_is_refused_on_the_npu(name):
+    """cumsum along a row is built from concatenations of shifted pieces (at columns 1, 2, 4,
+    ...), which A2/A3 cannot move (UB tiles move in 32-byte steps): a compile error at the
+    cumsum's line naming the unaligned concatenation."""
+    rname = result_dtype("sum", name)
+    x = rand(np.random.default_rng(0), (M, N), name, lo=-20, hi=20)
     outs = {"o": np.zeros((M, N), npd(rname)), "o1": np.zeros(N, npd(rname))}
-    got, interp = run_both(cumsum_kernel, (1,), {"x": x, "x1": x1, **outs}, M=M, N=N,
-                           RD=pld(rname))
-    check_cumsum(got["o"], interp["o"], x, rname, f"cumsum {name} 2-D")
-    check_cumsum(got["o1"], interp["o1"], x1, rname, f"cumsum {name} 1-D")
+    # (half types are summed in float32, so the pieces are float32)
+    with pytest.raises(NotOnChip, match=r"a concatenation at column 1 of a (float|int)32 tile"
+                       ) as got:
+        cumsum_kernel[(1,)](x, x[0].copy(), outs["o"], outs["o1"], M=M, N=N, RD=pld(rname))
+    assert got.value.loc is not None and "pl.cumsum" in got.value.loc.source_line
 
 
 def test_half_cumsum_rounds_once():
     """With positive terms, float32 accumulation in any order is far within half an ulp of
-    float16, so one final rounding puts every element within 1 ulp of the interpreter."""
+    float16, so one final rounding puts every element of the interpreter's float16 cumsum
+    within 1 ulp of the exact sums rounded once."""
     worst = 0
     for seed in range(20):
         x = np.random.default_rng(seed).uniform(0.5, 4, size=(M, N)).astype(np.float16)
-        outs = {"o": np.zeros((M, N), np.float16), "o1": np.zeros(N, np.float16)}
-        got, interp = run_both(cumsum_kernel, (1,), {"x": x, "x1": x[0].copy(), **outs}, M=M,
-                               N=N, RD=pl.float16)
-        worst = max(worst, int(ulp_distance(got["o"], interp["o"]).max()))
-    assert worst <= 1, f"compiled float16 cumsum is {worst} ulps from the interpreter"
+        interp = interpret_cumsum(x, x[0].copy(), "float16")
+        want = to_dtype(np.cumsum(x.astype(np.float64), axis=-1).astype(np.float32), "float16")
+        worst = max(worst, int(ulp_distance(interp["o"], want).max()))
+    assert worst <= 1, f"interpreted float16 cumsum is {worst} ulps from the rounded sums"
 
 
 # -- partial tiles with padding ----------------------------------------------------------------

@@ -36,6 +36,15 @@ HALF = ["float16", "bfloat16"]
 NUMERIC = INTS + FLOATS
 INTS_BOOL = ["bool"] + INTS
 
+# What the NPU target computes on (docs/pto.md, "What the NPU target refuses"): A2/A3's vector
+# unit has no 64-bit arithmetic, so a kernel computing on an int64 tile raises NotOnChip. The
+# compiled tests parametrise over these; int64 stays in the tables above for the reference
+# helpers, scalars and global tensors, and each file has a test of the refusal.
+TILE_INTS = [n for n in INTS if n != "int64"]
+TILE_ALL = [n for n in ALL if n != "int64"]
+TILE_NUMERIC = TILE_INTS + FLOATS
+TILE_INTS_BOOL = ["bool"] + TILE_INTS
+
 
 def npd(name: str) -> np.dtype:
     return DTYPES[name][0]
