@@ -29,7 +29,8 @@ from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
 ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
-HOST_NOPS = FLAG_OPS + ("barrier",)
+# the host's tload pads a tile itself, so the chip's tfillpad after it is nothing here
+HOST_NOPS = FLAG_OPS + ("barrier", "tfillpad")
 WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
@@ -567,7 +568,8 @@ class Codegen:
         # flags and pipe barriers order the chip's pipes; the host runs one stream in order
         # (and a mixed kernel's cube part before its vector part, so their flags are met too)
         nops = HOST_NOPS + (CROSS_CORE_OPS if self.p.kind == "mixed" else ())
-        insts = [i for i in insts if getattr(i, "op", None) not in nops]
+        insts = [i for i in insts if getattr(i, "op", None) not in nops
+                 and not getattr(i, "attrs", {}).get("_prefill")]
         planned = forwarding.plan(insts, self.p.target)
         self.forwarding.reads.update(planned.reads)
         self.forwarding.loads |= planned.loads

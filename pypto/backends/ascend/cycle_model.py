@@ -72,7 +72,7 @@ VECTOR_FAMILY = {
        for r in ("sum", "max", "min", "prod", "any", "all")},
 }
 # vector instructions that move or convert data rather than compute (no flops)
-DATA_MOVES = {"texpands", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
+DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
               "ttrans", "tmov", "tsel"}
 
 

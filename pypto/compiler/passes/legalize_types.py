@@ -102,7 +102,8 @@ def _int_div(e, a, b):
     dtype = a.type.dtype
     if dtype.itemsize < 4:
         q = e.binary("div", e.cast(a, _F32), e.cast(b, _F32))
-        return _convert(e, q, dtype, "trunc")
+        q = _convert(e, q, dtype, "trunc")
+        return e.where(e.binary("eq", b, 0), e.full(0, a.type), q)
     fb = e.cast(b, _F32)
     d = e.binary("sub", a, e.binary("fmod", a, b))
     q1 = e.cast(e.binary("div", e.cast(d, _F32), fb), _I32, "trunc")
@@ -120,6 +121,8 @@ def _unary(op: Op):
         return None
     e = Emitter(op.loc)
     if spec.name == "abs" and dtype.is_int:        # tabs takes floats: |x| = max(x, -x)
+        if not dtype.is_signed:
+            return e.ops, x
         return e.ops, e.binary("max", x, e.unary("neg", x))
     if spec.name == "not":
         if dtype == dt.bool_:
@@ -172,7 +175,8 @@ def _convert(e, x, dst, rounding=None):
     if (src, dst) in CONVERTS:
         return e.cast(x, dst, rounding)
     if src.is_floating and dst.is_floating:            # f16 <-> bf16: exact into f32
-        return e.cast(e.cast(x, _F32), dst)
+        wide = e.cast(x, _F32)
+        return e.cast(e.cast(wide, _F32, rounding) if rounding else wide, dst)
     if src.is_floating:                                  # → 8-bit: round once, in int32
         mid = _convert(e, x, _I32, rounding)
         if dst.itemsize < 4:                             # saturated to dst's range, then exact

@@ -16,6 +16,11 @@ Sync instructions in a ``Program`` (``Inst.op`` and its attributes):
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from ...language import dtypes as dt
 from .program import TensorArg, Tile
 
 PIPES = ("MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S")
@@ -31,6 +36,31 @@ TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmi
 
 # opcode → pipe, where the opcode alone decides it
 _FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S"}
+
+
+# tile pad field: 0 null, 1 zero, 2 max, 3 min (the hardware's padding values)
+PAD_NULL, PAD_ZERO, PAD_MAX, PAD_MIN = 0, 1, 2, 3
+
+
+def pad_kind(value, dtype) -> int | None:
+    """The tile pad field that produces ``value`` past a window's edge, or None when the
+    hardware has no such padding (then the tile is filled with ``texpands`` first)."""
+    if value == 0:
+        return PAD_ZERO
+    if dtype.is_floating:
+        if value == math.inf:
+            return PAD_MAX
+        if value == -math.inf:
+            return PAD_MIN
+        return None
+    if dtype == dt.bool_:
+        return None
+    info = np.iinfo(dtype.to_numpy())
+    if value == info.max:
+        return PAD_MAX
+    if value == info.min:
+        return PAD_MIN
+    return None
 
 
 def is_sync(inst) -> bool:

@@ -20,8 +20,9 @@ import math
 import numpy as np
 
 from ...language import dtypes as dt
-from ..errors import NotOnChip
-from .isa import CROSS_CORE_OPS, SYNC_OPS
+from ..errors import InternalError, NotOnChip
+from .isa import (CROSS_CORE_OPS, PAD_MAX, PAD_MIN, PAD_NULL, PAD_ZERO, SYNC_OPS,  # noqa: F401
+                  pad_kind)
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -38,31 +39,6 @@ _BIT_OPS = ("tand", "tor", "txor", "tnot")
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
 FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
-
-# tile pad field: 0 null, 1 zero, 2 max, 3 min (the hardware's padding values)
-PAD_NULL, PAD_ZERO, PAD_MAX, PAD_MIN = 0, 1, 2, 3
-
-
-def pad_kind(value, dtype) -> int | None:
-    """The tile pad field that produces ``value`` past a window's edge, or None when the
-    hardware has no such padding (then the tile is filled with ``texpands`` first)."""
-    if value == 0:
-        return PAD_ZERO
-    if dtype.is_floating:
-        if value == math.inf:
-            return PAD_MAX
-        if value == -math.inf:
-            return PAD_MIN
-        return None
-    if dtype == dt.bool_:
-        return None
-    info = np.iinfo(dtype.to_numpy())
-    if value == info.max:
-        return PAD_MAX
-    if value == info.min:
-        return PAD_MIN
-    return None
-
 
 class _Printer:
     def __init__(self, program: Program):
@@ -113,6 +89,7 @@ class _Printer:
         p = self.p
         self.lines, self.consts, self.const_lines, self.n = [], {}, [], 0
         self.extents: dict[tuple, str] = {}
+        self.windows: dict[str, tuple] = {}    # tile → (its last load's window, pad field)
         self.part = kind
         args = []
         for a in p.params:
@@ -259,26 +236,30 @@ class _Printer:
         return name
 
     def load(self, i: Inst, depth) -> None:
-        """GM → tile. Past the tensor's end the tile holds the load's pad value: by the
-        tile's pad field and ``tfillpad`` where the hardware has that value (0, ±max), else
-        by filling the tile first (``texpands``), since TLOAD writes the valid region only."""
+        """GM → tile: the clipped window read into the tile seen with the window's valid
+        region and, for UB tiles, the pad field of the load's value (the ``tfillpad`` after
+        it fills the rest; a value the hardware lacks was filled in before: lower.py)."""
         tensor, *offs = i.ins
         tile = i.outs[0]
-        value = i.attrs["pad"]
-        # L1 has no TFILLPAD: a cube operand's padding is filled before the load
-        kind = pad_kind(value, tile.dtype) if tile.loc == "vec" else None
-        if kind is None:
-            self.fill(tile, value, depth)
+        kind = (pad_kind(i.attrs["pad"], tile.dtype) if tile.loc == "vec" else None) or PAD_NULL
         pv, ty, sizes = self.partition(tensor, offs, tile, depth)
-        clipped = self.window_tile(tile, pv, sizes, depth, pad=kind or PAD_NULL)
+        clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
+        self.windows[tile.name] = (clipped, kind)
         self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
-                  f"{tile.type_text(dynamic=True, pad=kind or PAD_NULL)})", depth)
-        if kind is not None:     # into the whole tile, seen with the pad value it fills in
-            full = f"{clipped}f"
-            self.emit(f"{full} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
-                      f"{tile.type_text(pad=kind)}", depth)
-            self.emit(f"pto.tfillpad ins({clipped} : {tile.type_text(dynamic=True, pad=kind)}) "
-                      f"outs({full} : {tile.type_text(pad=kind)})", depth)
+                  f"{tile.type_text(dynamic=True, pad=kind)})", depth)
+
+    def fill_pad(self, i: Inst, depth) -> None:
+        """``tfillpad``: from the window the last load of the tile read, into the whole tile,
+        seen with the pad value it fills in."""
+        tile = i.outs[0]
+        if tile.name not in self.windows or self.windows[tile.name][1] == PAD_NULL:
+            raise InternalError(f"tfillpad of {tile.name} follows no load with a pad value")
+        clipped, kind = self.windows[tile.name]
+        full = f"{clipped}f"
+        self.emit(f"{full} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                  f"{tile.type_text(pad=kind)}", depth)
+        self.emit(f"pto.tfillpad ins({clipped} : {tile.type_text(dynamic=True, pad=kind)}) "
+                  f"outs({full} : {tile.type_text(pad=kind)})", depth)
 
     def store(self, i: Inst, depth) -> None:
         tensor, *offs = i.outs
@@ -330,6 +311,9 @@ class _Printer:
             return
         if op == "tload":
             self.load(i, depth)
+            return
+        if op == "tfillpad":
+            self.fill_pad(i, depth)
             return
         if op == "tstore":
             self.store(i, depth)

@@ -806,8 +806,10 @@ class _Parser:
         ins, outs, inner, attrs = self.operands(rest, op)
         name = op[len("pto."):]
         attrs = {**inner, **self.attrs(attrs)}
-        if name == "tfillpad":
-            return                      # part of the load before it (printer.load)
+        if name == "tfillpad":          # from the load's window into the whole tile
+            tile = self.value(outs[0], scope)
+            out.append(Inst("tfillpad", [tile], [tile]))
+            return
         if name == "texpands" and outs and re.search(r"\.h\d+$", outs[0]) and ins and \
                 ins[0] in scope.consts:
             tile = self.value(outs[0], scope)     # bytes or bfloat16 through an i16 view
@@ -826,9 +828,10 @@ class _Parser:
             tensor, offsets = self.partition(ins, outs, scope)
             tile = self.value(outs[0], scope)
             kind = scope.pads.get(outs[0], printer.PAD_ZERO)
-            if kind == printer.PAD_NULL and out and out[-1].op == "texpands" and \
-                    out[-1].outs == [tile] and not out[-1].ins:
-                attrs["pad"] = out.pop().attrs["value"]   # filled first: any pad value
+            fill = next((i for i in reversed(out) if isinstance(i, Inst) and i.outs == [tile]
+                         and i.op == "texpands" and not i.ins), None)
+            if kind == printer.PAD_NULL and fill is not None:
+                attrs["pad"] = fill.attrs["value"]       # filled first (lower._tile_load)
             else:
                 attrs["pad"] = _pad_value(kind, tile.dtype)
             out.append(Inst("tload", [tensor, *offsets], [tile], attrs))

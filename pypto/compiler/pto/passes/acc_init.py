@@ -15,7 +15,7 @@ by what comes next:
 """
 from __future__ import annotations
 
-from ...errors import CompilationError
+from ...errors import CompilationError, NotOnChip
 from ....language import dtypes as dt
 from ..isa import tile_extent
 from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
@@ -51,9 +51,9 @@ class _Rewriter:
         """Make what ``fill`` did (it stood at ``body[at]``) happen otherwise."""
         acc = fill.outs[0]
         if fill.ins or fill.attrs.get("value") != 0:
-            raise CompilationError(
+            raise NotOnChip(
                 "on A2/A3 an accumulator (L0C) can start only from zeros: start it with "
-                "pl.zeros and add the constant to the result instead")
+                "pl.zeros and add the constant to the result instead", fill.attrs.get("_loc"))
         k = next((j for j in range(at, len(body)) if _touches(body[j], acc)), None)
         first = body[k] if k is not None else None
         if isinstance(first, Inst) and first.op == "tmatmul.acc" and first.outs[0] is acc:
