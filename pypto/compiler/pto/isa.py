@@ -126,6 +126,8 @@ def accesses(inst, target) -> list[tuple[str, tuple]]:
     """[("r" | "w", (buffer, start, end))] for every tile or tensor the instruction touches."""
     if inst.op == "tstore":
         reads, writes = inst.ins, inst.outs[:1]
+    elif inst.op == "tfillpad":      # its tensor and offsets only say which window was loaded
+        reads, writes = inst.outs, inst.outs
     else:
         reads, writes = inst.ins, inst.outs
     out = []

@@ -177,8 +177,8 @@ class _Lowering:
             prefill = {"value": pad, "_prefill": True, "_loc": hints.get("_loc")}
             out.append(Inst("texpands", [], [tile], prefill))
         out.append(Inst("tload", [tensor, *offsets], [tile], {"pad": pad, **hints}))
-        if kind is not None:
-            out.append(Inst("tfillpad", [tile], [tile], dict(hints)))
+        if kind is not None:     # the window again: the chip pads what this load left out
+            out.append(Inst("tfillpad", [tensor, *offsets], [tile], {"pad": pad, **hints}))
 
     def _tile_store(self, op, out):
         *tensor_and_offsets, src = [self.get(v) for v in op.operands]

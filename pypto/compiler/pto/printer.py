@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...language import dtypes as dt
-from ..errors import InternalError, NotOnChip
+from ..errors import NotOnChip
 from .isa import (CROSS_CORE_OPS, PAD_MAX, PAD_MIN, PAD_NULL, PAD_ZERO, SYNC_OPS,  # noqa: F401
                   pad_kind)
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
@@ -89,7 +89,6 @@ class _Printer:
         p = self.p
         self.lines, self.consts, self.const_lines, self.n = [], {}, [], 0
         self.extents: dict[tuple, str] = {}
-        self.windows: dict[str, tuple] = {}    # tile → (its last load's window, pad field)
         self.part = kind
         args = []
         for a in p.params:
@@ -244,17 +243,18 @@ class _Printer:
         kind = (pad_kind(i.attrs["pad"], tile.dtype) if tile.loc == "vec" else None) or PAD_NULL
         pv, ty, sizes = self.partition(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
-        self.windows[tile.name] = (clipped, kind)
         self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
                   f"{tile.type_text(dynamic=True, pad=kind)})", depth)
 
     def fill_pad(self, i: Inst, depth) -> None:
-        """``tfillpad``: from the window the last load of the tile read, into the whole tile,
-        seen with the pad value it fills in."""
+        """``tfillpad``: the tile past the window its load read (clipped again from the same
+        offsets, so a double-buffered loop pads each iteration's own window), filled with
+        the pad value: the whole tile seen with that pad field."""
+        tensor, *offs = i.ins
         tile = i.outs[0]
-        if tile.name not in self.windows or self.windows[tile.name][1] == PAD_NULL:
-            raise InternalError(f"tfillpad of {tile.name} follows no load with a pad value")
-        clipped, kind = self.windows[tile.name]
+        kind = pad_kind(i.attrs["pad"], tile.dtype)
+        pv, _, sizes = self.partition(tensor, offs, tile, depth)
+        clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
         full = f"{clipped}f"
         self.emit(f"{full} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
                   f"{tile.type_text(pad=kind)}", depth)

@@ -806,9 +806,14 @@ class _Parser:
         ins, outs, inner, attrs = self.operands(rest, op)
         name = op[len("pto."):]
         attrs = {**inner, **self.attrs(attrs)}
-        if name == "tfillpad":          # from the load's window into the whole tile
+        if name == "tfillpad":          # the window a load read, again (printer.fill_pad)
+            window = re.fullmatch(r"%[^.]+\.(pv\d+)", ins[0]) if ins else None
+            if window is None or f"%{window.group(1)}" not in scope.partitions:
+                raise self.error("tfillpad pads the window of a pto.partition_view")
+            tensor, offsets = scope.partitions[f"%{window.group(1)}"]
             tile = self.value(outs[0], scope)
-            out.append(Inst("tfillpad", [tile], [tile]))
+            pad = _pad_value(scope.pads.get(ins[0], printer.PAD_ZERO), tile.dtype)
+            out.append(Inst("tfillpad", [tensor, *offsets], [tile], {"pad": pad}))
             return
         if name == "texpands" and outs and re.search(r"\.h\d+$", outs[0]) and ins and \
                 ins[0] in scope.consts:
