@@ -44,9 +44,11 @@ SCRIPTS = {
 # What a tutorial must show besides its table (the .pto lines and errors it teaches)
 SHOWS = {
     "tutorials/05_multicore_barrier.py": [
-        "pto.barrier #pto.pipe<PIPE_ALL>", "pto.syncall", "pto.sync.set[<PIPE_MTE3>, 0]",
-        "pto.sync.wait[<PIPE_S>, 0]", "without pl.barrier()", "more blocks than the 48 cores",
-        "deadlocked"],
+        "pto.barrier #pto.pipe<PIPE_ALL>",
+        "pto.sync.set #pto.pipe<PIPE_MTE3>, 14 {ffts_mode = 0 : i32}",
+        "pto.sync.wait #pto.pipe<PIPE_MTE3>, 14", "without pl.barrier()",
+        "refused at compile time", "A2/A3 has no flag from one block to another",
+        "more blocks than the 48 cores", "deadlocked"],
     "tutorials/06_double_buffering.py": [
         "bit-identical", "_pong", "set_flag  MTE2 -> V", "wait_flag V -> MTE2",
         "L1 used 40 KiB -> 72 KiB", "is read before pl.synchronize()"],

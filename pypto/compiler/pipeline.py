@@ -19,7 +19,7 @@ from .pto.printer import print_program
 from .pto.passes.double_buffer import double_buffer
 from .pto.passes.hazards import check_program
 from .pto.passes.acc_init import init_accumulators
-from .pto.passes.fillpad import place_fillpads
+from .pto.passes.fillpad import pad_loads
 from .pto.passes.split import split_cube_vector
 from .pto.passes.sync import insert_sync
 
@@ -37,7 +37,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     module = run_pipeline(module)
     program = lower_to_pto(module, tensor_specs)
     program = double_buffer(split_cube_vector(program))
-    program = place_fillpads(init_accumulators(program), auto_sync)
+    program = pad_loads(init_accumulators(program), auto_sync)
     if auto_sync:
         program = insert_sync(program)
     if pto_override is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..elementwise import BINARY, UNARY
 from ..errors import InternalError, NotOnChip
 from ..ir import Block, Module, Value
-from .isa import TMP_OPS, pad_kind
+from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
                       view2d)
 
@@ -162,24 +162,6 @@ class _Lowering:
     def _pto_pipe_barrier(self, op, out):
         out.append(Inst("barrier", [], [], dict(op.attrs)))
 
-    def _tile_load(self, op, out):
-        """TLOAD writes the window's valid region only. Past it a UB tile gets the load's pad
-        value from ``tfillpad`` (which the pipes order after the load like any V instruction)
-        where the hardware has that value (0, ±max); otherwise, and always in L1 (which has no
-        TFILLPAD), the tile is filled with the value first (``_prefill``: the host's own load
-        pads, so the host skips it)."""
-        tensor, *offsets = [self.get(v) for v in op.operands]
-        tile = self.tile(op.result)
-        pad = op.attrs["padding"]
-        hints = _host_hints(op)
-        kind = pad_kind(pad, tile.dtype) if tile.loc == "vec" else None
-        if kind is None:
-            prefill = {"value": pad, "_prefill": True, "_loc": hints.get("_loc")}
-            out.append(Inst("texpands", [], [tile], prefill))
-        out.append(Inst("tload", [tensor, *offsets], [tile], {"pad": pad, **hints}))
-        if kind is not None:     # the window again: the chip pads what this load left out
-            out.append(Inst("tfillpad", [tensor, *offsets], [tile], {"pad": pad, **hints}))
-
     def _tile_store(self, op, out):
         *tensor_and_offsets, src = [self.get(v) for v in op.operands]
         attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
@@ -259,6 +241,7 @@ def _cast_rule(op):
 
 # Tile IR op → (PTO opcode, attributes), for ops that map one to one onto an instruction.
 TILE_TO_PTO = {
+    "tile.load": lambda op: ("tload", {"pad": op.attrs["padding"]}),
     "tile.full": lambda op: ("texpands", {} if op.operands else {"value": op.attrs["value"]}),
     "tile.arange": lambda op: ("tci", {"start": op.attrs["start"]}),
     "tile.unary": _unary_rule,
