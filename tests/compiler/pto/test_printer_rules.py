@@ -1,0 +1,80 @@
+"""The A2/A3 forms the printer writes, one rule each (docs/pto.md). Every one of these printed
+something PTOAS rejects before (test_conformance.py checks the whole corpus with the real
+assembler when it is installed; these need no assembler)."""
+import re
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+
+
+@pypto.jit
+def rows(x, out, R: pl.constexpr, C: pl.constexpr):
+    pid = pl.program_id(0)
+    t = pl.load(x, offsets=(pid * R, 0), shape=(R, C), padding=float("-inf"))
+    pl.store(out, offsets=(pid * R, 0), value=t - pl.max(t, axis=1, keepdims=True))
+
+
+@pypto.jit
+def grid2d(x, out, B: pl.constexpr):
+    i, j = pl.program_id(0), pl.program_id(1)
+    pl.store(out, offsets=(j * B, i * B), value=pl.load(x, offsets=(j * B, i * B),
+                                                          shape=(B, B)) * pl.num_programs(1))
+
+
+@pypto.jit
+def bits(x, out, B: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(B,))
+    pl.store(out, offsets=(0,), value=(t & 0xF0F) | (t ^ 3))
+
+
+@pypto.jit
+def mm(a, b, c, K, BK: pl.constexpr):
+    acc = pl.zeros((32, 32), dtype=pl.float32)
+    for k in range(0, K, BK):
+        acc = pl.matmul(pl.load(a, offsets=(0, k), shape=(32, BK)),
+                        pl.load(b, offsets=(k, 0), shape=(BK, 32)), acc=acc)
+    pl.store(c, offsets=(0, 0), value=acc)
+
+
+def _pto(kernel, *args, **kw) -> str:
+    return pypto.jit(kernel.fn).compile(*args, **kw).asm["pto"]
+
+
+def test_an_edge_window_is_a_clipped_partition_with_a_valid_region_and_its_padding():
+    x = np.zeros((37, 100), np.float32)           # 100 columns in 128-wide tiles
+    text = _pto(rows, x, x, R=8, C=128)
+    assert re.search(r"%pv1\.v1 = arith\.minsi %pv1\.m1, %c128_index : index", text)
+    assert "sizes = [%pv1.v0, %pv1.v1] : !pto.tensor_view<?x?xf32> -> " \
+           "!pto.partition_tensor_view<?x?xf32>" in text
+    assert re.search(r"valid_row = %pv1\.v0 valid_col = %pv1\.v1 : !pto\.tile_buf<loc=vec, "
+                     r"dtype=f32, rows=8, cols=128, v_row=\?, v_col=\?.*pad=3>", text)  # -inf
+    fill, wait = text.index("pto.tfillpad"), text.index("pto.wait_flag[<PIPE_MTE2>, <PIPE_V>")
+    assert wait < fill < text.index("pto.trowmax")  # padded after the load, before its use
+    assert "i64" not in text.split("pto.make_tensor_view")[1].split("\n")[0]   # index views
+    assert "trowmax ins(%vec" in text and re.search(r"trowmax ins\(%\w+, %\w+ :", text)  # tmp
+
+
+def test_a_two_dimensional_grid_is_one_linear_block_index():
+    x = np.zeros((64, 64), np.float32)
+    text = _pto(grid2d, x, x, B=32)
+    assert "%pypto_grid0: i64, %pypto_grid1: i64" in text
+    assert text.count("pto.get_block_idx") == 2 and "{dim" not in text
+    assert re.search(r"= arith\.remsi %\w+\.b, %pypto_grid0 : i64", text)        # axis 0
+    assert re.search(r"= arith\.remsi %\w+\.q, %pypto_grid1 : i64", text)        # axis 1
+
+
+def test_int32_bitwise_ops_run_on_i16_views():
+    x = np.zeros(64, np.int32)
+    text = _pto(bits, x, x, B=64)
+    ops = [ln for ln in text.splitlines() if re.search(r"pto\.t(and|or|xor)s? ", ln)]
+    assert ops and all("dtype=i16" in ln and "dtype=i32" not in ln for ln in ops)
+    assert "pto.tands" not in text and "pto.txors" not in text     # scalars became tiles
+
+
+def test_an_accumulator_is_never_filled():
+    a = np.zeros((32, 64), np.float16)
+    text = _pto(mm, a, a.T.copy(), np.zeros((32, 32), np.float32), 64, BK=32)
+    assert not re.search(r"pto\.texpands .*outs\(%\w+ : !pto\.tile_buf<loc=acc", text)
+    assert "pto.tmatmul ins(" in text and "pto.tmatmul.acc ins(" in text
