@@ -319,20 +319,23 @@ def _split_broadcast(op: Op):
                          {"shape": op.result.type.shape})
 
 
-def _legalize_block(block: Block, root: Block) -> bool:
+def rewrite_block(block: Block, root: Block, rule) -> bool:
+    """Replace every op for which ``rule(op)`` gives (new ops, value) by those ops (nested
+    blocks first), the value taking over the op's uses (None: the op had no result)."""
     changed = False
     out = []
     for op in block.ops:
         for b in op.blocks:
-            changed |= _legalize_block(b, root)
-        replacement = _legalize_op(op)
+            changed |= rewrite_block(b, root, rule)
+        replacement = rule(op)
         if replacement is None:
             out.append(op)
             continue
         new_ops, value = replacement
         out.extend(new_ops)
-        replace_uses(root, op.result, value)
-        value.hint = value.hint or op.result.hint
+        if value is not None:
+            replace_uses(root, op.result, value)
+            value.hint = value.hint or op.result.hint
         changed = True
     block.ops[:] = out
     return changed
@@ -340,6 +343,6 @@ def _legalize_block(block: Block, root: Block) -> bool:
 
 def legalize(module: Module) -> Module:
     body = module.kernel.body
-    while _legalize_block(body, body):   # rules may emit ops that need rules (gelu → tanh)
+    while rewrite_block(body, body, _legalize_op):   # rules may emit ops that need rules
         pass
     return module

@@ -22,8 +22,8 @@ import numpy as np
 
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
-from ..ir import Block, Module, Op, ScalarType, TileType, replace_uses
-from .legalize import Emitter
+from ..ir import Module, Op, ScalarType, TileType
+from .legalize import Emitter, rewrite_block
 
 _I16, _I32, _F16, _F32, _I8 = dt.int16, dt.int32, dt.float16, dt.float32, dt.int8
 _ARITH = (_I16, _I32, _F16, _F32)
@@ -272,29 +272,9 @@ RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
          "tile.store": _store}
 
 
-def _block(block: Block, root: Block) -> bool:
-    changed = False
-    out = []
-    for op in block.ops:
-        for b in op.blocks:
-            changed |= _block(b, root)
-        rule = RULES.get(op.name)
-        replacement = rule(op) if rule is not None else None
-        if replacement is None:
-            out.append(op)
-            continue
-        new_ops, value = replacement
-        out.extend(new_ops)
-        if value is not None:
-            replace_uses(root, op.result, value)
-            value.hint = value.hint or op.result.hint
-        changed = True
-    block.ops[:] = out
-    return changed
-
-
 def legalize_types(module: Module) -> Module:
     body = module.kernel.body
-    while _block(body, body):          # a widened op's casts may need rules of their own
+    while rewrite_block(body, body, lambda op: RULES[op.name](op) if op.name in RULES
+                        else None):    # a widened op's casts may need rules of their own
         pass
     return module

@@ -146,3 +146,18 @@ def conflicts(a: tuple, b: tuple) -> bool:
     """Do two (kind, extent) accesses form a hazard (same bytes, at least one write)?"""
     (ka, (buf_a, s_a, e_a)), (kb, (buf_b, s_b, e_b)) = a, b
     return (ka == "w" or kb == "w") and buf_a == buf_b and s_a < e_b and s_b < e_a
+
+
+def place_above(program, tile: Tile, overflow) -> Tile:
+    """``tile`` placed above everything its buffer holds so far (a pass adding a buffer after
+    memory planning), and added to the program; ``overflow(end)`` makes the error when the
+    buffer is too small."""
+    target = program.target
+    used = max([tile_extent(t, target)[2] for t in program.tiles if t.loc == tile.loc] + [0])
+    tile.addr = -(-used // target.alignment) * target.alignment
+    end = tile_extent(tile, target)[2]
+    if end > target.buffers[tile.loc]:
+        raise overflow(end)
+    program.tiles.append(tile)
+    program.buffer_bytes[tile.loc] = max(program.buffer_bytes.get(tile.loc, 0), end)
+    return tile

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ...errors import CompilationError, NotOnChip
 from ....language import dtypes as dt
-from ..isa import tile_extent
+from ..isa import place_above
 from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
 
 
@@ -107,18 +107,11 @@ class _Rewriter:
 
     def fresh(self, loc, dtype, rows, cols) -> Tile:
         target = self.p.target
-        used = max([tile_extent(t, target)[2] for t in self.p.tiles if t.loc == loc] + [0])
-        addr = -(-used // target.alignment) * target.alignment
-        tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, addr, rows, cols)
-        end = tile_extent(tile, target)[2]
-        if end > target.buffers[loc]:
-            raise CompilationError(
-                f"zeroing a {rows}x{cols} accumulator needs {end - addr} more bytes of {loc} "
-                f"than {target.name} has left ({target.buffers[loc] - addr}); use smaller "
-                f"tiles or start the accumulator with the first matmul")
-        self.p.tiles.append(tile)
-        self.p.buffer_bytes[loc] = max(self.p.buffer_bytes.get(loc, 0), end)
-        return tile
+        tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, 0, rows, cols)
+        return place_above(self.p, tile, lambda end: CompilationError(
+            f"zeroing a {rows}x{cols} accumulator needs {end} bytes of {loc}, but "
+            f"{target.name} has {target.buffers[loc]}; use smaller tiles or start the "
+            f"accumulator with the first matmul"))
 
 
 def _overwrite(mm: Inst) -> None:

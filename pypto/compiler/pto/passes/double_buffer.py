@@ -24,7 +24,7 @@ import itertools
 import threading
 
 from ...errors import CompilationError
-from ..isa import is_scalar, tile_extent
+from ..isa import is_scalar, place_above, tile_extent
 from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
 from ....language import dtypes as dt
 
@@ -104,20 +104,12 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
 
 def _fresh_tile(program: Program, like: Tile) -> Tile:
     target = program.target
-    loc = like.loc
-    used = max([tile_extent(t, target)[2] for t in program.tiles if t.loc == loc] + [0])
-    addr = -(-used // target.alignment) * target.alignment
-    tile = Tile(f"{like.name}_pong{_next()}", loc, like.dtype, like.rows, like.cols, addr,
+    tile = Tile(f"{like.name}_pong{_next()}", like.loc, like.dtype, like.rows, like.cols, 0,
                 like.v_row, like.v_col, like.pad)
-    end = tile_extent(tile, target)[2]
-    if end > target.buffers[loc]:
-        raise CompilationError(
-            f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
-            f"{like.dtype} buffer in {loc}: {end} bytes in all, but {target.name} has "
-            f"{target.buffers[loc]}. Use smaller tiles or num_stages=1.")
-    program.tiles.append(tile)
-    program.buffer_bytes[loc] = max(program.buffer_bytes.get(loc, 0), end)
-    return tile
+    return place_above(program, tile, lambda end: CompilationError(
+        f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
+        f"{like.dtype} buffer in {like.loc}: {end} bytes in all, but {target.name} has "
+        f"{target.buffers[like.loc]}. Use smaller tiles or num_stages=1."))
 
 
 def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
