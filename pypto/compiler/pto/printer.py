@@ -21,8 +21,7 @@ import numpy as np
 
 from ...language import dtypes as dt
 from ..errors import NotOnChip
-from .isa import (CROSS_CORE_OPS, PAD_MAX, PAD_MIN, PAD_NULL, PAD_ZERO, SYNC_OPS,  # noqa: F401
-                  pad_kind)
+from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
@@ -35,7 +34,16 @@ _COLUMN_NATIVE = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "tr
                   "trowexpandsub", "trowexpandmul", "trowexpanddiv", "trowexpandmax",
                   "trowexpandmin", "tload", "tstore")
 # attributes that the dialect wants inside ``ins(...)``, after the first operand
-_BIT_OPS = ("tand", "tor", "txor", "tnot")
+
+
+def _on_halves(op: str, dtype) -> bool:
+    """Does this bitwise op run on i16 views (``_Printer.in_halves``)? A2/A3 takes 8/16-bit
+    tiles (``tnot``: 16-bit only): int32 ops, and a mask's ``tnot``."""
+    if op not in ("tand", "tor", "txor", "tnot"):
+        return False
+    return dtype.bits == 32 if dtype != dt.bool_ else op == "tnot"
+
+
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
 FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
@@ -342,8 +350,7 @@ class _Printer:
             r0, c0 = i.attrs["starts"]
             ins += [(self.const(r0, "index"), "index"), (self.const(c0, "index"), "index")]
             del attrs["starts"]
-        if op in _BIT_OPS and (i.outs[0].dtype == dt.bool_ or i.outs[0].dtype.bits == 32) \
-                and (op == "tnot" or i.outs[0].dtype != dt.bool_):
+        if _on_halves(op, i.outs[0].dtype):
             self.in_halves(i, depth)
             return
         if op == "tmov" and attrs.pop("transpose", False):

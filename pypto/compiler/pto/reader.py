@@ -36,6 +36,7 @@ from ...backends.ascend.targets import TARGETS
 from ...language import dtypes as dt
 from . import printer
 from ..errors import CompilationError, SourceLoc
+from . import isa
 from .isa import SYNC_OPS, TMP_OPS, tile_extent
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
                       walk_insts)
@@ -210,12 +211,12 @@ def _base(name: str) -> str:
 
 def _pad_value(kind: int, dtype: dt.dtype):
     """The value a tile's pad field produces (printer.pad_kind's inverse)."""
-    if kind == printer.PAD_ZERO or dtype == dt.bool_:
+    if kind == isa.PAD_ZERO or dtype == dt.bool_:
         return 0
     if dtype.is_floating:
-        return math.inf if kind == printer.PAD_MAX else -math.inf
+        return math.inf if kind == isa.PAD_MAX else -math.inf
     info = np.iinfo(dtype.to_numpy())
-    return int(info.max if kind == printer.PAD_MAX else info.min)
+    return int(info.max if kind == isa.PAD_MAX else info.min)
 
 
 def _const_value(text: str, ty: str):
@@ -812,7 +813,7 @@ class _Parser:
                 raise self.error("tfillpad pads the window of a pto.partition_view")
             tensor, offsets = scope.partitions[f"%{window.group(1)}"]
             tile = self.value(outs[0], scope)
-            pad = _pad_value(scope.pads.get(ins[0], printer.PAD_ZERO), tile.dtype)
+            pad = _pad_value(scope.pads.get(ins[0], isa.PAD_ZERO), tile.dtype)
             out.append(Inst("tfillpad", [tensor, *offsets], [tile], {"pad": pad}))
             return
         if name == "texpands" and outs and re.search(r"\.h\d+$", outs[0]) and ins and \
@@ -832,10 +833,10 @@ class _Parser:
         if name == "tload":
             tensor, offsets = self.partition(ins, outs, scope)
             tile = self.value(outs[0], scope)
-            kind = scope.pads.get(outs[0], printer.PAD_ZERO)
+            kind = scope.pads.get(outs[0], isa.PAD_ZERO)
             fill = next((i for i in reversed(out) if isinstance(i, Inst) and i.outs == [tile]
                          and i.op == "texpands" and not i.ins), None)
-            if kind == printer.PAD_NULL and fill is not None:
+            if kind == isa.PAD_NULL and fill is not None:
                 attrs["pad"] = fill.attrs["value"]       # filled first (lower._tile_load)
             else:
                 attrs["pad"] = _pad_value(kind, tile.dtype)

@@ -4,8 +4,8 @@ assembler must accept (tests/compiler/pto/test_conformance.py checks each one wi
 
 Every :class:`Entry` is a name, a zero-argument callable that compiles one specialisation of a
 kernel (``kernel.compile(...)`` with small numpy arrays, nothing is launched) and returns its
-``asm["pto"]``, and ``covers``: space-separated tags saying what the kernel exercises (the
-families in :data:`FAMILIES` must each be covered by some entry).
+``asm["pto"]``, and ``covers``: space-separated tags saying what the kernel exercises (test_conformance.py's
+``REQUIRED_TAGS`` must each be covered by some entry).
 
 The corpus holds every tutorial kernel (tutorials/*.py, imported as modules: their ``main()``
 runs only under ``__main__``), every benchmark kernel (benchmarks/*.py), kernels of the test
@@ -43,35 +43,12 @@ TARGETS = ("ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4")
 class Entry:
     name: str                   # unique; the file is <name>.pto
     build: Callable[[], str]    # compiles one specialisation, returns its .pto text
-    covers: str                 # space-separated tags (see FAMILIES)
+    covers: str                 # space-separated tags (test_conformance.REQUIRED_TAGS)
     refused: str = ""           # the NPU target refuses it: part of the NotOnChip message
 
     @property
     def tags(self) -> set[str]:
         return set(self.covers.split())
-
-
-# What the corpus must cover: every tag here must appear on some entry (test_conformance checks).
-FAMILIES = {
-    # where the kernels come from
-    "tutorial", "benchmark", "testsuite",
-    # op families
-    "unary", "binary-tt", "binary-ts", "compare", "where", "cast", "reduce-sum", "reduce-max",
-    "reduce-min", "reduce-prod", "reduce-axis0", "reduce-axis1", "broadcast", "reshape",
-    "transpose", "slice", "concat", "arange", "full", "zeros",
-    # dtypes
-    "f32", "f16", "bf16", "i32", "i16", "i8",
-    # control flow
-    "for-scalar-iter", "for-tile-iter", "if-else", "while", "num-stages", "static-range",
-    # sync
-    "barrier", "signal-wait", "manual-sync", "async-load", "atomic",
-    # cube
-    "matmul-f16", "matmul-f32", "matmul-i8", "matmul-bf16", "k-loop", "mixed",
-    # shapes and grids
-    "tail-rows", "tail-cols", "grid-1d", "grid-2d", "grid-3d", "num-programs", "dynamic",
-    # targets
-    "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4",
-}
 
 
 # -- loading the tutorials, benchmarks and test modules -------------------------------------------

@@ -183,7 +183,6 @@ def test_corpus_is_large_and_covers_every_family():
     assert len(set(NAMES)) == len(NAMES)
     tags = corpus.covered()
     assert not REQUIRED_TAGS - tags, f"no corpus kernel covers {sorted(REQUIRED_TAGS - tags)}"
-    assert not corpus.FAMILIES - tags
     for entry in corpus.CORPUS:
         assert entry.covers.strip(), f"{entry.name} has no covers tags"
 
