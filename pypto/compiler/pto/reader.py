@@ -820,13 +820,12 @@ class _Parser:
                 ins[0] in scope.consts:
             tile = self.value(outs[0], scope)     # bytes or bfloat16 through an i16 view
             half = scope.consts[ins[0]][0] & 0xFFFF
+            byte = half & 0xFF
             if tile.dtype == dt.bfloat16:
                 value = float(np.array(half, np.uint16).view(tile.dtype.to_numpy()))
-            elif tile.dtype == dt.bool_ or tile.dtype.itemsize == 1 and half == 0xFFFF:
-                value = half != 0 if tile.dtype == dt.bool_ else (-1 if tile.dtype.is_signed
-                                                                   else 255)
+            elif tile.dtype == dt.bool_:
+                value = half != 0
             else:
-                byte = half & 0xFF
                 value = byte - 256 if tile.dtype.is_signed and byte >= 128 else byte
             out.append(Inst("texpands", [], [tile], {"value": value}))
             return
