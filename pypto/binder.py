@@ -88,7 +88,7 @@ def make_launcher(jitfn, slow_path):
     signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
     key = ", ".join(_param_key(n, jitfn) for n in names)
     env_key = ", ".join(f"_env.get({ENV_KEY(v.name)!r})" for v in envs.registry().values()
-                        if v.changes_code or v is envs.PYPTO_INTERPRET) + ", _target.get('name')"
+                        if v.changes_code or v in (envs.PYPTO_INTERPRET, envs.PYPTO_ENGINE)) + ", _target.get('name')"
     call_args = ", ".join(names)
     kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
     source = f"""

@@ -57,6 +57,16 @@ PYPTO_PTOAS = register("PYPTO_PTOAS", "", False,
                       "lowers its .pto with it (compiled.asm['cpp']; the assembler's identity "
                       "is in the cache key)")
 
+PYPTO_ENGINE = register("PYPTO_ENGINE", "native", False,
+                        "which engine runs compiled kernels: native (PyPTO's own host code, "
+                        "the default) or pto-isa (the .pto through ptoas into pto-isa's CPU "
+                        "simulator); @pypto.jit(engine=...) overrides it per kernel")
+PTO_ISA_ROOT = register("PTO_ISA_ROOT", "", False,
+                        "pto-isa's headers (the directory holding pto/pto-inst.hpp, or the "
+                        "checkout) for the pto-isa engine; default: $PTO_ORACLE/include")
+PYPTO_CXX = register("PYPTO_CXX", "", False,
+                     "C++ compiler for the pto-isa engine; default clang++-19, then clang++")
+
 PYPTO_VERIFY_PTO = register("PYPTO_VERIFY_PTO", "", False,
                             "1: after each compile, parse the printed .pto back and check that "
                             "it prints identically (the test suite sets it)")

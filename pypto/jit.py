@@ -79,11 +79,22 @@ class CompiledKernel:
         self.entry = signature(self._object.address(f"{metadata['name']}_py"))
 
 
+ENGINES = ("native", "pto-isa")
+
+
+def _check_engine(engine, where: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"{where}: engine must be one of {', '.join(map(repr, ENGINES))}, "
+                         f"got {engine!r}")
+    return engine
+
+
 class JITFunction:
     def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-                 auto_sync=True):
+                 auto_sync=True, engine=None):
         self.fn = fn
         self.auto_sync = bool(auto_sync)
+        self.engine = engine and _check_engine(engine, f"@pypto.jit({fn.__name__})")
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
@@ -166,7 +177,10 @@ class JITFunction:
             if not compiler_frames_wanted():
                 raise e.with_traceback(None) from None   # the user's frames, not ours
             raise
-        caller = self._caller(kernel, target)
+        if self._engine() == "pto-isa":
+            caller = self._simulator_caller(kernel, target)
+        else:
+            caller = self._caller(kernel, target)
         key = self._key(*args, **kwargs)
         if not any(isinstance(part, NoFastPath) for part in key):
             self._fast[key] = caller
@@ -178,6 +192,36 @@ class JITFunction:
             normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
             caller = make_caller(self, kernel, kernel.runtime_params, normalise)
             kernel.caller = caller
+        return caller
+
+    def _engine(self) -> str:
+        """This kernel's engine: its own ``engine=``, else ``PYPTO_ENGINE``."""
+        return self.engine or _check_engine(envs.PYPTO_ENGINE.get() or "native", "PYPTO_ENGINE")
+
+    def _simulator_caller(self, kernel, target):
+        """The call through pto-isa's CPU simulator (``backends/ptoisa``), built on first use."""
+        caller = getattr(kernel, "simulator_caller", None)
+        if caller is not None:
+            return caller
+        from .backends.ptoisa.engine import load
+        simulated = load(kernel, kernel.cache_key)
+        written = kernel.metadata["written_tensors"]
+
+        def caller(grid, *values):
+            bound = {n: _normalise_arg(self.__name__, n, v) if n not in self.constexprs else v
+                     for n, v in zip(self.arg_names, values)}
+            grid = self._grid(grid, bound, kernel.metadata, target)
+            for name in written:
+                if not bound[name].flags.writeable:
+                    raise ValueError(f"{self.__name__}(): argument '{name}' is stored to but "
+                                     "is a read-only array")
+            args = {n: bound[n] for n, _, _ in kernel.runtime_params}
+            t0 = time.perf_counter()
+            simulated.launch(grid, args)
+            if profile.ACTIVE:
+                profile.record_compiled(kernel, grid, list(args.values()), t0, "pto-isa")
+
+        kernel.simulator_caller = caller
         return caller
 
     def _interpret(self, grid, bound):
@@ -272,7 +316,7 @@ class JITFunction:
         lock = disk.lock(key) if disk is not None else None
         if lock is None:      # no usable cache directory: compile in memory only
             files = self._compile(spec_args, tensor_specs, target, opt, override)
-            return _kernel_from_files(files, runtime_params)
+            return _kernel_from_files(files, runtime_params, key)
         files = disk.get(key, REQUIRED_FILES)
         if files is None:
             with lock:
@@ -280,7 +324,7 @@ class JITFunction:
                 if files is None:
                     files = self._compile(spec_args, tensor_specs, target, opt, override)
                     disk.put(key, files)
-        return _kernel_from_files(files, runtime_params)
+        return _kernel_from_files(files, runtime_params, key)
 
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         import json
@@ -372,12 +416,14 @@ def _dynamic_dims(dynamic, arg_names) -> dict:
     return out
 
 
-def _kernel_from_files(files: dict, runtime_params) -> CompiledKernel:
+def _kernel_from_files(files: dict, runtime_params, key: str) -> CompiledKernel:
     import json
     metadata = json.loads(files["metadata.json"])
     asm = {name[:-4]: data.decode() for name, data in files.items() if name.endswith(".txt")}
     asm["obj"] = files["kernel.o"]
-    return CompiledKernel(asm, metadata, runtime_params)
+    kernel = CompiledKernel(asm, metadata, runtime_params)
+    kernel.cache_key = key            # the pto-isa engine's key extends it
+    return kernel
 
 
 def _hashable(v):
@@ -423,7 +469,7 @@ def _normalise_arg(fn_name: str, name: str, value):
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-        auto_sync=True):
+        auto_sync=True, engine=None):
     """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it.
 
     ``do_not_specialize`` lists int parameters whose value must not split the cache (== 1,
@@ -431,8 +477,11 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     are read at run time, so one binary serves every size of those dimensions.
     ``auto_sync=False`` is the advanced mode: the compiler inserts no pipe flags, the kernel
     orders its pipes itself with ``pl.set_flag``/``pl.wait_flag``/``pl.pipe_barrier``, and the
-    hazard checker rejects it with the racing instructions named if it missed one."""
+    hazard checker rejects it with the racing instructions named if it missed one.
+    ``engine="pto-isa"`` runs the kernel's ``.pto`` on pto-isa's CPU simulator instead of
+    PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md)."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
-                           opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync)
+                           opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,
+                           engine=engine)
     return wrap(fn) if fn is not None else wrap

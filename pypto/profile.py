@@ -89,7 +89,7 @@ class Launch:
         self.host_time_ms = host_time_ms
         self.kernel = kernel            # CompiledKernel, or None if it could not be compiled
         self.args = args                # runtime parameter name -> TensorSpec | int | float
-        self.mode = mode                # "compiled" or "interpreted"
+        self.mode = mode                # "compiled", "pto-isa" or "interpreted"
         self.error = error              # why there is no model (no compile, model failed)
         self._model = None
 
@@ -147,13 +147,13 @@ def _add(launch: Launch) -> None:
         prof._records.append(launch)
 
 
-def record_compiled(kernel, grid, values, t0):
+def record_compiled(kernel, grid, values, t0, mode="compiled"):
     """Called by the generated launch code after a launch made while ``ACTIVE`` is non-empty:
     ``values`` are the runtime arguments in ``kernel.runtime_params`` order, ``t0`` the
     ``perf_counter()`` taken just before the native call."""
     host_ms = (time.perf_counter() - t0) * 1e3
     args = {name: _arg_spec(v) for (name, _, _), v in zip(kernel.runtime_params, values)}
-    _add(Launch(kernel.metadata["name"], grid, host_ms, kernel, args, "compiled"))
+    _add(Launch(kernel.metadata["name"], grid, host_ms, kernel, args, mode))
 
 
 def record_interpreted(jitfn, bound, grid, host_ms):

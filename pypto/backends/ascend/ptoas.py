@@ -46,9 +46,10 @@ def identity() -> tuple[str, str] | None:
     return None if path is None else (path, _version(path))
 
 
-def lower(pto_text: str) -> str | None:
-    """The C++ of ``pto_text``, or None when no assembler is installed."""
-    path = find()
+def lower(pto_text: str, path: str | None = None) -> str | None:
+    """The C++ of ``pto_text`` (by ``path``, else the configured assembler), or None when no
+    assembler is installed."""
+    path = path or find()
     if path is None:
         return None
     with tempfile.TemporaryDirectory(prefix="pypto-ptoas-") as tmp:

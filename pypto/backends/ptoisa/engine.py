@@ -1,0 +1,198 @@
+"""The pto-isa engine: a compiled kernel's ``.pto`` run by the vendor's own tile library.
+
+``.pto`` → ``ptoas --pto-level=level3`` → pto-isa C++ + the generated host entry
+(``entry.py``) → a shared library built with the CPU simulator's flags against pto-isa's
+headers (``-D__CPU_SIM``; the headers and PyPTO's prelude precompiled once per toolchain) →
+``pypto_run`` over the grid's blocks on host threads, writing into the caller's arrays.
+
+Libraries are cached on disk like native kernels (``compiler/cache.py``: content-addressed,
+atomic, a file lock against duplicate builds) under a key of the native kernel's key, the
+toolchain's identity and the prelude's bytes.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+import os
+import struct
+import subprocess
+import tempfile
+import threading
+
+from ... import envs
+from ...compiler import cache as cache_mod
+from ...compiler.errors import InternalError
+from ..ascend import ptoas
+from ..ascend.codegen import WORKSPACE_ACCS
+from ..ascend.targets import get_target
+from . import entry, toolchain
+
+PRELUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prelude.hpp")
+LIBRARY = "kernel_ptoisa.so"
+BUILD_TIMEOUT_SECONDS = 600
+ERROR_BYTES = 1024
+STATUS_BLOCK_FAILED = 4
+_pch_lock = threading.Lock()
+
+
+class SimulatorError(RuntimeError):
+    """A block failed on pto-isa's CPU simulator (an assertion, an exception, a deadlock)."""
+
+
+def _prelude_digest() -> str:
+    with open(PRELUDE, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _flags(tools: toolchain.Toolchain) -> list[str]:
+    return [tools.cxx, *toolchain.CPU_SIM_FLAGS, "-O2", "-fPIC", "-fvisibility=hidden",
+            "-D__assert_fail=pypto_assert_fail", "-isystem", tools.headers]
+
+
+def _run(cmd: list[str], what: str) -> None:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InternalError(f"pto-isa engine: {what} could not run: {e}") from None
+    if done.returncode != 0:
+        errors = [ln for ln in done.stderr.splitlines() if "error" in ln]
+        raise InternalError(f"pto-isa engine: {what} failed: "
+                            f"{(errors or [done.stderr.strip()[-800:]])[0]}")
+
+
+def precompiled_header(tools: toolchain.Toolchain) -> str:
+    """Path of the prelude's PCH for this toolchain, built once (per cache, else per process)."""
+    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest()))
+    base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
+    try:
+        os.makedirs(base, exist_ok=True)
+    except OSError:
+        base = os.path.join(tempfile.gettempdir(), f"pypto-ptoisa-pch-{os.getpid()}")
+        os.makedirs(base, exist_ok=True)
+    path = os.path.join(base, f"{key}.pch")
+    with _pch_lock:
+        if os.path.exists(path):
+            return path
+        from filelock import FileLock
+        with FileLock(path + ".lock"):
+            if not os.path.exists(path):
+                tmp = f"{path}.{os.getpid()}.tmp"
+                _run(_flags(tools) + ["-x", "c++-header", PRELUDE, "-o", tmp],
+                     "building the precompiled pto-isa headers")
+                os.replace(tmp, path)          # atomic: a reader never sees half a PCH
+    return path
+
+
+def build(cpp: str, tools: toolchain.Toolchain) -> bytes:
+    """The shared library of one translation unit."""
+    pch = precompiled_header(tools)
+    with tempfile.TemporaryDirectory(prefix="pypto-ptoisa-") as tmp:
+        src, out = os.path.join(tmp, "kernel.cpp"), os.path.join(tmp, LIBRARY)
+        with open(src, "w") as f:
+            f.write(cpp)
+        _run(_flags(tools) + ["-include-pch", pch, "-shared", src, "-o", out],
+             "compiling the kernel against pto-isa's CPU simulator")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+class PtoIsaKernel:
+    """One kernel built for pto-isa's CPU simulator, callable like the native one."""
+
+    def __init__(self, library: bytes, plan: list, syncall: bool, cores: int, name: str):
+        self.plan, self.syncall, self.cores, self.name = plan, syncall, cores, name
+        fd, path = tempfile.mkstemp(prefix="pypto-ptoisa-", suffix=".so")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(library)
+            self._lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        finally:
+            os.unlink(path)           # the mapping outlives the name
+        self._run = self._lib.pypto_run
+        self._run.restype = ctypes.c_int
+        self._run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_double,
+                              ctypes.c_char_p, ctypes.c_int64]
+
+    def slots(self, grid: tuple, args: dict) -> ctypes.Array:
+        values = []
+        for s in self.plan:
+            if s.kind == "ptr":
+                values.append(args[s.name].__array_interface__["data"][0])
+            elif s.kind == "dim":
+                values.append(args[s.name].shape[s.index])
+            elif s.kind == "stride":
+                a = args[s.name]
+                values.append(a.strides[s.index] // a.itemsize)
+            elif s.kind == "grid":
+                values.append(grid[s.index] if s.index < len(grid) else 1)
+            elif s.kind == "float":
+                values.append(struct.unpack("<q", struct.pack("<d", float(args[s.name])))[0])
+            else:
+                values.append(int(args[s.name]))
+        return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+    def launch(self, grid: tuple, args: dict) -> None:
+        blocks = math.prod(grid)
+        if self.syncall and blocks > self.cores:
+            raise ValueError(f"{self.name}: grid {grid!r} has more blocks than the {self.cores} "
+                             "cores; a kernel that uses pl.barrier/pl.wait needs every block "
+                             "running at once, so its grid must fit on the cores")
+        threads = blocks if self.syncall else min(blocks, _host_threads())
+        error = ctypes.create_string_buffer(ERROR_BYTES)
+        status = self._run(self.slots(grid, args), blocks, threads,
+                           float(envs.PYPTO_SYNC_TIMEOUT.get()), error, ERROR_BYTES)
+        if status == STATUS_BLOCK_FAILED:
+            raise SimulatorError(f"{self.name}: {error.value.decode(errors='replace')}")
+
+
+def _host_threads() -> int:
+    configured = envs.PYPTO_NUM_THREADS.get()
+    return max(1, int(configured)) if configured.isdigit() else (os.cpu_count() or 1)
+
+
+def load(kernel, native_key: str) -> PtoIsaKernel:
+    """The pto-isa build of a compiled (native) kernel, from the cache or built now."""
+    tools = toolchain.find()
+    key = cache_mod.digest(("ptoisa", native_key, tools.identity(), _prelude_digest()))
+    pto = kernel.asm["pto"]
+    files = _cached(key, lambda: _compile(kernel, pto, tools))
+    cpp = files["kernel.cpp"].decode()
+    funcs = entry.functions(pto, cpp)
+    plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+    target = get_target(kernel.metadata["target"])
+    return PtoIsaKernel(files[LIBRARY], plan, "ffts_mode = 0" in pto,
+                        target.cores_for(kernel.metadata["uses_cube"]), kernel.metadata["name"])
+
+
+def _scalar_kinds(runtime_params) -> dict:
+    return {n: kind for n, kind, _ in runtime_params if kind != "tensor"}
+
+
+def _compile(kernel, pto: str, tools) -> dict:
+    cpp = kernel.asm.get("cpp") or ptoas.lower(pto, tools.ptoas)
+    funcs = entry.functions(pto, cpp)
+    plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+    target = get_target(kernel.metadata["target"])
+    workspace = WORKSPACE_ACCS * target.buffers["acc"]          # as the native engine's slot
+    names = {n for f in funcs for n, _ in f.params if n.startswith(entry.WORKSPACE)}
+    source = entry.source(cpp, funcs, plan, {n: workspace for n in sorted(names)})
+    return {LIBRARY: build(source, tools), "kernel.cpp": source.encode()}
+
+
+def _cached(key: str, make) -> dict:
+    if envs.PYPTO_DISABLE_CACHE.get() not in ("", "0"):
+        return make()
+    disk = cache_mod.DiskCache()
+    lock = disk.lock(key)
+    if lock is None:
+        return make()
+    required = (LIBRARY, "kernel.cpp")
+    files = disk.get(key, required, record=False)
+    if files is None:
+        with lock:
+            files = disk.get(key, required, record=False)
+            if files is None:
+                files = make()
+                disk.put(key, files)
+    return files

@@ -1,0 +1,185 @@
+"""The host entry of a kernel on pto-isa's CPU simulator, generated as C++ beside the code
+``ptoas`` emitted.
+
+``ptoas`` turns each ``func.func`` of the ``.pto`` into ``__global__ AICORE void name(...)``
+with the same parameters in the same order. The entry, ``pypto_run``, calls those functions
+once per block with the simulator's execution context set (``get_block_idx()`` is the block,
+``get_block_num()`` the grid), the blocks spread over host threads. Each thread is one
+simulated core: pto-isa keeps UB, L1 and L0 per thread. A mixed kernel's block runs its cube
+function, then its vector function, on one thread (the cube hands its tiles over first, as on
+the host engine); a kernel with a SYNCALL runs every block on its own thread at once.
+
+The arguments arrive as one ``int64`` slot per scalar parameter of the ``.pto`` (tensor
+pointers, dynamic dims and strides, scalars, the hidden grid extents), which ``slot_plan``
+describes for the Python side; the per-core parameters (the cross-core FFTS base, the GM
+workspace of a cube/vector split) are made here, per thread.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...compiler.pto.printer import FFTS_PARAM, GRID_PARAMS
+from ...compiler.pto.program import WORKSPACE
+
+_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{pto\.kernel_kind = "
+                       r"#pto\.kernel_kind<(\w+)>\}")
+_CXX_FUNC = re.compile(r"__global__ AICORE void (\w+)\((.*?)\) \{")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one ``int64`` argument slot carries: ``kind`` is "ptr", "dim", "stride", "int",
+    "float" (an f64's bits) or "grid"; ``name`` the kernel parameter, ``index`` the axis."""
+    kind: str
+    name: str
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    kind: str             # "vector" or "cube"
+    params: list          # (pto name, C++ type)
+
+
+def functions(pto_text: str, cpp_text: str) -> list[Function]:
+    """The kernel's functions, their ``.pto`` parameter names paired with ptoas's C++ types."""
+    cxx = {m.group(1): _split(m.group(2)) for m in _CXX_FUNC.finditer(cpp_text)}
+    out = []
+    for m in _PTO_FUNC.finditer(pto_text):
+        name, kind = m.group(1), m.group(3)
+        names = [p.split(":")[0].strip()[1:] for p in _split(m.group(2))]
+        types = [re.sub(r"\s*\bv\d+$", "", p) for p in cxx[name]]
+        if len(names) != len(types):
+            raise ValueError(f"{name}: the .pto has {len(names)} parameters, ptoas's C++ "
+                             f"{len(types)}")
+        out.append(Function(name, kind, list(zip(names, types))))
+    return out
+
+
+def _split(params: str) -> list[str]:
+    return [p.strip() for p in params.split(",") if p.strip()]
+
+
+def slot_plan(funcs: list[Function], scalars: dict) -> list[Slot]:
+    """The slots Python fills, once each, in first-use order over the functions; ``scalars``
+    maps each scalar parameter to "int" or "float"."""
+    plan, seen = [], set()
+    for f in funcs:
+        for name, _ in f.params:
+            if name in seen or name == FFTS_PARAM or name.startswith(WORKSPACE):
+                continue
+            seen.add(name)
+            plan.append(_slot(name, scalars))
+    return plan
+
+
+def _slot(name: str, scalars: dict) -> Slot:
+    if name in GRID_PARAMS:
+        return Slot("grid", name, GRID_PARAMS.index(name))
+    if name in scalars:
+        return Slot(scalars[name], name)
+    m = re.fullmatch(r"(\w+)_([ds])(\d+)", name)
+    if m and m.group(1) not in scalars:
+        return Slot("dim" if m.group(2) == "d" else "stride", m.group(1), int(m.group(3)))
+    return Slot("ptr", name)
+
+
+def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: dict) -> str:
+    """The whole translation unit: ptoas's code, then ``pypto_run``. ``workspaces`` maps each
+    workspace parameter to its size in bytes."""
+    index = {s.name if s.kind in ("ptr", "int", "float", "grid") else
+             f"{s.name}_{s.kind[0]}{s.index}": i for i, s in enumerate(plan)}
+    calls = []
+    for f in sorted(funcs, key=lambda f: f.kind != "cube"):      # the cube hands over first
+        args = [_argument(name, ty, index) for name, ty in f.params]
+        calls.append(f"        {f.name}({', '.join(args)});")
+    ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
+                       for n, size in workspaces.items())
+    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls))
+
+
+def _argument(name: str, cxx_type: str, index: dict) -> str:
+    if name == FFTS_PARAM:
+        return f"reinterpret_cast<{cxx_type}>(ffts)"
+    if name.startswith(WORKSPACE):
+        return f"reinterpret_cast<{cxx_type}>(ws_{name}.data())"
+    slot = f"slots[{index[name]}]"
+    if cxx_type.endswith("*"):
+        return f"reinterpret_cast<{cxx_type}>({slot})"
+    if cxx_type in ("float", "double", "half", "bfloat16_t"):
+        return f"({cxx_type})pypto_sim::f64({slot})"
+    return f"({cxx_type}){slot}"
+
+
+_TEMPLATE = """{kernel}
+#include <thread>
+#include <vector>
+
+namespace pypto_sim {{
+inline double f64(int64_t bits) {{ double d; std::memcpy(&d, &bits, 8); return d; }}
+
+// Runs blocks first, first + stride, ... below blocks on this thread; false on an error.
+static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int64_t stride,
+                       char *error, int error_len, std::atomic<bool> &failed) {{
+{workspaces}    int64_t ffts[256] = {{}};
+    std::jmp_buf abort_block;
+    core = Core{{}};
+    core.launch = &launch;
+    core.abort_block = &abort_block;
+    core.error = error;
+    core.error_len = error_len;
+    for (int64_t b = first; b < launch.blocks; b += stride) {{
+        if (failed.load()) return false;
+        pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
+        if (setjmp(abort_block) != 0) {{
+            failed.store(true);
+            std::lock_guard<std::mutex> lock(launch.mutex);
+            launch.dead = true;
+            launch.changed.notify_all();
+            return false;
+        }}
+        char what[512] = "";
+        try {{
+{calls}
+        }} catch (const std::exception &e) {{
+            std::snprintf(what, sizeof what, "pto-isa CPU simulator: %s", e.what());
+        }} catch (...) {{
+            std::snprintf(what, sizeof what, "pto-isa CPU simulator: an unknown C++ exception");
+        }}
+        if (what[0] != '\\0') fail(what);     // outside the handler: longjmp skips no catch
+        for (uint32_t &f : core.local_flags) f = 0;
+    }}
+    pto::cpu_sim::reset_execution_context();
+    return true;
+}}
+}}  // namespace pypto_sim
+
+// 0: done; 4: a block failed (the reason in error).
+extern "C" __attribute__((visibility("default")))
+int pypto_run(const int64_t *slots, int64_t blocks, int64_t threads, double timeout_seconds,
+              char *error, int64_t error_len) {{
+    using namespace pypto_sim;
+    static std::mutex one_launch_at_a_time;     // get_block_num() is this library's global
+    std::lock_guard<std::mutex> serial(one_launch_at_a_time);
+    error[0] = '\\0';
+    if (blocks <= 0) return 0;
+    pto::cpu_sim::EnsureRuntimeInitialized();
+    pto::cpu_sim::runtime_config().num_cores = uint32_t(blocks);
+    Launch launch;
+    launch.blocks = uint32_t(blocks);
+    launch.timeout_seconds = timeout_seconds;
+    std::atomic<bool> failed{{false}};
+    const int len = int(error_len);
+    if (threads <= 1) {{
+        run_blocks(launch, slots, 0, 1, error, len, failed);
+    }} else {{
+        std::vector<std::thread> workers;
+        for (int64_t t = 0; t < threads; ++t)
+            workers.emplace_back([&, t] {{ run_blocks(launch, slots, t, threads, error, len, failed); }});
+        for (auto &w : workers) w.join();
+    }}
+    return failed.load() ? 4 : 0;
+}}
+"""

@@ -1,0 +1,115 @@
+// PyPTO's host prelude for pto-isa's CPU simulator (compiled into the precompiled header).
+//
+// It adds only what the simulator lacks for the kernels PyPTO prints, each an A2/A3 intrinsic
+// that ptoas emits and pto-isa's CPU backend (include/pto/common/cpu_stub.hpp) does not
+// declare: the FFTS cross-core flags (set_ffts_base_addr, getFFTSMsg, ffts_cross_core_sync,
+// wait_flag_dev). Their meaning follows pto-isa's NPU code (npu/a2a3/TSync.hpp, SyncAll.hpp):
+// a message carries a mode (bits 4-5) and a flag id (bits 8-11); mode 0 synchronises every
+// core of the launch (SYNCALL), mode 2 hands a flag from a cube core to the vector core of
+// its own cluster. Nothing in pto-isa is changed.
+//
+// A failed assert in the simulator (``-D__assert_fail=pypto_assert_fail``) and a wait that
+// can never be met end the block with an error the launch returns to Python, never abort().
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <csetjmp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <condition_variable>
+#include "pto/pto-inst.hpp"
+
+namespace pypto_sim {
+
+struct Launch {                       // one launch's shared state
+    uint32_t blocks = 1;
+    double timeout_seconds = 10.0;
+    std::mutex mutex;
+    std::condition_variable changed;
+    uint64_t arrived[16] = {};        // SYNCALL arrivals per flag id, over all launches' rounds
+    bool dead = false;
+};
+
+struct Core {                         // one host thread's view: the block it is running
+    Launch *launch = nullptr;
+    uint32_t local_flags[16] = {};    // mode-2 flags set by this cluster's cube for its vector
+    uint64_t syncall_round[16] = {};  // how many SYNCALLs on each id this core has joined
+    bool pending[16] = {};
+    std::jmp_buf *abort_block = nullptr;
+    char *error = nullptr;
+    int error_len = 0;
+};
+
+inline thread_local Core core;
+
+// Ends the block: the first error of the launch is kept for Python.
+[[noreturn]] inline void fail(const char *text) {
+    {   // the lock is released before longjmp, which runs no destructors
+        static std::mutex first_error;
+        std::lock_guard<std::mutex> lock(first_error);
+        if (core.error != nullptr && core.error[0] == '\0')
+            std::snprintf(core.error, core.error_len, "%s", text);
+    }
+    std::longjmp(*core.abort_block, 1);
+}
+
+}  // namespace pypto_sim
+
+extern "C" inline void pypto_assert_fail(const char *expr, const char *file, unsigned line,
+                                         const char *) noexcept {
+    char text[512];
+    std::snprintf(text, sizeof text, "pto-isa CPU simulator assertion failed: %s (%s:%u)", expr,
+                  file, line);
+    pypto_sim::fail(text);
+}
+
+inline void set_ffts_base_addr(uint64_t) {}
+
+inline uint16_t getFFTSMsg(uint16_t mode, uint16_t event_id, uint16_t base = 0x1) {
+    return (base & 0xf) + ((mode & 0x3) << 4) + ((event_id & 0xf) << 8);
+}
+
+inline void ffts_cross_core_sync(pipe_t, uint64_t message) {
+    using namespace pypto_sim;
+    const unsigned mode = (message >> 4) & 0x3, id = (message >> 8) & 0xf;
+    if (mode != 0) {                  // to the other kind of core of this cluster
+        core.local_flags[id] += 1;
+        return;
+    }
+    Launch &l = *core.launch;         // SYNCALL: arrive now, wait in wait_flag_dev
+    std::lock_guard<std::mutex> lock(l.mutex);
+    l.arrived[id] += 1;
+    core.syncall_round[id] += 1;
+    core.pending[id] = true;
+    l.changed.notify_all();
+}
+
+inline void wait_flag_dev(int64_t id_) {
+    using namespace pypto_sim;
+    const unsigned id = unsigned(id_) & 0xf;
+    if (core.pending[id]) {           // every block of the launch must reach this round
+        Launch &l = *core.launch;
+        std::unique_lock<std::mutex> lock(l.mutex);
+        const uint64_t needed = core.syncall_round[id] * l.blocks;
+        auto quiet = std::chrono::duration<double>(l.timeout_seconds);
+        uint64_t seen = l.arrived[id];
+        while (l.arrived[id] < needed && !l.dead) {
+            if (l.changed.wait_for(lock, quiet) == std::cv_status::timeout && l.arrived[id] == seen) {
+                l.dead = true;
+                l.changed.notify_all();
+            }
+            seen = l.arrived[id];
+        }
+        core.pending[id] = false;
+        if (l.arrived[id] < needed) {
+            lock.unlock();
+            fail("deadlock: a SYNCALL (pl.barrier) that not every block reaches");
+        }
+        return;
+    }
+    if (core.local_flags[id] == 0)
+        fail("deadlock: wait_flag_dev on a cross-core flag that no core of this cluster set");
+    core.local_flags[id] -= 1;
+}
