@@ -97,22 +97,35 @@ def build(cpp: str, tools: toolchain.Toolchain) -> bytes:
             return f.read()
 
 
-class PtoIsaKernel:
-    """One kernel built for pto-isa's CPU simulator, callable like the native one."""
+class Library:
+    """A built shared library, loaded once (``ctypes`` needs a file: a private temporary one,
+    unlinked as soon as it is mapped)."""
 
-    def __init__(self, library: bytes, plan: list, syncall: bool, cores: int, name: str):
-        self.plan, self.syncall, self.cores, self.name = plan, syncall, cores, name
+    def __init__(self, data: bytes):
         fd, path = tempfile.mkstemp(prefix="pypto-ptoisa-", suffix=".so")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(library)
-            self._lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+                f.write(data)
+            self.cdll = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
         finally:
-            os.unlink(path)           # the mapping outlives the name
-        self._run = self._lib.pypto_run
-        self._run.restype = ctypes.c_int
-        self._run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_double,
-                              ctypes.c_char_p, ctypes.c_int64]
+            os.unlink(path)
+
+    def entry(self, name: str):
+        fn = getattr(self.cdll, name)
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_double,
+                       ctypes.c_char_p, ctypes.c_int64]
+        return fn
+
+
+class PtoIsaKernel:
+    """One kernel built for pto-isa's CPU simulator, callable like the native one."""
+
+    def __init__(self, library: Library, entry_name: str, plan: list, syncall: bool,
+                 cores: int, name: str):
+        self.library = library                  # keeps the mapping alive
+        self._run = library.entry(entry_name)
+        self.plan, self.syncall, self.cores, self.name = plan, syncall, cores, name
 
     def slots(self, grid: tuple, args: dict) -> ctypes.Array:
         values = []
@@ -153,30 +166,50 @@ def _host_threads() -> int:
 
 def load(kernel, native_key: str) -> PtoIsaKernel:
     """The pto-isa build of a compiled (native) kernel, from the cache or built now."""
+    return load_batch([kernel], [native_key])[0]
+
+
+def load_batch(kernels: list, native_keys: list[str]) -> list[PtoIsaKernel]:
+    """Several kernels built into one library: pto-isa's headers are compiled once for all
+    (the differential tests build hundreds of kernels this way)."""
     tools = toolchain.find()
-    key = cache_mod.digest(("ptoisa", native_key, tools.identity(), _prelude_digest()))
-    pto = kernel.asm["pto"]
-    files = _cached(key, lambda: _compile(kernel, pto, tools))
+    key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest()))
+    files = _cached(key, lambda: _compile(kernels, tools))
+    library = Library(files[LIBRARY])
     cpp = files["kernel.cpp"].decode()
-    funcs = entry.functions(pto, cpp)
-    plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
-    target = get_target(kernel.metadata["target"])
-    return PtoIsaKernel(files[LIBRARY], plan, "ffts_mode = 0" in pto,
-                        target.cores_for(kernel.metadata["uses_cube"]), kernel.metadata["name"])
+    out = []
+    for n, kernel in enumerate(kernels):
+        funcs = entry.functions(kernel.asm["pto"], _namespace_text(cpp, n))
+        plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+        target = get_target(kernel.metadata["target"])
+        out.append(PtoIsaKernel(library, f"pypto_run_{n}", plan, "ffts_mode = 0" in kernel.asm["pto"],
+                                target.cores_for(kernel.metadata["uses_cube"]),
+                                kernel.metadata["name"]))
+    return out
+
+
+def _namespace_text(cpp: str, n: int) -> str:
+    start = cpp.index(f"namespace pypto_kernel_{n} {{")
+    return cpp[start:cpp.index(f"}}  // namespace pypto_kernel_{n}", start)]
 
 
 def _scalar_kinds(runtime_params) -> dict:
     return {n: kind for n, kind, _ in runtime_params if kind != "tensor"}
 
 
-def _compile(kernel, pto: str, tools) -> dict:
-    cpp = kernel.asm.get("cpp") or ptoas.lower(pto, tools.ptoas)
-    funcs = entry.functions(pto, cpp)
-    plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
-    target = get_target(kernel.metadata["target"])
-    workspace = WORKSPACE_ACCS * target.buffers["acc"]          # as the native engine's slot
-    names = {n for f in funcs for n, _ in f.params if n.startswith(entry.WORKSPACE)}
-    source = entry.source(cpp, funcs, plan, {n: workspace for n in sorted(names)})
+def _compile(kernels: list, tools) -> dict:
+    sources = []
+    for n, kernel in enumerate(kernels):
+        pto = kernel.asm["pto"]
+        cpp = kernel.asm.get("cpp") or ptoas.lower(pto, tools.ptoas)
+        funcs = entry.functions(pto, cpp)
+        plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+        target = get_target(kernel.metadata["target"])
+        workspace = WORKSPACE_ACCS * target.buffers["acc"]      # as the native engine's slot
+        names = {p for f in funcs for p, _ in f.params if p.startswith(entry.WORKSPACE)}
+        sources.append(entry.source(cpp, funcs, plan, {p: workspace for p in sorted(names)},
+                                    f"pypto_kernel_{n}", f"pypto_run_{n}"))
+    source = entry.batch(sources)
     return {LIBRARY: build(source, tools), "kernel.cpp": source.encode()}
 
 

@@ -1,7 +1,7 @@
 """The host entry of a kernel on pto-isa's CPU simulator, generated as C++ beside the code
 ``ptoas`` emitted.
 
-``ptoas`` turns each ``func.func`` of the ``.pto`` into ``__global__ AICORE void name(...)``
+``ptoas`` turns each ``func.func`` of the ``.pto`` into ``[__global__] AICORE void name(...)``
 with the same parameters in the same order. The entry, ``pypto_run``, calls those functions
 once per block with the simulator's execution context set (``get_block_idx()`` is the block,
 ``get_block_num()`` the grid), the blocks spread over host threads. Each thread is one
@@ -24,7 +24,7 @@ from ...compiler.pto.program import WORKSPACE
 
 _PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{pto\.kernel_kind = "
                        r"#pto\.kernel_kind<(\w+)>\}")
-_CXX_FUNC = re.compile(r"__global__ AICORE void (\w+)\((.*?)\) \{")
+_CXX_FUNC = re.compile(r"(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,11 @@ def _slot(name: str, scalars: dict) -> Slot:
     return Slot("ptr", name)
 
 
-def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: dict) -> str:
-    """The whole translation unit: ptoas's code, then ``pypto_run``. ``workspaces`` maps each
-    workspace parameter to its size in bytes."""
+def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: dict,
+           namespace: str = "pypto_kernel", entry: str = "pypto_run") -> str:
+    """ptoas's code and its entry ``entry``, inside ``namespace`` so that several kernels can
+    share one translation unit (``batch``). ``workspaces`` maps each workspace parameter to
+    its size in bytes."""
     index = {s.name if s.kind in ("ptr", "int", "float", "grid") else
              f"{s.name}_{s.kind[0]}{s.index}": i for i, s in enumerate(plan)}
     calls = []
@@ -97,7 +99,14 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
         calls.append(f"        {f.name}({', '.join(args)});")
     ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
                        for n, size in workspaces.items())
-    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls))
+    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls),
+                            namespace=namespace, entry=entry)
+
+
+def batch(sources: list[str]) -> str:
+    """One translation unit of several kernels' ``source``s (distinct namespaces and entries):
+    the headers are compiled once for all of them."""
+    return "\n".join(sources)
 
 
 def _argument(name: str, cxx_type: str, index: dict) -> str:
@@ -113,12 +122,11 @@ def _argument(name: str, cxx_type: str, index: dict) -> str:
     return f"({cxx_type}){slot}"
 
 
-_TEMPLATE = """{kernel}
-#include <thread>
+_TEMPLATE = """#include <thread>
 #include <vector>
-
-namespace pypto_sim {{
-inline double f64(int64_t bits) {{ double d; std::memcpy(&d, &bits, 8); return d; }}
+namespace {namespace} {{
+using namespace pypto_sim;
+{kernel}
 
 // Runs blocks first, first + stride, ... below blocks on this thread; false on an error.
 static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int64_t stride,
@@ -154,13 +162,14 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
     pto::cpu_sim::reset_execution_context();
     return true;
 }}
-}}  // namespace pypto_sim
+}}  // namespace {namespace}
 
 // 0: done; 4: a block failed (the reason in error).
 extern "C" __attribute__((visibility("default")))
-int pypto_run(const int64_t *slots, int64_t blocks, int64_t threads, double timeout_seconds,
+int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeout_seconds,
               char *error, int64_t error_len) {{
     using namespace pypto_sim;
+    using {namespace}::run_blocks;
     static std::mutex one_launch_at_a_time;     // get_block_num() is this library's global
     std::lock_guard<std::mutex> serial(one_launch_at_a_time);
     error[0] = '\\0';

@@ -22,6 +22,8 @@
 #include "pto/pto-inst.hpp"
 
 namespace pypto_sim {
+inline double f64(int64_t bits) { double d; std::memcpy(&d, &bits, 8); return d; }
+
 
 struct Launch {                       // one launch's shared state
     uint32_t blocks = 1;
@@ -65,6 +67,7 @@ extern "C" inline void pypto_assert_fail(const char *expr, const char *file, uns
     pypto_sim::fail(text);
 }
 
+#define FFTS_MODE_VAL 0x2          // npu/a2a3/TSync.hpp: cube <-> vector of one cluster
 inline void set_ffts_base_addr(uint64_t) {}
 
 inline uint16_t getFFTSMsg(uint16_t mode, uint16_t event_id, uint16_t base = 0x1) {

@@ -76,6 +76,8 @@ def is_scalar(inst) -> bool:
 def pipe_of(inst) -> str:
     """The pipe that executes ``inst`` (a tile instruction)."""
     op = inst.op
+    if op == "treshape" and inst.ins[0].addr != inst.outs[0].addr:
+        return "V"          # a view, then a TMOV into the result's own buffer (printer)
     if op in _FIXED:
         return _FIXED[op]
     src = inst.ins[0] if inst.ins and isinstance(inst.ins[0], Tile) else None

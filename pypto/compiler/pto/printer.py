@@ -69,8 +69,7 @@ class _Printer:
         if key not in self.consts:
             name = f"%c{str(value).replace('-', 'm').replace('.', 'p')}_{ty}"
             self.consts[key] = name
-            self.const_lines.append(f"    {name} = arith.constant {mlir_literal(value, ty)} "
-                                    f": {signless(ty)}")
+            self.const_lines += [f"    {line}" for line in constant_lines(name, value, ty)]
         return self.consts[key]
 
     def ref(self, x) -> str:
@@ -355,10 +354,12 @@ class _Printer:
             return
         if op == "tmov" and attrs.pop("transpose", False):
             ins = [self.transposed(i, depth)]
-        if op == "treshape":
+        if op == "treshape":       # a view of the source's bytes, copied when dst is elsewhere
             (src, sty), (dst, dty) = ins[0], outs[0]
-            self.emit(f"{dst}.{self.fresh('rs')[1:]} = pto.treshape {src} : {sty} -> {dty}",
-                      depth)
+            view = f"{dst}.{self.fresh('rs')[1:]}"
+            self.emit(f"{view} = pto.treshape {src} : {sty} -> {dty}", depth)
+            if i.ins[0].addr != i.outs[0].addr:
+                self.emit(f"pto.tmov ins({view} : {dty}) outs({dst} : {dty})", depth)
             return
         src = i.ins[0].dtype if i.ins else None
         if op == "tcvt" and "rmode" not in attrs and src.is_floating and \
@@ -493,8 +494,12 @@ class _Printer:
                    else f"%{t.name}_d{axis}")
             self.emit(f"{r} = arith.addi {src}, {self.const(0, 'i64')} : i64", depth)
         elif name == "constant":
-            self.emit(f"{r} = arith.constant {mlir_literal(i.attrs['value'], ty)} : "
-                      f"{signless(ty)}", depth)
+            for line in constant_lines(r, i.attrs["value"], ty):
+                self.emit(line, depth)
+        elif name == "cast" and i.ins[0].dtype == dt.bool_ and res.dtype.is_floating:
+            # not uitofp: PTOAS inlines an i1 operand unparenthesised, ``(float) a & b``
+            one, zero = self.const(1.0, ty), self.const(0.0, ty)
+            self.emit(f"{r} = arith.select {self.ref(i.ins[0])}, {one}, {zero} : {ty}", depth)
         elif name == "cast":
             src = i.ins[0]
             self.emit(f"{r} = {_cast_op(src.dtype, res.dtype)} {self.ref(src)} : "
@@ -648,12 +653,41 @@ def _halves(tile: Tile) -> Tile:
 
 def mlir_literal(value, ty: str) -> str:
     """``value`` as an ``arith.constant`` literal of type ``ty``: infinities and NaN as
-    their bits in hexadecimal; booleans as 1 and 0."""
+    their bits in hexadecimal; booleans as 1 and 0; a float always with a point (MLIR reads
+    ``1e-05`` as the integer 1 followed by an unknown ``e``)."""
     if isinstance(value, bool):
         return str(int(value))
     if isinstance(value, float) and not math.isfinite(value):
         return _SPECIAL_BITS[ty][str(value)]
-    return str(value)
+    text = str(value)
+    if isinstance(value, float) and "e" in text and "." not in text:
+        text = text.replace("e", ".0e")
+    return text
+
+
+_BITS_TYPE = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}
+
+
+def constant_lines(name: str, value, ty: str) -> list[str]:
+    """``name = value`` as PTOAS can lower it. A non-finite float is not one ``arith.constant``:
+    PTOAS a56b18c3 writes it as ``-Inf.0f`` / ``NaN.0f``, C++ that no compiler accepts
+    (``ArithConstantToEmitC`` in lib/PTO/Transforms/PTOToEmitC.cpp looks for "inf"/"nan" but
+    ``APFloat::toString`` spells them "Inf"/"NaN"), and it folds a bitcast of a constant
+    back into one. So the bits are chosen by a condition its folder cannot decide (the block
+    index below 0: never) and bitcast, which it emits as ``ptoas_bitcast<float>(...)``."""
+    if not (isinstance(value, float) and not math.isfinite(value)):
+        return [f"{name} = arith.constant {mlir_literal(value, ty)} : {signless(ty)}"]
+    ity = _BITS_TYPE[ty]
+    width = int(ity[1:])
+    bits = int(_SPECIAL_BITS[ty][str(value)], 16)
+    bits -= (1 << width) if bits >> (width - 1) else 0            # arith prints signed
+    return [f"{name}.b = arith.constant {bits} : {ity}",
+            f"{name}.z = arith.constant 0 : {ity}",
+            f"{name}.k = pto.get_block_idx",
+            f"{name}.k0 = arith.constant 0 : i64",
+            f"{name}.n = arith.cmpi slt, {name}.k, {name}.k0 : i64",
+            f"{name}.s = arith.select {name}.n, {name}.z, {name}.b : {ity}",
+            f"{name} = arith.bitcast {name}.s : {ity} to {ty}"]
 
 
 def gm_type(dtype) -> str:

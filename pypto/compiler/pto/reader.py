@@ -228,6 +228,18 @@ def _const_value(text: str, ty: str):
     return _literal(text)
 
 
+_HOISTED_NONFINITE = re.compile(r"(%c(?:m?inf|nan)_(?:f16|bf16|f32|f64))\.b = arith\.constant .*")
+
+
+def _nonfinite(name: str, lines: list[str]):
+    """(value, type) when ``lines`` are ``printer.constant_lines`` of a non-finite float."""
+    for ty in printer._BITS_TYPE:
+        for value in (math.inf, -math.inf, math.nan):
+            if printer.constant_lines(name, value, ty) == lines:
+                return value, ty
+    return None
+
+
 def _const_name(value_text: str, ty: str) -> str:
     """The name ``_Printer.const`` gives a hoisted constant."""
     return f"%c{value_text.replace('-', 'm').replace('.', 'p')}_{ty}"
@@ -259,6 +271,7 @@ class _Scope:
         self.pads: dict[str, int] = {}          # a window tile's pad field
         self.alias_addr: dict[str, int] = {}    # a view's address
         self.derived: dict[str, list] = {}      # base → printer-derived lines (macros)
+        self.reshape_views: set[str] = set()    # treshape results the printer copies by tmov
 
 
 @dataclasses.dataclass
@@ -386,6 +399,14 @@ class _Parser:
                 self.next()
                 ty = const.group(1).rsplit("_", 1)[1]      # ui8 constants are i8 bits
                 scope.consts[const.group(1)] = (value, ty)
+            elif _HOISTED_NONFINITE.fullmatch(line):
+                base = _HOISTED_NONFINITE.fullmatch(line).group(1)
+                lines = [self.next() for _ in range(len(printer.constant_lines(base, 0.0, "f32")))]
+                found = _nonfinite(base, lines)
+                if found is None:
+                    raise self.error(f"the lines deriving {base} are not a non-finite constant "
+                                     "as the printer writes it")
+                scope.consts[base] = found
             elif _INDEX_CAST.fullmatch(line):
                 self.next()
                 res, src = _INDEX_CAST.fullmatch(line).groups()
@@ -532,6 +553,8 @@ class _Parser:
             if results and all("." in r for r in results):
                 self.derived(op, results, rest, line, scope, insts)
                 continue
+            if op == "pto.tmov" and rest.strip()[4:].split(" ", 1)[0] in scope.reshape_views:
+                continue                        # the copy half of a treshape (printer)
             if len(results) == 1 and results[0] in scope.derived and \
                     op != "pto.partition_view":
                 self.macro_end(results[0], line, scope, insts)
@@ -547,6 +570,7 @@ class _Parser:
             m = self.match(_ALLOC, line, op)
             self.alias_tile(name, m.group(5), scope, m.group(2))
         elif op == "pto.treshape":
+            scope.reshape_views.add(name)
             src = self.match(_RESHAPE, rest, op).group(1)
             out.append(Inst("treshape", [self.value(src, scope)],
                             [self.value(_base(name), scope)]))
@@ -556,6 +580,11 @@ class _Parser:
     def macro_end(self, result: str, line: str, scope: _Scope, out: list) -> None:
         """The last line of a block-index macro (printer.block_query_lines)."""
         lines = scope.derived.pop(result) + [line]
+        found = _nonfinite(result, lines)
+        if found is not None:
+            res = self.define(result, self.dtype(found[1]), scope)
+            out.append(Inst("arith.constant", [], [res], {"value": found[0]}))
+            return
         add = re.fullmatch(rf"{re.escape(result)}\.n = arith\.negf ({_N}) : (\w+)", lines[0])
         sub = re.fullmatch(rf"{re.escape(result)} = arith\.subf ({_N}), "
                            rf"{re.escape(result)}\.n : (\w+)", lines[-1])

@@ -100,7 +100,13 @@ def _compile_env():
                 os.environ[name] = value
 
 
+# The last ``_pto`` call of each build, so a differential test can launch the same kernel on the
+# same arguments (tests/engines): (kernel, args, kwargs).
+LAST_CALL: list = [None]
+
+
 def _pto(kernel, *args, **kwargs) -> str:
+    LAST_CALL[0] = (kernel, args, kwargs)
     with _compile_env():
         return kernel.compile(*args, **kwargs).asm["pto"]
 
