@@ -203,8 +203,10 @@ class JITFunction:
         caller = getattr(kernel, "simulator_caller", None)
         if caller is not None:
             return caller
-        from .backends.ptoisa.engine import load
-        simulated = load(kernel, kernel.cache_key)
+        simulated = getattr(kernel, "simulated", None)
+        if simulated is None:             # (a batch build may have made it already)
+            from .backends.ptoisa.engine import load
+            simulated = kernel.simulated = load(kernel, kernel.cache_key)
         written = kernel.metadata["written_tensors"]
 
         def caller(grid, *values):

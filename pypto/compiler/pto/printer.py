@@ -497,9 +497,8 @@ class _Printer:
             for line in constant_lines(r, i.attrs["value"], ty):
                 self.emit(line, depth)
         elif name == "cast" and i.ins[0].dtype == dt.bool_ and res.dtype.is_floating:
-            # not uitofp: PTOAS inlines an i1 operand unparenthesised, ``(float) a & b``
-            one, zero = self.const(1.0, ty), self.const(0.0, ty)
-            self.emit(f"{r} = arith.select {self.ref(i.ins[0])}, {one}, {zero} : {ty}", depth)
+            for line in bool_to_float_lines(r, self.ref(i.ins[0]), ty):
+                self.emit(line, depth)
         elif name == "cast":
             src = i.ins[0]
             self.emit(f"{r} = {_cast_op(src.dtype, res.dtype)} {self.ref(src)} : "
@@ -663,6 +662,13 @@ def mlir_literal(value, ty: str) -> str:
     if isinstance(value, float) and "e" in text and "." not in text:
         text = text.replace("e", ".0e")
     return text
+
+
+def bool_to_float_lines(r: str, b: str, ty: str) -> list[str]:
+    """A bool as 1.0 or 0.0. Not ``uitofp``: PTOAS inlines an ``andi`` operand without
+    parentheses, ``(float) a & b``, which C++ rejects."""
+    return [f"{r}.one = arith.constant 1.0 : {ty}", f"{r}.zero = arith.constant 0.0 : {ty}",
+            f"{r} = arith.select {b}, {r}.one, {r}.zero : {ty}"]
 
 
 _BITS_TYPE = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}

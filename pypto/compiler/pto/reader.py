@@ -580,6 +580,11 @@ class _Parser:
     def macro_end(self, result: str, line: str, scope: _Scope, out: list) -> None:
         """The last line of a block-index macro (printer.block_query_lines)."""
         lines = scope.derived.pop(result) + [line]
+        select = re.fullmatch(rf"{re.escape(result)} = arith\.select ({_N}), .* : (\w+)", line)
+        if select and printer.bool_to_float_lines(result, select.group(1), select.group(2)) == lines:
+            res = self.define(result, self.dtype(select.group(2)), scope)
+            out.append(Inst("arith.cast", [self.value(select.group(1), scope)], [res], {"dtype": res.dtype}))
+            return
         found = _nonfinite(result, lines)
         if found is not None:
             res = self.define(result, self.dtype(found[1]), scope)
