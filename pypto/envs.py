@@ -67,6 +67,10 @@ PTO_ISA_ROOT = register("PTO_ISA_ROOT", "", False,
 PYPTO_CXX = register("PYPTO_CXX", "", False,
                      "C++ compiler for the pto-isa engine; default clang++-19, then clang++")
 
+PYPTO_PTOISA_OPT = register("PYPTO_PTOISA_OPT", "O2", False,
+                            "clang optimisation level of the pto-isa engine's libraries (O0 "
+                            "builds about 3x faster, runs slower; it is in their cache key)")
+
 PYPTO_VERIFY_PTO = register("PYPTO_VERIFY_PTO", "", False,
                             "1: after each compile, parse the printed .pto back and check that "
                             "it prints identically (the test suite sets it)")

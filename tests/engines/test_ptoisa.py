@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import ml_dtypes
 import numpy as np
@@ -36,9 +37,37 @@ pytestmark = pytest.mark.skipif(TOOLS is None, reason=f"pto-isa engine unavailab
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # Corpus kernels whose result is not a function of their input: racing blocks by design.
 NONDETERMINISTIC = {"tut05_racy_normalize": "blocks race on purpose (tutorial 05)"}
+# Corpus kernels whose .pto reads outside a tensor (docs/engines.md, "Open"): pto-isa would
+# fault, and so would the chip; the native engine clamps.
+OUT_OF_BOUNDS = {"ts_shift_negative_offsets": "a window at a negative offset: the .pto's "
+                                              "partition starts before the tensor"}
+# Corpus kernels pto-isa's headers refuse to build (docs/engines.md, "Divergences"): each is
+# an xfail below that turns into a failure when it builds.
+UNBUILDABLE = {
+    "matmul_i8_single": "PyPTO bug: int8 cube tiles of 16 columns break pto-isa's fractal box "
+                        "rule (common/pto_tile.hpp: Cols % InnerCols, 32 for int8), on the chip too",
+    "rt_cube_trans_int8": "PyPTO bug: int8 cube tiles of 16 columns (as matmul_i8_single)",
+    "reduce_int16": "pto-isa CPU simulator: TCOLMAX has no int16 form (cpu/TColMax.hpp); the "
+                    "NPU's has (npu/a2a3/TColReduceOps.hpp)",
+}
 # A float result within this many units of the output's largest magnitude is the same result.
 ULPS = {np.dtype(np.float32): 2.0 ** -23 * 16, np.dtype(np.float16): 2.0 ** -10 * 2,
         BF16: 2.0 ** -7 * 2}
+
+
+def _build(compiled: list) -> list:
+    """pto-isa builds of compiled kernels: at -O0 (about three times quicker to build than
+    the engine's default -O2; these kernels are small), one library per host core."""
+    saved = os.environ.get("PYPTO_PTOISA_OPT")
+    os.environ["PYPTO_PTOISA_OPT"] = "O0"
+    try:
+        return engine.load_batch(compiled, [c.cache_key for c in compiled],
+                                 jobs=os.cpu_count() or 1)
+    finally:
+        if saved is None:
+            del os.environ["PYPTO_PTOISA_OPT"]
+        else:
+            os.environ["PYPTO_PTOISA_OPT"] = saved
 
 
 def _copy(value):
@@ -96,14 +125,23 @@ def corpus_on_ptoisa():
     """Every corpus kernel, compiled for the pto-isa engine in one batch."""
     cases, compiled = {}, []
     for name, kernel, args, kwargs in _corpus_cases():
+        if name in UNBUILDABLE or name in OUT_OF_BOUNDS:
+            continue
         k = _retarget(kernel, "pto-isa")
-        kw = {n: v for n, v in kwargs.items() if n != "grid"}
-        ck = k.compile(*args, **kw)
-        compiled.append(ck)
+        ck = k.compile(*args, **_no_grid(kwargs))
         cases[name] = (kernel, k, args, kwargs)
-    for ck, sim in zip(compiled, engine.load_batch(compiled, [c.cache_key for c in compiled])):
+        try:
+            engine.check_simulable(ck)
+        except engine.NotOnSimulator:
+            continue                            # a bfloat16 kernel: the test expects refusal
+        compiled.append(ck)
+    for ck, sim in zip(compiled, _build(compiled)):
         ck.simulated = sim
     return cases
+
+
+def _no_grid(kwargs: dict) -> dict:
+    return {n: v for n, v in kwargs.items() if n != "grid"}
 
 
 def _launch(kernel, args, kwargs):
@@ -113,7 +151,26 @@ def _launch(kernel, args, kwargs):
     return _outputs(args, kwargs)
 
 
-CORPUS_NAMES = [c[0] for c in _corpus_cases()] if TOOLS is not None else []
+CORPUS_NAMES = [c[0] for c in _corpus_cases() if c[0] not in UNBUILDABLE | OUT_OF_BOUNDS.keys()] \
+    if TOOLS is not None else []
+
+
+@pytest.mark.parametrize("name", sorted(UNBUILDABLE))
+def test_known_unbuildable_corpus_kernels(name):
+    """Strict xfails: each starts passing (and so fails here) when its cause is fixed."""
+    case = next(c for c in _corpus_cases() if c[0] == name)
+    kernel, args, kwargs = case[1:]
+    pytest.xfail(UNBUILDABLE[name]) if _fails_to_build(kernel, args, kwargs) else None
+    raise AssertionError(f"{name} now builds on pto-isa: move it back into the corpus run")
+
+
+def _fails_to_build(kernel, args, kwargs) -> bool:
+    from pypto.compiler.errors import InternalError
+    try:
+        _launch(_retarget(kernel, "pto-isa"), args, kwargs)
+    except InternalError as e:
+        return "static assertion failed" in str(e)
+    return False
 
 
 @pytest.mark.parametrize("name", CORPUS_NAMES)
@@ -121,6 +178,10 @@ def test_corpus_kernel_agrees_on_three_engines(name, corpus_on_ptoisa, monkeypat
     if name in NONDETERMINISTIC:
         pytest.skip(NONDETERMINISTIC[name])
     kernel, simulated, args, kwargs = corpus_on_ptoisa[name]
+    if re.search(r"\bbf16\b", simulated.compile(*args, **_no_grid(kwargs)).asm["pto"]):
+        with pytest.raises(engine.NotOnSimulator, match="bfloat16"):
+            _launch(simulated, args, kwargs)
+        return
     if name == "tut05_never_met":          # a barrier one block never reaches: both refuse
         monkeypatch.setenv("PYPTO_SYNC_TIMEOUT", "1")
         with pytest.raises((RuntimeError, engine.SimulatorError), match="deadlock"):
@@ -140,10 +201,19 @@ def test_corpus_kernel_agrees_on_three_engines(name, corpus_on_ptoisa, monkeypat
 N_CHAINS = int(os.environ.get("PYPTO_PTOISA_CHAINS", "300"))
 
 
-def check_chains(programs_and_seeds):
+def _simulable(prog, arrays) -> bool:
+    """bfloat16 chains cannot run on pto-isa's CPU simulator (engine.check_simulable)."""
+    return "bfloat16" not in prog.source() and all(a.dtype != BF16 for a in arrays.values())
+
+
+def check_chains(programs_and_seeds, wanted: int):
+    """The first ``wanted`` simulable programs, compiled natively, built for pto-isa in one
+    batch, and run on both engines and the numpy model."""
     from tests.language import test_differential as td
     compiled, runs = [], []
     for prog, seed in programs_and_seeds:
+        if len(runs) == wanted or not _simulable(prog, prog.data(seed)):
+            continue
         kernel = td.load_kernel(prog.source())
         k = pypto.jit(kernel.fn, engine="pto-isa")
         arrays = prog.data(seed)
@@ -152,7 +222,9 @@ def check_chains(programs_and_seeds):
         out = np.full(prog.out_extent, 77, td.NP[prog.out.dtype])
         compiled.append(k.compile(*args, out))
         runs.append((prog, k, kernel, arrays, args))
-    for ck, sim in zip(compiled, engine.load_batch(compiled, [c.cache_key for c in compiled])):
+    assert len(runs) == wanted, f"only {len(runs)} of the drawn programs avoid bfloat16"
+    compiled, runs = _assembled(compiled, runs)
+    for ck, sim in zip(compiled, _build(compiled)):
         ck.simulated = sim
     for prog, k, kernel, arrays, args in runs:
         with np.errstate(all="ignore"):
@@ -170,23 +242,62 @@ def check_chains(programs_and_seeds):
             raise AssertionError(f"{e}\n{prog.source()}") from None
 
 
-def _chains(n):
+# .pto forms the generator finds that PTOAS rejects: PyPTO conformance bugs, open (docs/engines.md,
+# "Open"). A program rejected for one of these is left out of the run; any other rejection fails.
+KNOWN_REJECTIONS = {
+    r"'pto\.tcmps?' op expects src0? (and dst to have the same valid_shape\[0\]|valid row to "
+    r"equal dst valid row)": "a compare of (M, 1) tiles: the operands are printed as their "
+                             "(1, M) row view, the mask as M rows of bits",
+}
+REJECTED: list = []          # (reason, program source) of the last run, for the report
+
+
+def _assembled(compiled, runs):
+    """The kernels ptoas lowers; a known rejection is recorded and its program dropped."""
+    import re
+    from pypto.compiler.errors import InternalError
+    kept_c, kept_r = [], []
+    REJECTED.clear()
+    for ck, run in zip(compiled, runs):
+        try:
+            engine.assemble(ck, TOOLS)
+        except InternalError as e:
+            reason = next((why for pattern, why in KNOWN_REJECTIONS.items()
+                           if re.search(pattern, str(e))), None)
+            if reason is None:
+                raise AssertionError(f"ptoas rejects a generated program:\n{e}\n"
+                                     f"{run[0].source()}") from None
+            REJECTED.append((reason, run[0].source()))
+            continue
+        kept_c.append(ck)
+        kept_r.append(run)
+    assert len(REJECTED) <= len(runs) // 5, f"{len(REJECTED)} of {len(runs)} rejected"
+    return kept_c, kept_r
+
+
+def _draw_chains(n: int, derandomize: bool) -> list:
+    """``n`` (program, seed) pairs from the op-chain generator: hypothesis draws them one
+    example at a time (one list of hundreds of programs is larger than it lets an example be),
+    and they are run afterwards as one batch."""
     from tests.language import test_differential as td
-    return st.lists(st.tuples(td.programs(), st.integers(0, 2 ** 32 - 1)), min_size=n,
-                    max_size=n)
+    drawn = []
+
+    @settings(max_examples=n, deadline=None, derandomize=derandomize, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(prog=td.programs(), seed=st.integers(0, 2 ** 32 - 1))
+    def collect(prog, seed):
+        drawn.append((prog, seed))
+
+    collect()
+    return drawn
 
 
-@settings(max_examples=1, deadline=None, derandomize=True, database=None,
-          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-@given(batch=_chains(N_CHAINS))
-def test_op_chains_agree_with_native_and_model(batch):
-    check_chains(batch)
+def test_op_chains_agree_with_native_and_model():
+    check_chains(_draw_chains(2 * N_CHAINS, derandomize=True), N_CHAINS)
 
 
 @pytest.mark.slow
-@settings(max_examples=10, deadline=None, database=None, phases=[Phase.generate],
-          suppress_health_check=list(HealthCheck))
-@given(batch=_chains(300))
-def test_op_chains_agree_slow(batch):
-    """3 000 chains: ten random batches of 300."""
-    check_chains(batch)
+def test_op_chains_agree_slow():
+    """3 000 random chains, in batches of 300."""
+    for _ in range(10):
+        check_chains(_draw_chains(600, derandomize=False), 300)

@@ -22,10 +22,17 @@ LEVEL = "--pto-level=level3"
 TIMEOUT_SECONDS = 60
 
 
+class ToolMissing(RuntimeError):
+    """A tool PyPTO was told to use (by a variable) or needs (the pto-isa engine) is absent."""
+
+
 def find() -> str | None:
     """The ptoas binary to use, or None."""
     configured = envs.PYPTO_PTOAS.get()
     if configured:
+        if not os.access(configured, os.X_OK):
+            raise ToolMissing(f"PYPTO_PTOAS={configured!r} is not an executable: set it to "
+                              "PTOAS's ptoas binary, or unset it")
         return configured
     return shutil.which("ptoas")
 

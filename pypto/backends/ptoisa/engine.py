@@ -11,10 +11,12 @@ toolchain's identity and the prelude's bytes.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import hashlib
 import math
 import os
+import re
 import struct
 import subprocess
 import tempfile
@@ -40,13 +42,29 @@ class SimulatorError(RuntimeError):
     """A block failed on pto-isa's CPU simulator (an assertion, an exception, a deadlock)."""
 
 
+class NotOnSimulator(ValueError):
+    """A kernel that pto-isa's CPU simulator cannot run as the chip would (docs/engines.md)."""
+
+
+def check_simulable(kernel) -> None:
+    """bfloat16: with C++20 (and clang 19's C++23, which has no ``std::bfloat16_t``) pto-isa's
+    CPU simulator defines ``bfloat16_t`` as ``_Float16`` (include/pto/common/type.hpp), so a
+    bfloat16 kernel would compute in float16 on bfloat16 bits."""
+    if re.search(r"\bbf16\b", kernel.asm["pto"]):
+        raise NotOnSimulator(
+            f"{kernel.metadata['name']}: bfloat16 tensors or tiles cannot run on the pto-isa "
+            "engine: its CPU simulator's bfloat16_t is float16 (pto-isa "
+            "include/pto/common/type.hpp without C++23 <stdfloat>). Run it on the native "
+            "engine (engine='native')")
+
+
 def _prelude_digest() -> str:
     with open(PRELUDE, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
 def _flags(tools: toolchain.Toolchain) -> list[str]:
-    return [tools.cxx, *toolchain.CPU_SIM_FLAGS, "-O2", "-fPIC", "-fvisibility=hidden",
+    return [tools.cxx, *toolchain.CPU_SIM_FLAGS, f"-{_opt_level()}", "-fPIC", "-fvisibility=hidden",
             "-D__assert_fail=pypto_assert_fail", "-isystem", tools.headers]
 
 
@@ -63,7 +81,7 @@ def _run(cmd: list[str], what: str) -> None:
 
 def precompiled_header(tools: toolchain.Toolchain) -> str:
     """Path of the prelude's PCH for this toolchain, built once (per cache, else per process)."""
-    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest()))
+    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _opt_level()))
     base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
     try:
         os.makedirs(base, exist_ok=True)
@@ -169,23 +187,48 @@ def load(kernel, native_key: str) -> PtoIsaKernel:
     return load_batch([kernel], [native_key])[0]
 
 
-def load_batch(kernels: list, native_keys: list[str]) -> list[PtoIsaKernel]:
-    """Several kernels built into one library: pto-isa's headers are compiled once for all
-    (the differential tests build hundreds of kernels this way)."""
+def load_batch(kernels: list, native_keys: list[str], jobs: int = 1) -> list[PtoIsaKernel]:
+    """Several kernels built into ``jobs`` libraries, built side by side: pto-isa's headers
+    are parsed once per library (the differential tests build hundreds of kernels this way)."""
     tools = toolchain.find()
-    key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest()))
+    for kernel in kernels:
+        check_simulable(kernel)
+    jobs = max(1, min(jobs, len(kernels)))
+    chunks = [list(range(len(kernels)))[j::jobs] for j in range(jobs)]
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:    # each waits on a clang
+        libraries = list(pool.map(lambda c: _library([kernels[n] for n in c],
+                                                     [native_keys[n] for n in c], tools),
+                                  chunks))
+    out = [None] * len(kernels)
+    for chunk, built in zip(chunks, libraries):
+        for n, kernel in zip(chunk, built):
+            out[n] = kernel
+    return out
+
+
+def _library(kernels: list, native_keys: list[str], tools) -> list[PtoIsaKernel]:
+    key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest(),
+                            _opt_level()))
     files = _cached(key, lambda: _compile(kernels, tools))
     library = Library(files[LIBRARY])
     cpp = files["kernel.cpp"].decode()
     out = []
     for n, kernel in enumerate(kernels):
-        funcs = entry.functions(kernel.asm["pto"], _namespace_text(cpp, n))
+        pto = kernel.asm["pto"]
+        funcs = entry.functions(pto, _namespace_text(cpp, n))
         plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
         target = get_target(kernel.metadata["target"])
-        out.append(PtoIsaKernel(library, f"pypto_run_{n}", plan, "ffts_mode = 0" in kernel.asm["pto"],
+        out.append(PtoIsaKernel(library, f"pypto_run_{n}", plan, "ffts_mode = 0" in pto,
                                 target.cores_for(kernel.metadata["uses_cube"]),
                                 kernel.metadata["name"]))
     return out
+
+
+def _opt_level() -> str:
+    level = envs.PYPTO_PTOISA_OPT.get().upper()
+    if level not in ("O0", "O1", "O2", "O3"):
+        raise ValueError(f"PYPTO_PTOISA_OPT must be O0, O1, O2 or O3, got {level!r}")
+    return level
 
 
 def _namespace_text(cpp: str, n: int) -> str:
@@ -197,11 +240,18 @@ def _scalar_kinds(runtime_params) -> dict:
     return {n: kind for n, kind, _ in runtime_params if kind != "tensor"}
 
 
+def assemble(kernel, tools: toolchain.Toolchain) -> str:
+    """The kernel's pto-isa C++ (``asm["cpp"]``), lowered by ``ptoas`` now if the compile did
+    not (no assembler configured then)."""
+    if "cpp" not in kernel.asm:
+        kernel.asm["cpp"] = ptoas.lower(kernel.asm["pto"], tools.ptoas)
+    return kernel.asm["cpp"]
+
+
 def _compile(kernels: list, tools) -> dict:
     sources = []
     for n, kernel in enumerate(kernels):
-        pto = kernel.asm["pto"]
-        cpp = kernel.asm.get("cpp") or ptoas.lower(pto, tools.ptoas)
+        pto, cpp = kernel.asm["pto"], assemble(kernel, tools)
         funcs = entry.functions(pto, cpp)
         plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
         target = get_target(kernel.metadata["target"])

@@ -67,6 +67,41 @@ extern "C" inline void pypto_assert_fail(const char *expr, const char *file, uns
     pypto_sim::fail(text);
 }
 
+// Float division by zero. pto-isa's CPU simulator asserts that a divisor is not zero
+// (include/pto/cpu/ElementOp.h: OP_DIV, OP_REM, OP_FMOD, OP_RECIP, OP_RSQRT, OP_RDIVS), for
+// floats too; the chip's vector unit divides as IEEE 754 does (x / 0 = ±inf, 0 / 0 = NaN), and
+// PyPTO's programs rely on it (a floor division tests the sign of 1 / remainder). These
+// specialisations are the simulator's own code without the assertion, for the float types.
+namespace pto {
+#define PYPTO_IEEE_DIVISION(T)                                                                  \
+    template <> struct ElementOpCal<T, ElementOp::OP_DIV> {                                     \
+        static void apply(T &d, T &a, T &b, size_t) { d = a / b; }                              \
+        static void apply(T &d, const T &a, const T &b) { d = a / b; }                          \
+    };                                                                                          \
+    template <> struct ElementOpCal<T, ElementOp::OP_REM> {                                     \
+        static void apply(T &d, T &a, T &b, size_t) {                                           \
+            d = static_cast<T>(std::fmod(static_cast<double>(a), static_cast<double>(b)));      \
+        }                                                                                       \
+    };                                                                                          \
+    template <> struct ElementOpCal<T, ElementOp::OP_FMOD> {                                    \
+        static void apply(T &d, T &a, T &b, size_t) {                                           \
+            d = static_cast<T>(std::fmod(static_cast<double>(a), static_cast<double>(b)));      \
+        }                                                                                       \
+    };                                                                                          \
+    template <> struct ElementOpCal<T, ElementOp::OP_RECIP> {                                   \
+        static void apply(T &d, T &s) { d = 1 / s; }                                            \
+    };                                                                                          \
+    template <> struct ElementOpCal<T, ElementOp::OP_RSQRT> {                                   \
+        static void apply(T &d, T &s) { d = static_cast<T>(1.0 / std::sqrt(static_cast<double>(s))); } \
+    };                                                                                          \
+    template <> struct ElementOpCal<T, ElementOp::OP_RDIVS> {                                   \
+        static void apply(T &d, T &s, T &scalar, size_t) { d = scalar / s; }                    \
+    };
+PYPTO_IEEE_DIVISION(float)
+PYPTO_IEEE_DIVISION(half)        // (bfloat16_t is half here: engine.py refuses bf16 kernels)
+#undef PYPTO_IEEE_DIVISION
+}  // namespace pto
+
 #define FFTS_MODE_VAL 0x2          // npu/a2a3/TSync.hpp: cube <-> vector of one cluster
 inline void set_ffts_base_addr(uint64_t) {}
 

@@ -25,8 +25,7 @@ CPU_SIM_FLAGS = ("-std=c++20", "-D__CPU_SIM", "-Wno-macro-redefined", "-Wno-igno
 COMPILERS = ("clang++-19", "clang++")
 
 
-class ToolchainMissing(RuntimeError):
-    """The pto-isa engine was asked for and a tool it needs is not installed."""
+ToolchainMissing = ptoas.ToolMissing    # the engine was asked for and a tool is missing
 
 
 @dataclass(frozen=True)

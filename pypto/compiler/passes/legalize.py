@@ -255,11 +255,27 @@ def _legalize_op(op: Op):
                       dict(op.attrs, axis=1))
         return e.ops, e.emit("tile.reshape", [rows], op.result.type,
                              {"shape": op.result.type.shape})
+    if name == "tile.reduce" and _over_one_element(op):
+        # a sum/max/min/prod over an axis of extent 1 is its operand; A2/A3's row
+        # reductions would also want an (M, 1) operand row-major, which it is not
+        x = op.operands[0]
+        if x.type == op.result.type:
+            return [], x
+        e = Emitter(op.loc)
+        return e.ops, e.emit("tile.reshape", [x], op.result.type,
+                             {"shape": op.result.type.shape})
     if name == "tile.cumsum":
         return _widened(op, lambda e, x: _scan(e, x))
     if name == "tile.broadcast":
         return _split_broadcast(op)
     return None
+
+
+def _over_one_element(op: Op) -> bool:
+    x = op.operands[0]
+    shape = x.type.shape
+    return op.attrs["op"] in ("sum", "max", "min", "prod") and len(shape) == 2 and \
+        shape[op.attrs["axis"]] == 1 and x.type.dtype == op.result.type.dtype
 
 
 def _widened(op: Op, rule):

@@ -342,6 +342,8 @@ class _Printer:
         if "tmp" in i.attrs:
             ins.append(self.operand(i.attrs["tmp"], op))
         outs = [self.operand(x, op) for x in i.outs]
+        if op == "tcolexpand" and i.outs[0].is_column:
+            op = "trowexpand"      # (1, 1) → (M, 1): on the (1, M) row view, a row expand
         if op in ("textract", "tconcat") and i.outs[0].loc == "vec":
             self.moves(i, depth)
             return

@@ -401,7 +401,7 @@ class _Parser:
                 scope.consts[const.group(1)] = (value, ty)
             elif _HOISTED_NONFINITE.fullmatch(line):
                 base = _HOISTED_NONFINITE.fullmatch(line).group(1)
-                lines = [self.next() for _ in range(len(printer.constant_lines(base, 0.0, "f32")))]
+                lines = [self.next() for _ in printer.constant_lines(base, math.inf, "f32")]
                 found = _nonfinite(base, lines)
                 if found is None:
                     raise self.error(f"the lines deriving {base} are not a non-finite constant "
@@ -902,6 +902,8 @@ class _Parser:
                 if _printer_default(out[-1]):
                     del attrs["rmode"]
             return
+        if name == "trowexpand" and outs and outs[0].endswith(".row"):
+            name = "tcolexpand"          # (1, 1) → (M, 1) on the row view (printer.inst)
         if name in TMP_OPS:
             if not ins:
                 raise self.error(f"{op} takes a scratch tile as its last input")

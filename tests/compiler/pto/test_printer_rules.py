@@ -78,3 +78,50 @@ def test_an_accumulator_is_never_filled():
     text = _pto(mm, a, a.T.copy(), np.zeros((32, 32), np.float32), 64, BK=32)
     assert not re.search(r"pto\.texpands .*outs\(%\w+ : !pto\.tile_buf<loc=acc", text)
     assert "pto.tmatmul ins(" in text and "pto.tmatmul.acc ins(" in text
+
+
+# -- rules found by running the .pto on pto-isa's CPU simulator (docs/engines.md) ---------------
+
+@pypto.jit
+def weight_row(x, w, y, M: pl.constexpr, N: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(M, N))
+    wt = pl.load(w, offsets=(0,), shape=(N,))
+    pl.store(y, offsets=(0, 0), value=t * wt[None, :])
+
+
+@pypto.jit
+def special_constants(x, out, N: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(N,))
+    pl.store(out, offsets=(0,), value=pl.maximum(t * 1e-05, float("-inf")) + pl.max(t))
+
+
+@pypto.jit
+def bool_to_float(x, out, a, b, N: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(N,))
+    flag = (a > 0) & (b > 0)
+    pl.store(out, offsets=(0,), value=t * flag.to(pl.float32))
+
+
+def test_a_reshape_into_another_buffer_is_a_view_and_a_copy():
+    x = np.zeros((8, 128), np.float32)
+    text = _pto(weight_row, x, np.zeros(128, np.float32), x, M=8, N=128)
+    view = re.search(r"(%\w+)\.(rs\d+) = pto\.treshape (%\w+) :", text)
+    assert view and view.group(1) != view.group(3)
+    # the chip's TRESHAPE only renames the source's bytes: the result's buffer is written
+    assert f"pto.tmov ins({view.group(1)}.{view.group(2)} :" in text
+    assert f"outs({view.group(1)} :" in text.split(f"pto.tmov ins({view.group(1)}.")[1]
+
+
+def test_float_constants_are_mlir_literals_and_non_finite_ones_are_bitcast_bits():
+    text = _pto(special_constants, np.zeros(64, np.float32), np.zeros(64, np.float32), N=64)
+    assert "1.0e-05 : f32" in text and not re.search(r"constant \d+e", text)
+    assert "0xFF800000" not in text                      # ptoas would print -Inf.0f
+    bits = re.search(r"(%[\w]+)\.b = arith\.constant -8388608 : i32", text)   # -inf's bits
+    assert bits and f"{bits.group(1)} = arith.bitcast {bits.group(1)}.s : i32 to f32" in text
+
+
+def test_bool_to_float_is_a_select_not_uitofp():
+    x = np.zeros(64, np.float32)
+    text = _pto(bool_to_float, x, x, 1, 2, N=64)
+    assert "uitofp" not in text and re.search(r"arith\.select %\w+, %\w+\.one, %\w+\.zero : f32",
+                                              text)

@@ -1,0 +1,134 @@
+"""Rounding, NaN and infinity, saturation, overflow and padding: the native engine against
+pto-isa's CPU simulator on the values where implementations part ways.
+
+Each kernel below runs the same compiled program on both engines with inputs full of special
+values (NaN, ±inf, ±0, subnormals, values just past an integer type's range, halfway cases of
+float16 rounding); they must agree bit for bit. Where they did not, PyPTO now does what
+pto-isa does (docs/tile_ir.md, "Numerics"; docs/engines.md lists each case).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto.backends.ptoisa import toolchain
+
+try:
+    toolchain.find()
+    MISSING = ""
+except toolchain.ToolchainMissing as e:
+    MISSING = str(e)
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"pto-isa engine unavailable: {MISSING}")
+
+N = 64
+F32_SPECIALS = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 3.4028235e38,
+     -3.4028235e38, 2147483520.0, 2147483648.0, -2147483904.0, 32767.5, 32768.0, -32769.0,
+     127.5, 128.0, -129.0, 0.5, 1.5, 2.5, -0.5, -1.5, 65504.0, 65520.0, 1e5, -1e5,
+     1.00048828125, 1.000732421875, 2049.0, 1e-8, -7.0, 7.0, 3.0, -3.0],
+    np.float32)
+
+
+def _inputs(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(N).astype(np.float32) * 1000
+    x[:F32_SPECIALS.size] = F32_SPECIALS
+    return x
+
+
+@pypto.jit
+def casts(x, o32, o16, o8, oh, B: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(B,))
+    pl.store(o32, offsets=(0,), value=t.to(pl.int32))
+    pl.store(o16, offsets=(0,), value=t.to(pl.int16))
+    pl.store(o8, offsets=(0,), value=t.to(pl.int8))
+    pl.store(oh, offsets=(0,), value=t.to(pl.float16))
+
+
+@pypto.jit
+def float_ops(x, y, o_max, o_min, o_div, o_abs, o_exp, o_cmp, B: pl.constexpr):
+    a = pl.load(x, offsets=(0,), shape=(B,))
+    b = pl.load(y, offsets=(0,), shape=(B,))
+    pl.store(o_max, offsets=(0,), value=pl.maximum(a, b))
+    pl.store(o_min, offsets=(0,), value=pl.minimum(a, b))
+    pl.store(o_div, offsets=(0,), value=a / b)
+    pl.store(o_abs, offsets=(0,), value=pl.abs(a))
+    pl.store(o_exp, offsets=(0,), value=pl.exp(a))
+    pl.store(o_cmp, offsets=(0,), value=pl.where(a < b, 1.0, 0.0))
+
+
+@pypto.jit
+def int_ops(x, y, o_add, o_mul, o_max, o_shr, B: pl.constexpr):
+    a = pl.load(x, offsets=(0,), shape=(B,))
+    b = pl.load(y, offsets=(0,), shape=(B,))
+    pl.store(o_add, offsets=(0,), value=a + b)
+    pl.store(o_mul, offsets=(0,), value=a * b)
+    pl.store(o_max, offsets=(0,), value=pl.maximum(a, b))
+    pl.store(o_shr, offsets=(0,), value=a >> 3)
+
+
+@pypto.jit
+def padded_reductions(x, o_sum, o_max, R: pl.constexpr, C: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(R, C), padding=float("-inf"))
+    pl.store(o_max, offsets=(0, 0), value=pl.max(t, axis=1, keepdims=True))
+    z = pl.load(x, offsets=(0, 0), shape=(R, C))
+    pl.store(o_sum, offsets=(0, 0), value=pl.sum(z, axis=1, keepdims=True))
+
+
+def _both(kernel, make, grid=(1,), **constants):
+    """Outputs of the native and the pto-isa run of ``kernel`` on fresh ``make()`` arrays."""
+    results = []
+    for engine in ("native", "pto-isa"):
+        args = make()
+        pypto.jit(kernel.fn, engine=engine)[grid](*args, **constants)
+        results.append([a for a in args if isinstance(a, np.ndarray)])
+    return results
+
+
+def _bits_equal(native, simulated, names):
+    for name, a, b in zip(names, native, simulated):
+        same = (a.view(np.uint8) == b.view(np.uint8)).reshape(a.shape + (-1,)).all(-1) \
+            if a.dtype.kind == "f" else a == b
+        if a.dtype.kind == "f":           # any NaN is the same NaN for this comparison
+            same |= np.isnan(a) & np.isnan(b)
+        bad = np.flatnonzero(~same.ravel())
+        assert bad.size == 0, (f"{name}: {bad.size} elements differ, first inputs at "
+                               f"{bad[:6]}: native {a.ravel()[bad[:6]]} vs pto-isa "
+                               f"{b.ravel()[bad[:6]]}")
+
+
+def test_float_to_int_and_half_conversions_agree():
+    x = _inputs()
+    make = lambda: (x, np.zeros(N, np.int32), np.zeros(N, np.int16), np.zeros(N, np.int8),
+                    np.zeros(N, np.float16))
+    native, simulated = _both(casts, make, B=N)
+    _bits_equal(native[1:], simulated[1:], ["int32", "int16", "int8", "float16"])
+
+
+def test_float_special_values_agree():
+    x, y = _inputs(0), np.roll(_inputs(1), 7)
+    y[:6] = [0.0, -0.0, np.nan, np.inf, 0.0, -np.inf]
+    make = lambda: (x, y, *(np.zeros(N, np.float32) for _ in range(6)))
+    native, simulated = _both(float_ops, make, B=N)
+    _bits_equal(native[2:], simulated[2:], ["max", "min", "div", "abs", "exp", "cmp"])
+
+
+def test_integer_wraparound_agrees():
+    info = np.iinfo(np.int32)
+    x = np.arange(N, dtype=np.int32) * 1000003 - 7
+    x[:6] = [info.max, info.min, -1, 0, info.max - 1, info.min + 1]
+    y = np.roll(x, 3)
+    make = lambda: (x, y, *(np.zeros(N, np.int32) for _ in range(4)))
+    native, simulated = _both(int_ops, make, B=N)
+    _bits_equal(native[2:], simulated[2:], ["add", "mul", "max", "shr"])
+
+
+def test_padding_of_a_partial_tile_agrees():
+    x = _inputs().reshape(8, 8)[:, :5].copy()        # 5 valid columns in an 8-wide tile
+    x[0] = -np.inf
+    make = lambda: (x, np.zeros((8, 1), np.float32), np.zeros((8, 1), np.float32))
+    native, simulated = _both(padded_reductions, make, R=8, C=8)
+    _bits_equal(native[1:], simulated[1:], ["sum", "max"])
