@@ -47,10 +47,18 @@ class NotOnSimulator(ValueError):
 
 
 def check_simulable(kernel) -> None:
-    """bfloat16: with C++20 (and clang 19's C++23, which has no ``std::bfloat16_t``) pto-isa's
+    """What pto-isa's CPU simulator lacks, refused before anything is built. int16 column
+    max/min: no such form in the simulator. bfloat16: with C++20 (and clang 19's C++23, which has no ``std::bfloat16_t``) pto-isa's
     CPU simulator defines ``bfloat16_t`` as ``_Float16`` (include/pto/common/type.hpp), so a
     bfloat16 kernel would compute in float16 on bfloat16 bits."""
-    if re.search(r"\bbf16\b", kernel.asm["pto"]):
+    pto = kernel.asm["pto"]
+    if re.search(r"pto\.tcol(max|min) ins\([^)]*dtype=i16", pto):
+        raise NotOnSimulator(
+            f"{kernel.metadata['name']}: an int16 column max/min cannot run on the pto-isa "
+            "engine: its CPU simulator's TCOLMAX/TCOLMIN take no int16 (pto-isa "
+            "include/pto/cpu/TColMax.hpp; the chip's do, npu/a2a3/TColReduceOps.hpp). Run it "
+            "on the native engine (engine='native')")
+    if re.search(r"\bbf16\b", pto):
         raise NotOnSimulator(
             f"{kernel.metadata['name']}: bfloat16 tensors or tiles cannot run on the pto-isa "
             "engine: its CPU simulator's bfloat16_t is float16 (pto-isa "

@@ -132,8 +132,9 @@ using namespace pypto_sim;
 static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int64_t stride,
                        char *error, int error_len, std::atomic<bool> &failed) {{
 {workspaces}    int64_t ffts[256] = {{}};
-    std::jmp_buf abort_block;
+    sigjmp_buf abort_block;
     core = Core{{}};
+    struct Forget {{ ~Forget() {{ core = Core{{}}; }} }} forget;   // no dangling jump target
     core.launch = &launch;
     core.abort_block = &abort_block;
     core.error = error;
@@ -141,7 +142,7 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
     for (int64_t b = first; b < launch.blocks; b += stride) {{
         if (failed.load()) return false;
         pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
-        if (setjmp(abort_block) != 0) {{
+        if (sigsetjmp(abort_block, 1) != 0) {{
             failed.store(true);
             std::lock_guard<std::mutex> lock(launch.mutex);
             launch.dead = true;
@@ -176,6 +177,7 @@ int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeou
     if (blocks <= 0) return 0;
     pto::cpu_sim::EnsureRuntimeInitialized();
     pto::cpu_sim::runtime_config().num_cores = uint32_t(blocks);
+    FaultHandlers handlers;                     // a faulting block ends, not the process
     Launch launch;
     launch.blocks = uint32_t(blocks);
     launch.timeout_seconds = timeout_seconds;

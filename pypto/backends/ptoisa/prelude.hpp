@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <csetjmp>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -39,7 +40,7 @@ struct Core {                         // one host thread's view: the block it is
     uint32_t local_flags[16] = {};    // mode-2 flags set by this cluster's cube for its vector
     uint64_t syncall_round[16] = {};  // how many SYNCALLs on each id this core has joined
     bool pending[16] = {};
-    std::jmp_buf *abort_block = nullptr;
+    sigjmp_buf *abort_block = nullptr;
     char *error = nullptr;
     int error_len = 0;
 };
@@ -54,8 +55,40 @@ inline thread_local Core core;
         if (core.error != nullptr && core.error[0] == '\0')
             std::snprintf(core.error, core.error_len, "%s", text);
     }
-    std::longjmp(*core.abort_block, 1);
+    siglongjmp(*core.abort_block, 1);
 }
+
+// A fault in a block (an access outside a tensor, an integer trap) ends that block with an
+// error instead of the process: handlers installed for the duration of a launch. A fault in
+// a thread that runs no block goes to the handler that was there before.
+struct FaultHandlers {
+    static constexpr int signals[3] = {SIGSEGV, SIGBUS, SIGFPE};
+    struct sigaction saved[3];
+
+    static void on_fault(int sig, siginfo_t *, void *) {
+        if (core.abort_block == nullptr) {          // not a simulated core: as before
+            std::signal(sig, SIG_DFL);
+            std::raise(sig);
+            return;
+        }
+        const char *what = sig == SIGFPE ? "an arithmetic trap (SIGFPE)" : sig == SIGBUS
+            ? "a bus error (SIGBUS)" : "an access outside the tensors and buffers (SIGSEGV)";
+        if (core.error != nullptr && core.error[0] == '\0')
+            std::snprintf(core.error, core.error_len, "pto-isa CPU simulator: %s", what);
+        siglongjmp(*core.abort_block, 2);
+    }
+
+    FaultHandlers() {
+        struct sigaction act {};
+        act.sa_sigaction = on_fault;
+        act.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&act.sa_mask);
+        for (int i = 0; i < 3; ++i) sigaction(signals[i], &act, &saved[i]);
+    }
+    ~FaultHandlers() {
+        for (int i = 0; i < 3; ++i) sigaction(signals[i], &saved[i], nullptr);
+    }
+};
 
 }  // namespace pypto_sim
 
@@ -100,6 +133,18 @@ namespace pto {
 PYPTO_IEEE_DIVISION(float)
 PYPTO_IEEE_DIVISION(half)        // (bfloat16_t is half here: engine.py refuses bf16 kernels)
 #undef PYPTO_IEEE_DIVISION
+
+// Rounding a float to an integral value of the same type. The chip's TCVT f32 -> f32 with a
+// round mode is vconv_f322f32{r,a,f,c,z} (npu/a2a3/TCvt.hpp): floor, ceil, ... in place. The
+// simulator's float -> float conversion (cpu/TCvt.hpp, convert_value) ignores the mode and
+// copies, so pl.floor, pl.ceil, pl.round and everything built on them (sin, cos: their
+// argument reduction) came out wrong. These apply the mode, as its float -> int path does.
+template <> inline float convert_value<float, float>(float v, RoundMode mode) {
+    return static_cast<float>(applyRoundingToIntegral(static_cast<double>(v), mode));
+}
+template <> inline half convert_value<half, half>(half v, RoundMode mode) {
+    return static_cast<half>(applyRoundingToIntegral(static_cast<double>(v), mode));
+}
 }  // namespace pto
 
 #define FFTS_MODE_VAL 0x2          // npu/a2a3/TSync.hpp: cube <-> vector of one cluster

@@ -68,6 +68,8 @@ def _binary(op: Op):
     dtype = a.type.dtype
     if dtype == dt.bool_ or spec.pto is None:
         return None                         # masks: tand/tor/txor take bytes; legalize decomposed
+    if spec.name == "fmod" and dtype.is_int and not op.attrs.get("_divisor_nonzero"):
+        return _int_fmod(op)
     scalar = not b.is_tile
     native = VECTOR_TYPES.get(spec.pto_scalar if scalar else spec.pto)
     if native is None or dtype in native:
@@ -92,6 +94,20 @@ def _binary(op: Op):
     result_type = op.result.type if spec.result == "bool" else TileType(work, a.type.shape)
     r = e.emit("tile.binary", [x, y], result_type, dict(op.attrs))
     return e.ops, (r if spec.result == "bool" else e.cast(r, dtype))
+
+
+def _int_fmod(op: Op):
+    """``x % 0`` is 0 in PyPTO, and the chip's integer TFMOD has no meaning for a zero divisor
+    (pto-isa's simulator asserts on it; its ``INT_MIN % -1`` traps), so those divisors are
+    replaced by 1 and their result (0) chosen after."""
+    e = Emitter(op.loc)
+    a, b = op.operands
+    if not b.is_tile:
+        b = e.emit("tile.full", [b], TileType(a.type.dtype, a.type.shape))
+    trivial = e.binary("or", e.binary("eq", b, 0), e.binary("eq", b, -1))   # x % -1 is 0 too
+    r = e.emit("tile.binary", [a, e.where(trivial, 1, b)], op.result.type,
+               dict(op.attrs, _divisor_nonzero=True))
+    return e.ops, e.where(trivial, 0, r)
 
 
 def _int_div(e, a, b):
