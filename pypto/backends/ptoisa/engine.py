@@ -47,17 +47,35 @@ class NotOnSimulator(ValueError):
 
 
 def check_simulable(kernel) -> None:
-    """What pto-isa's CPU simulator lacks, refused before anything is built. int16 column
-    max/min: no such form in the simulator. bfloat16: with C++20 (and clang 19's C++23, which has no ``std::bfloat16_t``) pto-isa's
+    """What pto-isa's CPU simulator lacks, refused before anything is built. 16/32-bit
+    integer column reductions: no such form in the simulator. bfloat16: with C++20 (and clang 19's C++23, which has no ``std::bfloat16_t``) pto-isa's
     CPU simulator defines ``bfloat16_t`` as ``_Float16`` (include/pto/common/type.hpp), so a
     bfloat16 kernel would compute in float16 on bfloat16 bits."""
     pto = kernel.asm["pto"]
-    if re.search(r"pto\.tcol(max|min) ins\([^)]*dtype=i16", pto):
+    if re.search(r"pto\.tcol(max|min|sum|prod) ins\([^)]*dtype=i(16|32)\b", pto):
         raise NotOnSimulator(
-            f"{kernel.metadata['name']}: an int16 column max/min cannot run on the pto-isa "
-            "engine: its CPU simulator's TCOLMAX/TCOLMIN take no int16 (pto-isa "
-            "include/pto/cpu/TColMax.hpp; the chip's do, npu/a2a3/TColReduceOps.hpp). Run it "
-            "on the native engine (engine='native')")
+            f"{kernel.metadata['name']}: an int16/int32 column reduction cannot run on the "
+            "pto-isa engine: its CPU simulator's TCOLMAX/TCOLMIN/TCOLSUM take no 16- or "
+            "32-bit integers (pto-isa include/pto/cpu/TColMax.hpp, TColSum.hpp; the chip's "
+            "do, npu/a2a3/TColReduceOps.hpp). Run it on the native engine (engine='native')")
+    for line in re.findall(r"pto\.trowsum ins\(.*", pto):
+        rows = re.findall(r"rows=(\d+)", line)
+        if rows and rows[0] != rows[-1]:
+            raise NotOnSimulator(
+                f"{kernel.metadata['name']}: a row sum of {rows[0]} rows into a column tile of "
+                f"{rows[-1]} cannot run on the pto-isa engine: its CPU simulator's TROWSUM "
+                "wants both tiles to have the same rows (pto-isa include/pto/cpu/TRowSum.hpp; "
+                "the chip's has no such rule). Run it on the native engine")
+    for line in re.findall(r"pto\.tsel ins\(.*", pto):
+        widths = {int(w) for d, w in re.findall(r"dtype=(\w+), rows=\d+, cols=\d+, v_row=\S+, "
+                                                 r"v_col=(\d+)", line) if d != "ui8"}
+        if any(w % 8 for w in widths):
+            raise NotOnSimulator(
+                f"{kernel.metadata['name']}: a select over {min(widths)} columns cannot run on "
+                "the pto-isa engine: its CPU simulator's TSEL reads a row's mask bits right "
+                "only when the valid columns are a multiple of 8 (pto-isa "
+                "include/pto/cpu/TSel.hpp moves to the next mask row after whole bytes; its "
+                "TCMPS writes rows of whole tile width). Run it on the native engine")
     if re.search(r"\bbf16\b", pto):
         raise NotOnSimulator(
             f"{kernel.metadata['name']}: bfloat16 tensors or tiles cannot run on the pto-isa "
