@@ -7,13 +7,7 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.backends.ptoisa import engine, toolchain
-
-try:
-    toolchain.find()
-    MISSING = ""
-except toolchain.ToolchainMissing as e:
-    MISSING = str(e)
-needs_tools = pytest.mark.skipif(bool(MISSING), reason=f"pto-isa engine unavailable: {MISSING}")
+from tests.engines.tools import needs_tools
 
 
 @pypto.jit

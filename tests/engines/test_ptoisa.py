@@ -24,15 +24,10 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 import pypto
-from pypto.backends.ptoisa import engine, toolchain
+from pypto.backends.ptoisa import engine
+from tests.engines.tools import TOOLS, needs_tools
 
-try:
-    TOOLS = toolchain.find()
-    MISSING = ""
-except toolchain.ToolchainMissing as e:
-    TOOLS, MISSING = None, str(e)
-
-pytestmark = pytest.mark.skipif(TOOLS is None, reason=f"pto-isa engine unavailable: {MISSING}")
+pytestmark = needs_tools
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # Corpus kernels whose result is not a function of their input: racing blocks by design.
@@ -118,24 +113,51 @@ def _corpus_cases():
     return cases
 
 
+@pytest.fixture(scope="module", autouse=True)
+def quick_native_code():
+    """Host code at -O0 here: LLVM's O3 is most of a native compile, and these kernels are
+    small; the engines compared are the same either way (the program is the same)."""
+    saved = os.environ.get("PTO_OPT_LEVEL")
+    os.environ["PTO_OPT_LEVEL"] = "O0"
+    yield
+    if saved is None:
+        del os.environ["PTO_OPT_LEVEL"]
+    else:
+        os.environ["PTO_OPT_LEVEL"] = saved
+
+
+class _CorpusBuilds:
+    """The corpus kernels compiled for pto-isa, one batch per subset (the default run's half,
+    the slow run's other half), built when a test of that subset first asks."""
+
+    def __init__(self):
+        self.cases: dict = {}
+
+    def __getitem__(self, name: str):
+        if name not in self.cases:
+            self._build(DEFAULT_CORPUS if name in DEFAULT_CORPUS else SLOW_CORPUS)
+        return self.cases[name]
+
+    def _build(self, names) -> None:
+        compiled = []
+        for name, kernel, args, kwargs in _corpus_cases():
+            if name not in names:
+                continue
+            k = _retarget(kernel, "pto-isa")
+            ck = k.compile(*args, **_no_grid(kwargs))
+            self.cases[name] = (kernel, k, args, kwargs)
+            try:
+                engine.check_simulable(ck)
+            except engine.NotOnSimulator:
+                continue                    # bfloat16 and the like: the test expects refusal
+            compiled.append(ck)
+        for ck, sim in zip(compiled, _build(compiled)):
+            ck.simulated = sim
+
+
 @pytest.fixture(scope="module")
 def corpus_on_ptoisa():
-    """Every corpus kernel, compiled for the pto-isa engine in one batch."""
-    cases, compiled = {}, []
-    for name, kernel, args, kwargs in _corpus_cases():
-        if name in UNBUILDABLE or name in OUT_OF_BOUNDS:
-            continue
-        k = _retarget(kernel, "pto-isa")
-        ck = k.compile(*args, **_no_grid(kwargs))
-        cases[name] = (kernel, k, args, kwargs)
-        try:
-            engine.check_simulable(ck)
-        except engine.NotOnSimulator:
-            continue                            # a bfloat16 kernel: the test expects refusal
-        compiled.append(ck)
-    for ck, sim in zip(compiled, _build(compiled)):
-        ck.simulated = sim
-    return cases
+    return _CorpusBuilds()
 
 
 def _no_grid(kwargs: dict) -> dict:
@@ -151,6 +173,13 @@ def _launch(kernel, args, kwargs):
 
 CORPUS_NAMES = [c[0] for c in _corpus_cases() if c[0] not in UNBUILDABLE | OUT_OF_BOUNDS.keys()] \
     if TOOLS is not None else []
+# The default run takes every other kernel, and always these (each family of sync, cube,
+# refusal and legalisation): the whole corpus is the slow run's.
+ALWAYS = {"rt_mixed", "matmul_softmax_mixed", "tut05_scale_barrier", "tut05_never_met",
+          "tut02_softmax", "tut03_matmul", "tut04_layer_norm", "unary_activations",
+          "int_binary_i32", "reduce_int16", "bench_layer_norm_bf16", "cast_from_f32"}
+DEFAULT_CORPUS = set(CORPUS_NAMES[::2]) | (ALWAYS & set(CORPUS_NAMES))
+SLOW_CORPUS = set(CORPUS_NAMES) - DEFAULT_CORPUS
 
 
 @pytest.mark.parametrize("name", sorted(OUT_OF_BOUNDS))
@@ -180,7 +209,8 @@ def _fails_to_build(kernel, args, kwargs) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name", CORPUS_NAMES)
+@pytest.mark.parametrize("name", [n if n in DEFAULT_CORPUS else
+                                  pytest.param(n, marks=pytest.mark.slow) for n in CORPUS_NAMES])
 def test_corpus_kernel_agrees_on_three_engines(name, corpus_on_ptoisa, monkeypatch):
     if name in NONDETERMINISTIC:
         pytest.skip(NONDETERMINISTIC[name])
@@ -273,7 +303,6 @@ REJECTED: list = []          # (reason, program source) of the last run, for the
 
 def _assembled(compiled, runs):
     """The kernels ptoas lowers; a known rejection is recorded and its program dropped."""
-    import re
     from pypto.compiler.errors import InternalError
     kept_c, kept_r = [], []
     REJECTED.clear()

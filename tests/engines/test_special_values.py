@@ -13,15 +13,9 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ptoisa import toolchain
+from tests.engines.tools import needs_tools
 
-try:
-    toolchain.find()
-    MISSING = ""
-except toolchain.ToolchainMissing as e:
-    MISSING = str(e)
-
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"pto-isa engine unavailable: {MISSING}")
+pytestmark = needs_tools
 
 N = 64
 F32_SPECIALS = np.array(

@@ -104,7 +104,9 @@ def _int_fmod(op: Op):
     a, b = op.operands
     if not b.is_tile:
         b = e.emit("tile.full", [b], TileType(a.type.dtype, a.type.shape))
-    trivial = e.binary("or", e.binary("eq", b, 0), e.binary("eq", b, -1))   # x % -1 is 0 too
+    trivial = e.binary("eq", b, 0)
+    if a.type.dtype.is_signed:                    # x % -1 is 0 too (and INT_MIN % -1 traps)
+        trivial = e.binary("or", trivial, e.binary("eq", b, -1))
     r = e.emit("tile.binary", [a, e.where(trivial, 1, b)], op.result.type,
                dict(op.attrs, _divisor_nonzero=True))
     return e.ops, e.where(trivial, 0, r)
