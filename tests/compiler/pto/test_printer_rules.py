@@ -125,3 +125,19 @@ def test_bool_to_float_is_a_select_not_uitofp():
     text = _pto(bool_to_float, x, x, 1, 2, N=64)
     assert "uitofp" not in text and re.search(r"arith\.select %\w+, %\w+\.one, %\w+\.zero : f32",
                                               text)
+
+
+@pypto.jit
+def column_bits(x, out, M: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(M, 1))
+    pl.store(out, offsets=(0, 0), value=t ^ 5)
+
+
+def test_the_i16_view_of_a_column_tile_is_its_row():
+    """An (M, 1) tile's M elements are contiguous (DN): its i16 view for a bitwise op is one
+    row of 2M halves, not M rows of one element (pto-isa read elements 1.. as zeros)."""
+    x = np.zeros((30, 1), np.int32)
+    text = _pto(column_bits, x, x, M=30)
+    views = re.findall(r"= pto\.alloc_tile addr = %\w+ : !pto\.tile_buf<loc=vec, dtype=i16, "
+                       r"rows=(\d+), cols=(\d+), v_row=(\d+), v_col=(\d+)", text)
+    assert views and all(v == ("1", "64", "1", "60") for v in views), views
