@@ -342,10 +342,9 @@ def _draw_chains(n: int, derandomize: bool) -> list:
 
 @pytest.mark.slow
 def test_op_chains_agree_with_native_and_model():
-    """OPEN (issue 13): 40 of 296 chains disagree (seed 20261202): (M, 1) tiles of int8,
-    float16 column sums and rsqrt/log/maximum chains, int8 padding fills, shifts by a
-    broadcast tile, out-of-range float -> int8 conversions. Slow until they are sorted into
-    PyPTO bugs (fixed) and simulator divergences (documented): it fails today."""
+    """OPEN (issue 13): 29 of 296 chains disagree (seed 20261202; docs/engines.md lists the
+    13 programs). Slow until they are sorted into PyPTO bugs (fixed) and simulator
+    divergences (documented): it fails today."""
     check_chains(_draw_chains(3 * N_CHAINS, derandomize=True), N_CHAINS)
 
 
