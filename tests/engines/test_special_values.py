@@ -9,7 +9,6 @@ pto-isa does (docs/tile_ir.md, "Numerics"; docs/engines.md lists each case).
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import pypto
 import pypto.language as pl
