@@ -62,7 +62,7 @@ def main(argv=None) -> None:
     from pypto.backends.ptoisa import toolchain
     try:
         toolchain.find()
-    except toolchain.ToolchainMissing as e:
+    except toolchain.ToolMissing as e:
         print(f"skipped: {e}")
         return
     rows = []

@@ -21,7 +21,7 @@ from .device import Tensor, _current_target
 
 
 _RESERVED = {"_nd", "_T", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
-             "_normalise", "_run", "_explain", "_ctypes_error"}
+             "_normalise", "_run", "_explain", "_ctypes_error", "_read_only"}
 ENTRY_LEADING_ARGS = 6
 
 # The environment as the launcher reads it on every call. os.environ.get costs ~0.6 us for an
@@ -88,7 +88,7 @@ def make_launcher(jitfn, slow_path):
     signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
     key = ", ".join(_param_key(n, jitfn) for n in names)
     env_key = ", ".join(f"_env.get({ENV_KEY(v.name)!r})" for v in envs.registry().values()
-                        if v.changes_code or v in (envs.PYPTO_INTERPRET, envs.PYPTO_ENGINE)) + ", _target.get('name')"
+                        if v.in_launch_key) + ", _target.get('name')"
     call_args = ", ".join(names)
     kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
     source = f"""
@@ -108,6 +108,10 @@ def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
     return scope[kernel], scope["key"]
 
 
+def read_only(kernel_name: str, arg: str) -> ValueError:
+    return ValueError(f"{kernel_name}(): argument '{arg}' is stored to but is a read-only array")
+
+
 def make_caller(jitfn, kernel, runtime_params, normalise_grid):
     """The per-specialisation call: checks written tensors, launches with object addresses.
     ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple."""
@@ -118,8 +122,8 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid):
     raw = ", ".join(n for n, _, _ in runtime_params)
     checks = "".join(
         f"    if not {n}.flags.writeable:\n"
-        f"        raise ValueError(\"{jitfn.__name__}(): argument '{n}' is stored to but is a "
-        f"read-only array\")\n" for n in kernel.metadata["written_tensors"])
+        f"        raise _read_only({jitfn.__name__!r}, {n!r})\n"
+        for n in kernel.metadata["written_tensors"])
     source = f"""
 def call(_pypto_grid, {", ".join(names)}):
 {checks}    if type(_pypto_grid) is not tuple or not 0 < len(_pypto_grid) <= 3 or \\
@@ -174,7 +178,7 @@ def call(_pypto_grid, {", ".join(names)}):
             raise status_error(status, grid)
         profile.record_compiled(kernel, grid, raw_values, t0)
 
-    scope = {"_entry": kernel.entry, "_status_error": status_error,
+    scope = {"_entry": kernel.entry, "_status_error": status_error, "_read_only": read_only,
              "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray,

@@ -16,6 +16,12 @@ class EnvVar:
     default: str
     changes_code: bool
     doc: str
+    chooses_runner: bool = False     # picks who runs a compiled kernel: in the launch key
+
+    @property
+    def in_launch_key(self) -> bool:
+        """The warm launcher re-dispatches when this variable changes."""
+        return self.changes_code or self.chooses_runner
 
     def get(self) -> str:
         return os.environ.get(self.name, self.default)
@@ -24,8 +30,9 @@ class EnvVar:
 _REGISTRY: dict[str, EnvVar] = {}
 
 
-def register(name: str, default: str, changes_code: bool, doc: str) -> EnvVar:
-    var = EnvVar(name, default, changes_code, doc)
+def register(name: str, default: str, changes_code: bool, doc: str,
+             chooses_runner: bool = False) -> EnvVar:
+    var = EnvVar(name, default, changes_code, doc, chooses_runner)
     _REGISTRY[name] = var
     return var
 
@@ -40,7 +47,8 @@ PYPTO_LOG = register("PYPTO_LOG", "", False,
                      "comma-separated log topics: compile, cache, recompile")
 PYPTO_DUMP_IR = register("PYPTO_DUMP_IR", "", False, "print the IR after every pass")
 PYPTO_INTERPRET = register("PYPTO_INTERPRET", "", False,
-                           "1: run kernels in the reference interpreter, blocks in order")
+                           "1: run kernels in the reference interpreter, blocks in order",
+                           chooses_runner=True)
 PYPTO_DEBUG = register("PYPTO_DEBUG", "", False,
                        "1: keep the compiler's own frames in CompilationError tracebacks")
 PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")
@@ -60,7 +68,8 @@ PYPTO_PTOAS = register("PYPTO_PTOAS", "", False,
 PYPTO_ENGINE = register("PYPTO_ENGINE", "native", False,
                         "which engine runs compiled kernels: native (PyPTO's own host code, "
                         "the default) or pto-isa (the .pto through ptoas into pto-isa's CPU "
-                        "simulator); @pypto.jit(engine=...) overrides it per kernel")
+                        "simulator); @pypto.jit(engine=...) overrides it per kernel",
+                        chooses_runner=True)
 PTO_ISA_ROOT = register("PTO_ISA_ROOT", "", False,
                         "pto-isa's headers (the directory holding pto/pto-inst.hpp, or the "
                         "checkout) for the pto-isa engine; default: $PTO_ORACLE/include")

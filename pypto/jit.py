@@ -30,7 +30,7 @@ from .compiler.frontend import KernelSource, build_function, scalar_param, tenso
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
 from .language.core import constexpr
-from .binder import NoFastPath, make_caller, make_launcher
+from .binder import NoFastPath, make_caller, make_launcher, read_only
 from .tensor_args import as_array
 
 __version__ = "0.1.0"
@@ -215,8 +215,7 @@ class JITFunction:
             grid = self._grid(grid, bound, kernel.metadata, target)
             for name in written:
                 if not bound[name].flags.writeable:
-                    raise ValueError(f"{self.__name__}(): argument '{name}' is stored to but "
-                                     "is a read-only array")
+                    raise read_only(self.__name__, name)
             args = {n: bound[n] for n, _, _ in kernel.runtime_params}
             t0 = time.perf_counter()
             simulated.launch(grid, args)
@@ -313,19 +312,9 @@ class JITFunction:
                                 __version__, compiler_hash(), host_identity(),
                                 envs.code_changing_environment(), override and override[2],
                                 self.auto_sync, assembler_identity()))
-        use_disk = envs.PYPTO_DISABLE_CACHE.get() in ("", "0")
-        disk = cache_mod.DiskCache() if use_disk else None
-        lock = disk.lock(key) if disk is not None else None
-        if lock is None:      # no usable cache directory: compile in memory only
-            files = self._compile(spec_args, tensor_specs, target, opt, override)
-            return _kernel_from_files(files, runtime_params, key)
-        files = disk.get(key, REQUIRED_FILES)
-        if files is None:
-            with lock:
-                files = disk.get(key, REQUIRED_FILES)
-                if files is None:
-                    files = self._compile(spec_args, tensor_specs, target, opt, override)
-                    disk.put(key, files)
+        files = cache_mod.fetch_or_build(
+            key, REQUIRED_FILES,
+            lambda: self._compile(spec_args, tensor_specs, target, opt, override))
         return _kernel_from_files(files, runtime_params, key)
 
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:

@@ -132,6 +132,26 @@ class DiskCache:
         shutil.rmtree(trash, ignore_errors=True)
 
 
+def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, bytes]:
+    """The entry ``key``'s files from the disk cache, else ``build()``'s, stored under a file
+    lock so that concurrent processes build a key once. Without a usable cache directory, or
+    with ``PYPTO_DISABLE_CACHE``, it just builds. ``record`` as in ``DiskCache.get``."""
+    if envs.PYPTO_DISABLE_CACHE.get() not in ("", "0"):
+        return build()
+    disk = DiskCache()
+    lock = disk.lock(key)
+    if lock is None:
+        return build()
+    files = disk.get(key, required, record)
+    if files is None:
+        with lock:
+            files = disk.get(key, required, record)
+            if files is None:
+                files = build()
+                disk.put(key, files)
+    return files
+
+
 def _count(stats: dict, what: str) -> None:
     stats[what] = stats.get(what, 0) + 1
 

@@ -41,14 +41,14 @@ def test_an_unknown_engine_is_refused_where_it_is_named(monkeypatch):
 ])
 def test_a_missing_tool_names_the_variable_to_set(monkeypatch, variable, value, named):
     monkeypatch.setenv(variable, value)
-    with pytest.raises(toolchain.ToolchainMissing, match=named):
+    with pytest.raises(toolchain.ToolMissing, match=named):
         _run(pypto.jit(scale.fn, engine="pto-isa"))
 
 
 def test_missing_headers_name_pto_isa_root(monkeypatch, tmp_path):
     monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
     monkeypatch.delenv("PTO_ORACLE", raising=False)
-    with pytest.raises(toolchain.ToolchainMissing, match="PTO_ISA_ROOT"):
+    with pytest.raises(toolchain.ToolMissing, match="PTO_ISA_ROOT"):
         toolchain.find_headers()
 
 

@@ -6,7 +6,7 @@ from pypto.backends.ptoisa import toolchain
 try:
     TOOLS = toolchain.find()
     MISSING = ""
-except toolchain.ToolchainMissing as e:
+except toolchain.ToolMissing as e:
     TOOLS, MISSING = None, str(e)
 
 needs_tools = pytest.mark.skipif(TOOLS is None, reason=f"pto-isa engine unavailable: {MISSING}")

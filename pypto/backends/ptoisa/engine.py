@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import functools
 import hashlib
 import math
 import os
@@ -84,6 +85,7 @@ def check_simulable(kernel) -> None:
             "engine (engine='native')")
 
 
+@functools.lru_cache(maxsize=1)
 def _prelude_digest() -> str:
     with open(PRELUDE, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -235,16 +237,16 @@ def load_batch(kernels: list, native_keys: list[str], jobs: int = 1) -> list[Pto
 def _library(kernels: list, native_keys: list[str], tools) -> list[PtoIsaKernel]:
     key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest(),
                             _opt_level()))
-    files = _cached(key, lambda: _compile(kernels, tools))
+    files = cache_mod.fetch_or_build(key, (LIBRARY, "kernel.cpp"),
+                                     lambda: _compile(kernels, tools), record=False)
     library = Library(files[LIBRARY])
     cpp = files["kernel.cpp"].decode()
     out = []
     for n, kernel in enumerate(kernels):
-        pto = kernel.asm["pto"]
-        funcs = entry.functions(pto, _namespace_text(cpp, n))
-        plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+        _, plan = _signature(kernel, _namespace_text(cpp, n))
         target = get_target(kernel.metadata["target"])
-        out.append(PtoIsaKernel(library, f"pypto_run_{n}", plan, "ffts_mode = 0" in pto,
+        out.append(PtoIsaKernel(library, f"pypto_run_{n}", plan,
+                                "ffts_mode = 0" in kernel.asm["pto"],
                                 target.cores_for(kernel.metadata["uses_cube"]),
                                 kernel.metadata["name"]))
     return out
@@ -262,8 +264,11 @@ def _namespace_text(cpp: str, n: int) -> str:
     return cpp[start:cpp.index(f"}}  // namespace pypto_kernel_{n}", start)]
 
 
-def _scalar_kinds(runtime_params) -> dict:
-    return {n: kind for n, kind, _ in runtime_params if kind != "tensor"}
+def _signature(kernel, cpp: str) -> tuple[list, list]:
+    """The kernel's functions (ptoas's C++ types) and the argument slots Python fills."""
+    funcs = entry.functions(kernel.asm["pto"], cpp)
+    scalars = {n: kind for n, kind, _ in kernel.runtime_params if kind != "tensor"}
+    return funcs, entry.slot_plan(funcs, scalars)
 
 
 def assemble(kernel, tools: toolchain.Toolchain) -> str:
@@ -277,31 +282,12 @@ def assemble(kernel, tools: toolchain.Toolchain) -> str:
 def _compile(kernels: list, tools) -> dict:
     sources = []
     for n, kernel in enumerate(kernels):
-        pto, cpp = kernel.asm["pto"], assemble(kernel, tools)
-        funcs = entry.functions(pto, cpp)
-        plan = entry.slot_plan(funcs, _scalar_kinds(kernel.runtime_params))
+        cpp = assemble(kernel, tools)
+        funcs, plan = _signature(kernel, cpp)
         target = get_target(kernel.metadata["target"])
         workspace = WORKSPACE_ACCS * target.buffers["acc"]      # as the native engine's slot
         names = {p for f in funcs for p, _ in f.params if p.startswith(entry.WORKSPACE)}
         sources.append(entry.source(cpp, funcs, plan, {p: workspace for p in sorted(names)},
                                     f"pypto_kernel_{n}", f"pypto_run_{n}"))
-    source = entry.batch(sources)
+    source = "\n".join(sources)             # one translation unit: the headers parsed once
     return {LIBRARY: build(source, tools), "kernel.cpp": source.encode()}
-
-
-def _cached(key: str, make) -> dict:
-    if envs.PYPTO_DISABLE_CACHE.get() not in ("", "0"):
-        return make()
-    disk = cache_mod.DiskCache()
-    lock = disk.lock(key)
-    if lock is None:
-        return make()
-    required = (LIBRARY, "kernel.cpp")
-    files = disk.get(key, required, record=False)
-    if files is None:
-        with lock:
-            files = disk.get(key, required, record=False)
-            if files is None:
-                files = make()
-                disk.put(key, files)
-    return files

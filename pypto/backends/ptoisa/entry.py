@@ -89,7 +89,7 @@ def _slot(name: str, scalars: dict) -> Slot:
 def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: dict,
            namespace: str = "pypto_kernel", entry: str = "pypto_run") -> str:
     """ptoas's code and its entry ``entry``, inside ``namespace`` so that several kernels can
-    share one translation unit (``batch``). ``workspaces`` maps each workspace parameter to
+    share one translation unit. ``workspaces`` maps each workspace parameter to
     its size in bytes."""
     index = {s.name if s.kind in ("ptr", "int", "float", "grid") else
              f"{s.name}_{s.kind[0]}{s.index}": i for i, s in enumerate(plan)}
@@ -101,12 +101,6 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
                        for n, size in workspaces.items())
     return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls),
                             namespace=namespace, entry=entry)
-
-
-def batch(sources: list[str]) -> str:
-    """One translation unit of several kernels' ``source``s (distinct namespaces and entries):
-    the headers are compiled once for all of them."""
-    return "\n".join(sources)
 
 
 def _argument(name: str, cxx_type: str, index: dict) -> str:

@@ -3,7 +3,7 @@ C++ compiler that can build pto-isa's CPU simulator (clang++ 19; g++ 12 cannot).
 
 Each is found from a variable first (``PYPTO_PTOAS``, ``PTO_ISA_ROOT``, ``PYPTO_CXX``), then
 from ``PTO_ORACLE`` (the packaged toolchain's directory, which ``.ci/run`` exports), then from
-``PATH``. A missing piece is a ``ToolchainMissing`` error that names the variable to set. The
+``PATH``. A missing piece is a ``ToolMissing`` error that names the variable to set. The
 identity of all three (paths, versions, a digest of the headers) goes into the engine's cache
 key: the shared library is built from them.
 """
@@ -25,7 +25,7 @@ CPU_SIM_FLAGS = ("-std=c++20", "-D__CPU_SIM", "-Wno-macro-redefined", "-Wno-igno
 COMPILERS = ("clang++-19", "clang++")
 
 
-ToolchainMissing = ptoas.ToolMissing    # the engine was asked for and a tool is missing
+ToolMissing = ptoas.ToolMissing       # the error when a tool is missing (defined beside ptoas)
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def find_ptoas() -> str:
         candidate = os.path.join(_oracle(), "bin", "ptoas")
         path = candidate if os.access(candidate, os.X_OK) else None
     if path is None:
-        raise ToolchainMissing(
+        raise ToolMissing(
             "the pto-isa engine needs PTOAS's assembler: set PYPTO_PTOAS to the ptoas binary "
             "(or PTO_ORACLE to the pto-oracle directory), or put ptoas on PATH")
     return path
@@ -64,7 +64,7 @@ def find_headers() -> str:
     for c in candidates:
         if c and os.path.isfile(os.path.join(c, "pto", "pto-inst.hpp")):
             return os.path.abspath(c)
-    raise ToolchainMissing(
+    raise ToolMissing(
         "the pto-isa engine needs pto-isa's headers: set PTO_ISA_ROOT to the directory that "
         "holds pto/pto-inst.hpp (or to the pto-isa checkout), or PTO_ORACLE to pto-oracle")
 
@@ -74,7 +74,7 @@ def find_cxx() -> str:
     found = shutil.which(configured) if configured else next(
         (p for p in map(shutil.which, COMPILERS) if p), None)
     if found is None:
-        raise ToolchainMissing(
+        raise ToolMissing(
             "the pto-isa engine needs clang++ 19 to build pto-isa's CPU simulator: install "
             "clang-19 (bash ../shared/pto-oracle/setup.sh does) or set PYPTO_CXX"
             + (f" (PYPTO_CXX={configured!r} is not an executable)" if configured else ""))
