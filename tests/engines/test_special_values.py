@@ -156,3 +156,20 @@ def test_padding_of_a_partial_tile_agrees():
     make = lambda: (x, np.zeros((8, 1), np.float32), np.zeros((8, 1), np.float32))
     native, simulated = _both(padded_reductions, make, R=8, C=8)
     _bits_equal(native[1:], simulated[1:], ["sum", "max"])
+
+
+@pypto.jit
+def padded_copy(x, out, R: pl.constexpr, C: pl.constexpr, PAD: pl.constexpr):
+    pl.store(out, offsets=(0, 0), value=pl.load(x, offsets=(0, 0), shape=(R, C), padding=PAD))
+
+
+def test_a_pad_value_outside_a_partial_window_survives_the_load():
+    """PyPTO fills the tile with the pad value, then loads the window. The simulator's TLOAD
+    used to refill the whole tile with 0 (the chip's DMA writes only the window): every
+    element outside a 2 x 3 window came back 0 instead of 100 / -2.5 (docs/engines.md)."""
+    for dtype, pad in ((np.int32, 100), (np.float16, -2.5), (np.float32, 7.0)):
+        x = np.arange(1, 7, dtype=dtype).reshape(2, 3)
+        make = lambda: (x, np.zeros((9, 37), dtype))
+        native, simulated = _both(padded_copy, make, R=9, C=37, PAD=pad)
+        _bits_equal(native[1:], simulated[1:], [f"{np.dtype(dtype).name} padded with {pad}"])
+        assert (simulated[1][2:] == pad).all() and (simulated[1][:2, :3] == x).all()

@@ -145,6 +145,30 @@ template <> inline float convert_value<float, float>(float v, RoundMode mode) {
 template <> inline half convert_value<half, half>(half v, RoundMode mode) {
     return static_cast<half>(applyRoundingToIntegral(static_cast<double>(v), mode));
 }
+
+// A load into part of a tile. The chip's DMA writes only the window (npu/a2a3/TLoad.hpp and
+// common/arch/memory/tload_common.hpp: with PadValue::Null, ubPad = 0, no fill), so what a
+// kernel put in the rest of the tile before the load (PyPTO's texpands of a pad value) stays.
+// The simulator's TLOAD (cpu/TLoad.hpp, TLOAD_TILE_IMPL) first fills the whole tile with the
+// pad value, 0 for Null, and loses it. This overload (more specialised than pto_instr.hpp's
+// TLOAD, which takes wait events too) keeps every element outside the window, as the chip does.
+template <typename TileData, typename GlobalData>
+    requires(!is_conv_tile_v<TileData> && TileData::PadVal == PadValue::Null &&
+             !IsTwinType<typename TileData::DType>())
+PTO_INST RecordEvent TLOAD(TileData &dst, GlobalData &src) {
+    using T = typename TileData::DType;
+    const size_t rows = dst.GetValidRow(), cols = dst.GetValidCol();
+    std::vector<std::pair<size_t, T>> outside;
+    for (size_t r = 0; r < size_t(TileData::Rows); ++r)
+        for (size_t c = 0; c < size_t(TileData::Cols); ++c)
+            if (r >= rows || c >= cols) {
+                const size_t at = GetTileElementOffset<TileData>(r, c);
+                outside.emplace_back(at, dst.data()[at]);
+            }
+    TLOAD_IMPL(dst, src);
+    for (const auto &[at, value] : outside) dst.data()[at] = value;
+    return {};
+}
 }  // namespace pto
 
 #define FFTS_MODE_VAL 0x2          // npu/a2a3/TSync.hpp: cube <-> vector of one cluster
