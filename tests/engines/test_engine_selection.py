@@ -1,13 +1,16 @@
 """Choosing the engine, and what happens when the pto-isa engine's tools are missing."""
 from __future__ import annotations
 
+import os
+import shutil
+
 import numpy as np
 import pytest
 
 import pypto
 import pypto.language as pl
 from pypto.backends.ptoisa import engine, toolchain
-from tests.engines.tools import needs_tools
+from tests.engines.tools import TOOLS, needs_tools
 
 
 @pypto.jit
@@ -75,6 +78,22 @@ def test_a_built_library_comes_from_the_disk_cache(monkeypatch, tmp_path):
         raise AssertionError("rebuilt a cached library")
     monkeypatch.setattr(engine, "build", no_build)
     x, out = _run(pypto.jit(scale.fn, engine="pto-isa"))   # a new kernel object: no memory
+    np.testing.assert_array_equal(out, x * 3 + 4)
+
+
+@needs_tools
+def test_a_touched_prelude_keeps_its_precompiled_header(monkeypatch, tmp_path):
+    """The PCH is found by the prelude's and headers' contents, but clang also checked their
+    mtimes: after a checkout, reinstall or stash touched the prelude (same bytes), every build
+    failed with "has been modified since the precompiled header was built"."""
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    prelude = tmp_path / "prelude.hpp"
+    shutil.copy(engine.PRELUDE, prelude)
+    monkeypatch.setattr(engine, "PRELUDE", str(prelude))
+    engine.precompiled_header(TOOLS)
+    later = os.stat(prelude).st_mtime + 100
+    os.utime(prelude, (later, later))
+    x, out = _run(pypto.jit(scale.fn, engine="pto-isa"))
     np.testing.assert_array_equal(out, x * 3 + 4)
 
 

@@ -93,7 +93,10 @@ def _prelude_digest() -> str:
 
 def _flags(tools: toolchain.Toolchain) -> list[str]:
     return [tools.cxx, *toolchain.CPU_SIM_FLAGS, f"-{_opt_level()}", "-fPIC", "-fvisibility=hidden",
-            "-D__assert_fail=pypto_assert_fail", "-isystem", tools.headers]
+            "-D__assert_fail=pypto_assert_fail", "-isystem", tools.headers,
+            # The PCH's key holds the prelude's and the headers' contents, not their mtimes: a
+            # fresh checkout, a reinstall or a stash touches them without changing them.
+            "-fpch-validate-input-files-content"]
 
 
 def _run(cmd: list[str], what: str) -> None:
@@ -109,7 +112,7 @@ def _run(cmd: list[str], what: str) -> None:
 
 def precompiled_header(tools: toolchain.Toolchain) -> str:
     """Path of the prelude's PCH for this toolchain, built once (per cache, else per process)."""
-    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _opt_level()))
+    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _flags(tools)))
     base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
     try:
         os.makedirs(base, exist_ok=True)

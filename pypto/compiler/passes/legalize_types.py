@@ -22,7 +22,7 @@ import numpy as np
 
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
-from ..ir import Module, Op, ScalarType, TileType
+from ..ir import Module, Op, ScalarType, TileType, Value
 from .legalize import Emitter, rewrite_block
 
 _I16, _I32, _F16, _F32, _I8 = dt.int16, dt.int32, dt.float16, dt.float32, dt.int8
@@ -70,6 +70,9 @@ def _binary(op: Op):
         return None                         # masks: tand/tor/txor take bytes; legalize decomposed
     if spec.name == "fmod" and dtype.is_int and not op.attrs.get("_divisor_nonzero"):
         return _int_fmod(op)
+    if spec.name in ("shl", "shr") and not op.attrs.get("_amount_in_range") and \
+            not _in_range(b, dtype.bits):
+        return _guarded_shift(op)
     scalar = not b.is_tile
     native = VECTOR_TYPES.get(spec.pto_scalar if scalar else spec.pto)
     if native is None or dtype in native:
@@ -110,6 +113,66 @@ def _int_fmod(op: Op):
     r = e.emit("tile.binary", [a, e.where(trivial, 1, b)], op.result.type,
                dict(op.attrs, _divisor_nonzero=True))
     return e.ops, e.where(trivial, 0, r)
+
+
+def _in_range(amount: Value, bits: int) -> bool:
+    """Whether a shift amount is a compile-time constant in [0, bits)."""
+    op = amount.owner
+    known = op is not None and op.name in ("arith.constant", "tile.full") and not op.operands
+    return known and isinstance(op.attrs.get("value"), int) and 0 <= op.attrs["value"] < bits
+
+
+def _guarded_shift(op: Op):
+    """PyPTO's shifts are defined for every amount (docs/tile_ir.md: n >= bits gives 0, or the
+    sign fill for a signed ``>>``; n < 0 counts as 0). The chip's are not: TSHL/TSHR are C++
+    shifts on the scalar unit and TSHLS/TSHRS the vector unit's vshl/vshr (pto-isa
+    npu/a2a3/TShr.hpp, TBitwiseSOp.hpp), and neither says what an amount outside [0, bits)
+    does (the simulator's x86 masks it to 5 bits). So the instruction gets m = clamp(n, 0,
+    bits - 1), and where a shift by ``bits`` must give 0, a second shift by
+    min(max(n, 0), bits) - m (1 exactly when n >= bits) finishes it. Scalar amounts are clamped
+    on the scalar unit, tile amounts elementwise."""
+    e = Emitter(op.loc)
+    x, n = op.operands
+    bits = x.type.dtype.bits
+    low = n
+    if n.type.dtype.is_signed:
+        low = e.binary("max", n, 0) if n.is_tile else _scalar(e, "max", n, 0)
+    clamp = (lambda v, hi: e.binary("min", v, hi)) if n.is_tile else \
+        (lambda v, hi: _scalar(e, "min", v, hi))
+    first = clamp(low, bits - 1)
+    attrs = dict(op.attrs, _amount_in_range=True)
+    r = e.emit("tile.binary", [x, first], op.result.type, attrs)
+    if op.attrs["op"] == "shr" and x.type.dtype.is_signed:
+        return e.ops, r                              # the sign fill is already complete
+    rest = e.binary("sub", clamp(low, bits), first) if n.is_tile else \
+        _scalar(e, "sub", clamp(low, bits), first)
+    return e.ops, e.emit("tile.binary", [r, rest], op.result.type, attrs)
+
+
+def _scalar_shift(op: Op):
+    """A scalar shift by a runtime amount, defined for every amount as a tile shift is
+    (_guarded_shift): arith's shifts, and the C++ PTOAS makes of them, are not."""
+    x, n = op.operands
+    dtype = op.result.type.dtype
+    if op.attrs.get("_amount_in_range") or _in_range(n, dtype.bits) or not dtype.is_int:
+        return None
+    e = Emitter(op.loc)
+    if dtype.is_signed:
+        n = _scalar(e, "max", n, 0)
+    bits = e.const(dtype.bits, n.type.dtype)
+    big = e.emit("arith.cmp", [n, bits], ScalarType(dt.bool_), {"pred": "ge"})
+    amount = e.emit("arith.select", [big, e.const(dtype.bits - 1, n.type.dtype), n],
+                    ScalarType(n.type.dtype))
+    r = e.emit(op.name, [x, amount], op.result.type, dict(op.attrs, _amount_in_range=True))
+    if op.name == "arith.shr" and dtype.is_signed:
+        return e.ops, r                               # an arithmetic shift by bits - 1: the fill
+    return e.ops, e.emit("arith.select", [big, e.const(0, dtype), r], op.result.type)
+
+
+def _scalar(e, name: str, x: Value, y) -> Value:
+    if not isinstance(y, Value):
+        y = e.const(y, x.type.dtype)
+    return e.emit(f"arith.{name}", [x, y], ScalarType(x.type.dtype))
 
 
 def _int_div(e, a, b):
@@ -285,7 +348,8 @@ def _store(op: Op):
     return e.ops, None
 
 
-RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
+RULES = {"arith.shl": _scalar_shift, "arith.shr": _scalar_shift,
+         "tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
          "tile.cast": _cast, "tile.reduce": _reduce, "tile.full": _full, "tile.load": _load,
          "tile.store": _store}
 

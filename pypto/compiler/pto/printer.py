@@ -25,6 +25,9 @@ from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
 from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+_CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
+# arith's integers are signless: these read their operands as unsigned (name → mnemonic)
+_UNSIGNED_INT = {"min": "minui", "max": "maxui", "div": "divui", "floordiv": "divui"}
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 
 # instructions that read or write an (M, 1) tile in its column-major (DN) form; every other
@@ -514,7 +517,8 @@ class _Printer:
                 self.emit(f"{r} = arith.cmpf {_CMP_F[i.attrs['pred']]}, {self.ref(a)}, "
                           f"{self.ref(b)} : {_sty(a.dtype)}", depth)
             else:
-                self.emit(f"{r} = arith.cmpi {_CMP_I[i.attrs['pred']]}, {self.ref(a)}, "
+                preds = _CMP_U if _unsigned(a.dtype) else _CMP_I
+                self.emit(f"{r} = arith.cmpi {preds[i.attrs['pred']]}, {self.ref(a)}, "
                           f"{self.ref(b)} : {_sty(a.dtype)}", depth)
         else:
             a, b = (self.ref(x) for x in i.ins)
@@ -525,6 +529,10 @@ class _Printer:
             elif res.dtype.is_floating:
                 mnemonic = {"min": "minimumf", "max": "maximumf"}.get(name, name + "f")
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
+            elif _unsigned(res.dtype) and name in _UNSIGNED_INT:
+                self.emit(f"{r} = arith.{_UNSIGNED_INT[name]} {a}, {b} : {ty}", depth)
+            elif _unsigned(res.dtype) and name == "mod":
+                self.emit(f"{r} = arith.remui {a}, {b} : {ty}", depth)
             elif name == "floordiv":
                 self.emit(f"{r} = arith.floordivsi {a}, {b} : {ty}", depth)
             elif name == "mod":   # Python's modulo: the remainder takes the divisor's sign
@@ -534,7 +542,8 @@ class _Printer:
                 self.emit(f"{m} = arith.muli {q}, {b} : {ty}", depth)
                 self.emit(f"{r} = arith.subi {a}, {m} : {ty}", depth)
             else:
-                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi", "shr": "shrsi",
+                shr = "shrui" if _unsigned(res.dtype) else "shrsi"
+                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi", "shr": shr,
                             "shl": "shli", "and": "andi", "or": "ori",
                             "xor": "xori"}.get(name, name + "i")
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
@@ -667,6 +676,10 @@ def mlir_literal(value, ty: str) -> str:
     if isinstance(value, float) and "e" in text and "." not in text:
         text = text.replace("e", ".0e")
     return text
+
+
+def _unsigned(dtype) -> bool:
+    return dtype.is_int and not dtype.is_signed
 
 
 def bool_to_float_lines(r: str, b: str, ty: str) -> list[str]:

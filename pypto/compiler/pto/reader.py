@@ -71,12 +71,24 @@ _RESHAPE = re.compile(rf"\s*({_N}) : (!pto\.tile_buf<.*>) -> (!pto\.tile_buf<.*>
 _INT = re.compile(r"-?\d+")
 _CASTS = ("extf", "truncf", "fptosi", "sitofp", "extsi", "trunci", "extui", "uitofp",
           "fptoui", "bitcast")
-_CMP_PRED = {v: k for table in (printer._CMP_I, printer._CMP_F) for k, v in table.items()}
+_CMP_PRED = {v: k for table in (printer._CMP_I, printer._CMP_U, printer._CMP_F)
+             for k, v in table.items()}
 # integer mnemonics the printer does not form as name + "i" (floats: name + "f")
+# (the reader's integers are signless too: an unsigned form reads as its signed name)
 _INT_NAMES = {"floordivsi": "floordiv", "minsi": "min", "maxsi": "max", "divsi": "div",
-              "shrsi": "shr", "shli": "shl", "andi": "and", "ori": "or", "xori": "xor"}
+              "shrsi": "shr", "shrui": "shr", "shli": "shl", "andi": "and", "ori": "or",
+              "xori": "xor", "minui": "min", "maxui": "max", "divui": "div", "remui": "mod"}
+_UNSIGNED_FORMS = ("shrui", "minui", "maxui", "divui", "remui")
 _FLOAT_NAMES = {"minimumf": "min", "maximumf": "max"}
 _CLOSERS = ("}", "} else {", "} do {", "return")
+
+
+def _read_unsigned(values) -> None:
+    """An unsigned form (``maxui``, ``cmpi ult``) read its i8 operands as unsigned: they were
+    (arith is signless; PyPTO's one unsigned integer is uint8)."""
+    for v in values:
+        if v.dtype == dt.int8:
+            v.dtype = dt.uint8
 
 
 class PtoParseError(ValueError):
@@ -762,6 +774,8 @@ class _Parser:
         if m.group(1) not in _CMP_PRED:
             raise self.error(f"unknown comparison predicate {m.group(1)}")
         ins = [self.value(n, scope) for n in m.groups()[1:3]]
+        if m.group(1) in printer._CMP_U.values() and m.group(1) not in ("eq", "ne"):
+            _read_unsigned(ins)
         res = self.define(self.one(results), dt.bool_, scope)
         out.append(Inst("arith.cmp", ins, [res], {"pred": _CMP_PRED[m.group(1)]}))
 
@@ -781,6 +795,9 @@ class _Parser:
         if mod is not None:
             name, result = "mod", mod
         ins = [self.value(a, scope), self.value(b, scope)]
+        if mnemonic in _UNSIGNED_FORMS:
+            _read_unsigned(ins)
+            dtype = ins[0].dtype
         out.append(Inst(f"arith.{name}", ins, [self.define(result, dtype, scope)]))
 
     def python_mod(self, q: str, a: str, b: str, ty: str) -> str | None:

@@ -141,3 +141,34 @@ def test_the_i16_view_of_a_column_tile_is_its_row():
     views = re.findall(r"= pto\.alloc_tile addr = %\w+ : !pto\.tile_buf<loc=vec, dtype=i16, "
                        r"rows=(\d+), cols=(\d+), v_row=(\d+), v_col=(\d+)", text)
     assert views and all(v == ("1", "64", "1", "60") for v in views), views
+
+
+@pypto.jit
+def shift_by(x, out, s, B: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(B,)) << s)
+
+
+@pypto.jit
+def shift_k(x, out, S: pl.constexpr, B: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(B,)) << S)
+
+
+def test_unsigned_scalars_use_unsigned_forms():
+    """arith's integers are signless; a uint8 scalar (a weak scalar taking a uint8 tile's
+    dtype) was clamped with minsi, which read 253 (-3 as uint8) as -3: a shift by 0."""
+    x = np.zeros(16, np.uint8)
+    text = _pto(shift_by, x, x, -3, B=16)
+    assert re.search(r"arith\.minui %s\d+, %s\d+ : i8", text)
+    assert not re.search(r"arith\.(min|max)si %s\d+, %s\d+ : i8", text)
+
+
+def test_a_shift_amount_only_known_at_run_time_is_clamped_first():
+    """The chip's shift instructions are undefined for amounts outside [0, bits): a runtime
+    amount reaches them clamped to [0, 31], then a second shift by 0 or 1 finishes amounts
+    >= 32 (legalize_types._guarded_shift); a constant amount in range is shifted once."""
+    x = np.zeros(16, np.int32)
+    text = _pto(shift_by, x, x, 40, B=16)
+    first, second = re.findall(r"pto\.tshls ins\(%\w+, (%s\d+)", text)
+    assert re.search(rf"{first} = arith\.minsi %s\d+, %s\d+ : i32", text)
+    assert re.search(rf"{second} = arith\.subi %s\d+, {first} : i32", text)
+    assert _pto(shift_k, x, x, S=3, B=16).count("pto.tshls") == 1

@@ -49,7 +49,7 @@ def _binop(name):
         elif name == "mod":
             value = safe_mod(b, x, y)
         elif name in ("shl", "shr"):
-            value = safe_shift(b, x, y, name == "shl", signed=True)
+            value = safe_shift(b, x, y, name == "shl", signed=d.is_signed)
         else:
             value = BINARY_RULES[name](b, x, y, d)
         _define(cg, inst, value)
