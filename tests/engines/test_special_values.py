@@ -203,3 +203,21 @@ def test_shifts_by_any_amount_agree():
             scalar_k = np.array(k).astype(dtype)        # a weak scalar: the tile's dtype
             expected = [_shl(x, n), _shr(x, n), _shl(x, scalar_k), _shr(x, scalar_k)]
             _bits_equal(expected, simulated[2:], names)
+
+
+@pypto.jit
+def column_sum(x, out, R: pl.constexpr, C: pl.constexpr):
+    pl.store(out, offsets=(0, 0), value=pl.sum(pl.load(x, offsets=(0, 0), shape=(R, C)),
+                                               axis=0, keepdims=True))
+
+
+def test_a_float16_column_sum_accumulates_in_float32():
+    """The chip's float16 TCOLSUM rounds every partial sum to float16 (and so does the
+    simulator); PyPTO's sum rounds once. The program now sums in float32 (legalize_types):
+    55 rows were 0.047 apart before."""
+    x = (np.random.default_rng(1).standard_normal((55, 30)) * 2).astype(np.float16)
+    make = lambda: (x, np.zeros((1, 30), np.float16))
+    native, simulated = _both(column_sum, make, R=55, C=30)
+    _bits_equal(native[1:], simulated[1:], ["float16 column sum"])
+    exact = x.astype(np.float64).sum(0, keepdims=True).astype(np.float16)
+    assert np.abs(simulated[1].astype(np.float64) - exact).max() <= 2 ** -8 * np.abs(exact).max()

@@ -304,6 +304,14 @@ def _reduce(op: Op):
         row = e.emit("tile.reshape", [x], TileType(dtype, (1, shape[0])),
                      {"shape": (1, shape[0])})
         return e.ops, e.emit("tile.reduce", [row], op.result.type, dict(op.attrs, axis=1))
+    if op.attrs["op"] in ("sum", "prod") and dtype == _F16 and not op.attrs.get("_exact"):
+        # A2/A3 sums float16 rows and columns with float16 vadds, rounding every partial sum
+        # (pto-isa npu/a2a3/TColSum.hpp, BinarySum); PyPTO accumulates in float32, as the
+        # native engine and the interpreter do, and rounds once
+        e = Emitter(op.loc)
+        r = e.emit("tile.reduce", [e.cast(x, _F32)], TileType(_F32, op.result.type.shape),
+                   dict(op.attrs, _exact=True))
+        return e.ops, e.cast(r, op.result.type.dtype)
     if op.attrs["op"] not in ("sum", "max", "min", "prod") or dtype in _ARITH:
         return None
     out = op.result.type.dtype              # a sum of int8 is int32: reduce in that
