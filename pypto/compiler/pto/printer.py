@@ -27,7 +27,8 @@ from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
 # arith's integers are signless: these read their operands as unsigned (name → mnemonic)
-_UNSIGNED_INT = {"min": "minui", "max": "maxui", "div": "divui", "floordiv": "divui"}
+_UNSIGNED_INT = {"min": "minui", "max": "maxui", "div": "divui", "floordiv": "divui",
+                 "mod": "remui", "shr": "shrui"}
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
 
 # instructions that read or write an (M, 1) tile in its column-major (DN) form; every other
@@ -531,8 +532,6 @@ class _Printer:
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
             elif _unsigned(res.dtype) and name in _UNSIGNED_INT:
                 self.emit(f"{r} = arith.{_UNSIGNED_INT[name]} {a}, {b} : {ty}", depth)
-            elif _unsigned(res.dtype) and name == "mod":
-                self.emit(f"{r} = arith.remui {a}, {b} : {ty}", depth)
             elif name == "floordiv":
                 self.emit(f"{r} = arith.floordivsi {a}, {b} : {ty}", depth)
             elif name == "mod":   # Python's modulo: the remainder takes the divisor's sign
@@ -542,8 +541,7 @@ class _Printer:
                 self.emit(f"{m} = arith.muli {q}, {b} : {ty}", depth)
                 self.emit(f"{r} = arith.subi {a}, {m} : {ty}", depth)
             else:
-                shr = "shrui" if _unsigned(res.dtype) else "shrsi"
-                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi", "shr": shr,
+                mnemonic = {"min": "minsi", "max": "maxsi", "div": "divsi", "shr": "shrsi",
                             "shl": "shli", "and": "andi", "or": "ori",
                             "xor": "xori"}.get(name, name + "i")
                 self.emit(f"{r} = arith.{mnemonic} {a}, {b} : {ty}", depth)
