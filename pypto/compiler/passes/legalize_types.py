@@ -134,18 +134,13 @@ def _guarded_shift(op: Op):
     e = Emitter(op.loc)
     x, n = op.operands
     bits = x.type.dtype.bits
-    low = n
-    if n.type.dtype.is_signed:
-        low = e.binary("max", n, 0) if n.is_tile else _scalar(e, "max", n, 0)
-    clamp = (lambda v, hi: e.binary("min", v, hi)) if n.is_tile else \
-        (lambda v, hi: _scalar(e, "min", v, hi))
-    first = clamp(low, bits - 1)
+    low = _either(e, "max", n, 0) if n.type.dtype.is_signed else n
+    first = _either(e, "min", low, bits - 1)
     attrs = dict(op.attrs, _amount_in_range=True)
     r = e.emit("tile.binary", [x, first], op.result.type, attrs)
     if op.attrs["op"] == "shr" and x.type.dtype.is_signed:
         return e.ops, r                              # the sign fill is already complete
-    rest = e.binary("sub", clamp(low, bits), first) if n.is_tile else \
-        _scalar(e, "sub", clamp(low, bits), first)
+    rest = _either(e, "sub", _either(e, "min", low, bits), first)
     return e.ops, e.emit("tile.binary", [r, rest], op.result.type, attrs)
 
 
@@ -167,6 +162,11 @@ def _scalar_shift(op: Op):
     if op.name == "arith.shr" and dtype.is_signed:
         return e.ops, r                               # an arithmetic shift by bits - 1: the fill
     return e.ops, e.emit("arith.select", [big, e.const(0, dtype), r], op.result.type)
+
+
+def _either(e, name: str, x: Value, y) -> Value:
+    """``x name y`` elementwise for a tile, on the scalar unit for a scalar."""
+    return e.binary(name, x, y) if x.is_tile else _scalar(e, name, x, y)
 
 
 def _scalar(e, name: str, x: Value, y) -> Value:

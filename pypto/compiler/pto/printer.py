@@ -729,7 +729,7 @@ def signless(ty: str) -> str:
 def _cast_op(src, dst) -> str:
     """arith's integers are signless: the operation says how to read them (a bool or an
     unsigned source is zero-extended: True is 1, not -1)."""
-    unsigned_src = src == dt.bool_ or (src.is_int and not src.is_signed)
+    unsigned_src = src == dt.bool_ or _unsigned(src)
     if src.is_floating and dst.is_floating:
         return "arith.extf" if dst.bits > src.bits else "arith.truncf"
     if src.is_floating:
