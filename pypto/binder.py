@@ -3,14 +3,18 @@
 ``make_launcher`` writes a Python function with the kernel's own signature that computes the
 specialisation key with inline expressions, finds the compiled kernel in a dict and calls its
 native entry with the tensors' object addresses: no ``inspect`` binding, no per-argument
-helper calls, no numpy allocation. Anything unusual (a new specialisation, a torch tensor, a
-callable grid) falls back to the slow path in ``jit.py``, which compiles, registers the kernel
-under the same key, and launches.
+helper calls, no numpy allocation. torch CPU tensors have a fast path of their own: keyed by
+``(dtype, shape, stride(), is_cpu)`` and passed as ``data_ptr()`` to the kernel's ``_ptr``
+entry (no numpy view) when every tensor's layout is a compile-time constant. Anything unusual
+(a new specialisation, a mix of torch and numpy tensors, a tensor subclass, a callable grid)
+falls back to the slow path in ``jit.py``, which compiles, registers the kernel under the same
+key, and launches.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 
 import numpy as np
@@ -18,9 +22,10 @@ import numpy as np
 from . import envs, profile, runtime
 from .compiler.cache import STATS as cache_stats
 from .device import Tensor, _current_target
+from .tensor_args import as_array
 
 
-_RESERVED = {"_nd", "_T", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
+_RESERVED = {"_nd", "_T", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
              "_normalise", "_run", "_explain", "_ctypes_error", "_read_only"}
 ENTRY_LEADING_ARGS = 6
 
@@ -68,12 +73,33 @@ def _param_key(name: str, jitfn) -> str:
     else:
         scalar = f"({name} == 1, {name} % 16 == 0)"
     device = tensor.replace(f"{name}.", f"{name}._data.")
+    if dynamic:
+        torch_layout = f"({name}.dtype, {shape}, {name}.is_contiguous(), {name}.is_cpu)"
+    else:
+        torch_layout = f"({name}.dtype, {name}.shape, {name}.stride(), {name}.is_cpu)"
     return (f"({tensor} if type({name}) is _nd else {scalar} if type({name}) is int "
-            f"else {device} if type({name}) is _T else _other({name}))")
+            f"else {device} if type({name}) is _T else {torch_layout} if type({name}) is _TT "
+            f"else _other({name}))")
+
+
+class _TorchNotImported:
+    """Stands for ``torch.Tensor`` in a launcher made before torch was imported (no object
+    has this type); ``note_torch`` puts the real class in once a torch tensor is seen."""
+
+
+def torch_tensor_type():
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", _TorchNotImported)
+
+
+def note_torch(scope: dict) -> None:
+    """A torch tensor reached the slow path: let this launcher's fast path recognise them."""
+    scope["_TT"] = torch_tensor_type()
 
 
 def make_launcher(jitfn, slow_path):
-    """Returns (launch(*args, _pypto_grid=grid, **kwargs), key(*args, **kwargs))."""
+    """Returns (launch(*args, _pypto_grid=grid, **kwargs), key(*args, **kwargs), the
+    launcher's globals)."""
     params = jitfn.signature.parameters
     for p in params.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
@@ -102,28 +128,67 @@ def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
     _stats["memory_hits"] += 1
     return _pypto_k(_pypto_grid, {call_args})
 """
-    scope = {"_nd": np.ndarray, "_T": Tensor, "_other": other_key, "_target": _current_target, "_env": ENVIRON, "_table": jitfn._fast,
+    scope = {"_nd": np.ndarray, "_T": Tensor, "_TT": torch_tensor_type(), "_other": other_key, "_target": _current_target, "_env": ENVIRON, "_table": jitfn._fast,
              "_slow": slow_path, "_stats": cache_stats, **defaults}
     exec(compile(source, f"<pypto launcher for {jitfn.__name__}>", "exec"), scope)
-    return scope[kernel], scope["key"]
+    return scope[kernel], scope["key"], scope
 
 
 def read_only(kernel_name: str, arg: str) -> ValueError:
     return ValueError(f"{kernel_name}(): argument '{arg}' is stored to but is a read-only array")
 
 
-def make_caller(jitfn, kernel, runtime_params, normalise_grid):
+def requires_grad_refused(kernel_name: str, arg: str, tensor) -> RuntimeError:
+    """torch refuses in-place writes to a leaf that requires grad; a kernel's write into a
+    non-leaf would be invisible to autograd (wrong gradients), so both are refused."""
+    what = "a leaf Variable that requires grad" if tensor.is_leaf else \
+        "a tensor that requires grad (autograd cannot see a kernel's writes)"
+    return RuntimeError(f"{kernel_name}(): argument '{arg}' is stored to but is {what}; "
+                        "write into a tensor that does not require grad, run the launch under "
+                        "torch.no_grad(), or register the kernel with "
+                        "pypto.register_op(..., backward=...) to make it differentiable")
+
+
+def _grad_mode(torch_tensors: bool):
+    if not torch_tensors:
+        return None
+    import torch
+    return torch.is_grad_enabled
+
+
+def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=False):
     """The per-specialisation call: checks written tensors, launches with object addresses.
-    ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple."""
+    ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple.
+    ``torch_tensors``: the call for torch CPU tensors (every tensor argument a
+    ``torch.Tensor``): data pointers to the ``_ptr`` entry where the kernel has one, else
+    numpy views made per call; a written tensor that requires grad is refused as torch
+    refuses in-place writes to it."""
     names = list(jitfn.signature.parameters)
-    values = ", ".join(f"id({n} if type({n}) is _nd else {n}._data)" if kind == "tensor" else n
-                       for n, kind, _ in runtime_params)
     meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
-    raw = ", ".join(n for n, _, _ in runtime_params)
-    checks = "".join(
-        f"    if not {n}.flags.writeable:\n"
-        f"        raise _read_only({jitfn.__name__!r}, {n!r})\n"
-        for n in kernel.metadata["written_tensors"])
+    entry, views = kernel.entry, ""
+    if not torch_tensors:
+        values = ", ".join(f"id({n} if type({n}) is _nd else {n}._data)" if kind == "tensor"
+                           else n for n, kind, _ in runtime_params)
+        raw = ", ".join(n for n, _, _ in runtime_params)
+        checks = "".join(
+            f"    if not {n}.flags.writeable:\n"
+            f"        raise _read_only({jitfn.__name__!r}, {n!r})\n"
+            for n in kernel.metadata["written_tensors"])
+    else:
+        if kernel.pointer_entry is not None:
+            entry, tensor_value = kernel.pointer_entry, "{}.data_ptr()"
+        else:         # numpy views, named so that they live until the call returns
+            tensor_value = "id(_view_{})"
+            views = "".join(f"    _view_{n} = _as_array({n})\n"
+                            for n, kind, _ in runtime_params if kind == "tensor")
+        values = ", ".join(tensor_value.format(n) if kind == "tensor" else n
+                           for n, kind, _ in runtime_params)
+        raw = ", ".join(f"_as_array({n})" if kind == "tensor" else n
+                        for n, kind, _ in runtime_params)
+        checks = "".join(
+            f"    if {n}.requires_grad and _grad_enabled():\n"
+            f"        raise _requires_grad({jitfn.__name__!r}, {n!r}, {n})\n"
+            for n in kernel.metadata["written_tensors"])
     source = f"""
 def call(_pypto_grid, {", ".join(names)}):
 {checks}    if type(_pypto_grid) is not tuple or not 0 < len(_pypto_grid) <= 3 or \\
@@ -131,7 +196,7 @@ def call(_pypto_grid, {", ".join(names)}):
             len(_pypto_grid) > 1 and type(_pypto_grid[1]) is not int or \\
             len(_pypto_grid) > 2 and type(_pypto_grid[2]) is not int:
         _pypto_grid = _normalise(_pypto_grid, {meta})
-    if _prof:
+{views}    if _prof:
         return _profiled(_pypto_grid, ({values}{"," if runtime_params else ""}), ({raw}{"," if runtime_params else ""}))
     try:
         _pypto_status = _run(_entry, _pypto_grid, ({values}{"," if runtime_params else ""}))
@@ -171,14 +236,16 @@ def call(_pypto_grid, {", ".join(names)}):
         recorded with the arguments' shapes and scalar values."""
         t0 = time.perf_counter()
         try:
-            status = runtime.run(kernel.entry, grid, values)
+            status = runtime.run(entry, grid, values)
         except ctypes.ArgumentError as error:
             raise explain(error, grid) from None
         if status:
             raise status_error(status, grid)
         profile.record_compiled(kernel, grid, raw_values, t0)
 
-    scope = {"_entry": kernel.entry, "_status_error": status_error, "_read_only": read_only,
+    scope = {"_entry": entry, "_status_error": status_error, "_read_only": read_only,
+             "_requires_grad": requires_grad_refused, "_as_array": as_array,
+             "_grad_enabled": _grad_mode(torch_tensors),
              "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray,

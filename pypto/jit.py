@@ -30,7 +30,7 @@ from .compiler.frontend import KernelSource, build_function, scalar_param, tenso
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
 from .language.core import constexpr
-from .binder import NoFastPath, make_caller, make_launcher, read_only
+from .binder import NoFastPath, make_caller, make_launcher, note_torch, read_only
 from .tensor_args import as_array
 
 __version__ = "0.1.0"
@@ -77,6 +77,8 @@ class CompiledKernel:
                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                                      *ctypes_params)
         self.entry = signature(self._object.address(f"{metadata['name']}_py"))
+        self.pointer_entry = signature(self._object.address(f"{metadata['name']}_ptr")) \
+            if metadata.get("pointer_entry") else None
 
 
 ENGINES = ("native", "pto-isa")
@@ -111,7 +113,7 @@ class JITFunction:
         self._kernels: dict = {}
         self._fast: dict = {}          # launcher key -> per-specialisation caller
         self._last_spec = None
-        self._launch, self._key = make_launcher(self, self._slow_run)
+        self._launch, self._key, self._launcher_scope = make_launcher(self, self._slow_run)
 
     @property
     def source(self) -> KernelSource:
@@ -177,21 +179,39 @@ class JITFunction:
             if not compiler_frames_wanted():
                 raise e.with_traceback(None) from None   # the user's frames, not ours
             raise
+        torch_args = self._torch_arguments(args, kwargs, kernel)
         if self._engine() == "pto-isa":
             caller = self._simulator_caller(kernel, target)
         else:
-            caller = self._caller(kernel, target)
+            caller = self._caller(kernel, target, bool(torch_args))
         key = self._key(*args, **kwargs)
-        if not any(isinstance(part, NoFastPath) for part in key):
+        if torch_args is not None and not any(isinstance(part, NoFastPath) for part in key):
             self._fast[key] = caller
-        caller(grid, *(bound[n] for n in self.arg_names))
+        given = torch_args or {}
+        caller(grid, *(given.get(n, bound[n]) for n in self.arg_names))
 
-    def _caller(self, kernel, target):
-        caller = getattr(kernel, "caller", None)
+    def _torch_arguments(self, args, kwargs, kernel):
+        """{name: torch tensor} when every tensor argument is a plain ``torch.Tensor`` (the
+        torch fast path), {} when none is, None for a mix (or subclasses): the slow path."""
+        tensor_names = [n for n, kind, _ in kernel.runtime_params if kind == "tensor"]
+        given = self.signature.bind(*args, **kwargs).arguments
+        torch_type = sys.modules["torch"].Tensor if "torch" in sys.modules else None
+        if torch_type is None or not tensor_names:
+            return {}
+        kinds = {type(given.get(n)) is torch_type for n in tensor_names}
+        if kinds == {False}:
+            return None if any(type(v).__module__.startswith("torch")
+                               for v in given.values()) else {}
+        note_torch(self._launcher_scope)
+        return {n: given[n] for n in tensor_names} if kinds == {True} else None
+
+    def _caller(self, kernel, target, torch_tensors=False):
+        attr = "torch_caller" if torch_tensors else "caller"
+        caller = getattr(kernel, attr, None)
         if caller is None:
             normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
-            caller = make_caller(self, kernel, kernel.runtime_params, normalise)
-            kernel.caller = caller
+            caller = make_caller(self, kernel, kernel.runtime_params, normalise, torch_tensors)
+            setattr(kernel, attr, caller)
         return caller
 
     def _engine(self) -> str:
@@ -441,7 +461,10 @@ def _normalise_arg(fn_name: str, name: str, value):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
-    arr = as_array(value)
+    try:
+        arr = as_array(value)
+    except TypeError as e:
+        raise TypeError(f"{fn_name}(): argument '{name}': {e}") from None
     if arr is None:
         raise TypeError(f"{fn_name}(): argument '{name}' must be a tensor (numpy array, "
                         f"DLPack or __array_interface__ object), an int, a float or a bool; "

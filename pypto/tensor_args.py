@@ -26,8 +26,21 @@ def as_array(value):
 def _from_torch(t):
     import torch
     if t.device.type != "cpu":
-        raise TypeError(f"torch tensor on {t.device} cannot be used; PyPTO runs on the host")
+        raise TypeError(f"it is a torch tensor on device '{t.device}', and PyPTO runs kernels "
+                        "on the host's simulated AI Cores, which read host memory: pass a CPU "
+                        f"tensor (tensor.cpu()){_device_hint(t.device.type)}")
     t = t.detach()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(dt.bfloat16.to_numpy())
     return t.numpy()
+
+
+def _device_hint(device: str) -> str:
+    if device == "meta":
+        return ("; a meta tensor has no data (inside torch.compile or FakeTensorMode, call the "
+                "kernel through pypto.register_op, whose fake implementation handles them)")
+    if device == "npu":
+        return ("; launching on a real Ascend NPU needs the CANN runtime, which this PyPTO "
+                "does not have (the kernel's .pto is what it would run: kernel.compile(...)"
+                ".asm['pto'])")
+    return ""

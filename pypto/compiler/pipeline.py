@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from ..backends.ascend import ptoas
-from ..backends.ascend.codegen import generate_llvm_ir, scratch_layout
+from ..backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
 from .frontend import KernelSource, build_function
 from .. import envs
@@ -62,6 +62,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         "buffer_bytes": program.buffer_bytes,
         "scratch_bytes": scratch_bytes,
         "entry": f"{fn.name}_launch",
+        "pointer_entry": has_pointer_entry(program),
         "written_tensors": written,
         "opt_level": opt_level,
         "compile_seconds": round(time.perf_counter() - t0, 4),

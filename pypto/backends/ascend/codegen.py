@@ -68,6 +68,13 @@ def runtime_params(program: Program) -> list:
     return [p for p in program.params if not (isinstance(p, TensorArg) and p.workspace)]
 
 
+def has_pointer_entry(program: Program) -> bool:
+    """Are every passed tensor's dims and strides compile-time constants? Then the kernel has
+    a ``_ptr`` entry taking data pointers alone."""
+    return all(None not in p.dims and None not in p.strides
+               for p in runtime_params(program) if isinstance(p, TensorArg))
+
+
 def _split_group(insts):
     """(closing instruction or None, the members before it): a fusion group may end with a
     row reduction (accumulated in registers) or a store (written to GM)."""
@@ -97,8 +104,10 @@ class Codegen:
 
     # -- module ------------------------------------------------------------------------------
     def build(self) -> str:
-        launch = self._launch_function(self._block_function())
-        self._python_entry(launch)
+        start = self._start_function(self._launch_function(self._block_function()))
+        self._python_entry(start, by_pointer=False)
+        if has_pointer_entry(self.p):
+            self._python_entry(start, by_pointer=True)
         return str(self.mod)
 
     def _block_function(self):
@@ -199,23 +208,30 @@ class Codegen:
         b.ret_void()
         return fn
 
-    def _python_entry(self, launch):
+    def _python_entry(self, start, by_pointer: bool):
         """``<name>_py(pool_state, g0, g1, g2, helpers, own_scratch, params...)``:
         the launch as one native call. Tensors come as the addresses of numpy array objects,
         whose data pointer, dims and strides are read straight from the object (numpy's
-        PyArrayObject layout); ints as i64, floats as double."""
+        PyArrayObject layout); ints as i64, floats as double.
+
+        ``by_pointer``: ``<name>_ptr``, the same call with each tensor as its data pointer
+        alone, for kernels whose tensors' dims and strides are all compile-time constants
+        (``has_pointer_entry``): torch tensors reach it through ``data_ptr()`` without a
+        numpy view (binder.py)."""
         passed = runtime_params(self.p)
         params = [I64 if isinstance(p, TensorArg) or not p.dtype.is_floating else
                   ir.DoubleType() for p in passed]
         fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, PTR] + params)
-        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_py")
+        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_{'ptr' if by_pointer else 'py'}")
         state, g0, g1, g2, helpers, own = fn.args[:6]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         nslots = max(1, sum(args_slots(p) for p in self.p.params))
         args = b.alloca(I64, size=nslots)
         slot = 0
         for p, value in zip(passed, fn.args[6:]):
-            if isinstance(p, TensorArg):
+            if isinstance(p, TensorArg) and by_pointer:   # dims and strides: constants
+                b.store(value, b.gep(args, [i64(slot)], source_etype=I64))
+            elif isinstance(p, TensorArg):
                 obj = b.inttoptr(value, PTR)
                 field = lambda off: b.load(b.gep(obj, [i64(off)], source_etype=ir.IntType(8)),
                                            typ=I64)
@@ -232,6 +248,17 @@ class Codegen:
                 raw = b.bitcast(value, I64) if p.dtype.is_floating else value
                 b.store(raw, b.gep(args, [i64(slot)], source_etype=I64))
             slot += args_slots(p)
+        b.ret(b.call(start, [state, g0, g1, g2, helpers, own, args]))
+
+    def _start_function(self, launch):
+        """``i32 start(pool_state, g0, g1, g2, helpers, own_scratch, args)``, shared by the
+        entries once they have filled ``args``: checks the grid and runs the launch on the
+        host pool (or on one thread per block, for kernels whose blocks sync)."""
+        fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, PTR, PTR])
+        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_start")
+        fn.linkage = "internal"
+        state, g0, g1, g2, helpers, own, args = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
         grid = b.alloca(I64, size=3)
         for k, g in enumerate((g0, g1, g2)):
             b.store(g, b.gep(grid, [i64(k)], source_etype=I64))
@@ -246,7 +273,7 @@ class Codegen:
                 b.ret(ir.Constant(ir.IntType(32), 2))
             counter = self._counter_array(b, total)
             self._cooperative_launch(b, launch, args, grid, counter, own, total)
-            return
+            return fn
         with b.if_then(b.icmp_signed(">", total, i64(0))):
             spare = b.sub(total, i64(1))
             helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
@@ -255,6 +282,7 @@ class Codegen:
             pool_launch = ir.Function(self.mod, ty, name=POOL_LAUNCH_SYMBOL)
             b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
         b.ret(ir.Constant(ir.IntType(32), 0))
+        return fn
 
     @staticmethod
     def _counter_array(b, parts):
