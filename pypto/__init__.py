@@ -19,13 +19,16 @@ from .profile import Profiler, disable_profiling, enable_profiling, get_profilin
 # The graph API and debug mode are imported on first use (they cost ~17 ms of import time
 # that kernel-only programs need not pay).
 _GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compile", "conv2d",
-                "get_default_graph", "placeholder", "register_op", "tile_map", "tile_op")
+                "get_default_graph", "placeholder", "tile_map", "tile_op")
 
 
 def __getattr__(name):
     import importlib
     if name in ("graph", "debug"):
         return importlib.import_module(f".{name}", __name__)
+    if name in ("register_op", "registered_ops", "torch_ops"):   # torch loads on first use
+        module = importlib.import_module(".torch_ops", __name__)
+        return module if name == "torch_ops" else getattr(module, name)
     if name in _GRAPH_NAMES:
         value = getattr(importlib.import_module(".graph", __name__), name)
         globals()[name] = value
@@ -37,4 +40,4 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "Internal
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", *_GRAPH_NAMES] + list(_language_all)
+           "graph", "debug", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -162,10 +162,12 @@ class Module:
         return [t.name for t in self.outputs]
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, ctx=None, inputs=None):
+    def run(self, ctx=None, inputs=None, *, out=None):
         """Launch the graph on ``inputs`` ({placeholder name: pypto.Tensor or array}). Returns
         the output as a ``pypto.Tensor``, or a tuple of them in node creation order when the
-        graph has several outputs. In debug mode (``pypto.debug.enable()``) the kernels run in
+        graph has several outputs. ``out``: arrays (or one array) of the outputs' shapes and
+        dtypes to write the outputs into instead (what ``pypto.register_op`` passes: the
+        torch tensors it returns). In debug mode (``pypto.debug.enable()``) the kernels run in
         the reference interpreter, one block per tile."""
         if isinstance(ctx, dict) and inputs is None:      # module.run({"a": ...})
             ctx, inputs = None, ctx
@@ -175,10 +177,13 @@ class Module:
             raise TypeError(f"Module.run(ctx=...) takes a pypto.Context, got "
                             f"{type(ctx).__name__}")
         values = self._check_inputs(inputs)
+        given = self._check_out(out)
         debug = sys.modules.get("pypto.debug")    # debug mode is on only once it is imported
         interpret = debug is not None and debug.is_enabled()
         for kernel in (self._debug() if interpret else self.kernels):
-            out = empty(kernel.output.shape, kernel.output.dtype, ctx)
+            out = given.get(id(kernel.output))
+            if out is None:
+                out = empty(kernel.output.shape, kernel.output.dtype, ctx)
             args = [values[id(t)] for t in kernel.params] + [out]
             if interpret:
                 debug.interpret(kernel, args)
@@ -222,6 +227,29 @@ class Module:
                                     f"placeholder has dtype {t.dtype}")
             values[id(t)] = given if isinstance(given, Tensor) else arr
         return values
+
+    def _check_out(self, out) -> dict:
+        """{id(graph output): array} for ``run(out=...)``; each array checked like an input."""
+        if out is None:
+            return {}
+        arrays = out if isinstance(out, (tuple, list)) else (out,)
+        if len(arrays) != len(self.outputs):
+            raise ValueError(f"Module.run(out=...): graph {self.graph.name!r} has "
+                             f"{len(self.outputs)} output(s) {self.output_names}, got "
+                             f"{len(arrays)} array(s)")
+        checked = {}
+        for t, given in zip(self.outputs, arrays):
+            arr = as_array(given)
+            if arr is None or tuple(arr.shape) != t.shape or _dtype_of(arr) != t.dtype:
+                what = type(given).__name__ if arr is None else \
+                    f"{_dtype_of(arr)}{list(arr.shape)}"
+                raise ValueError(f"Module.run(out=...): output {t.name!r} is {t.dtype}"
+                                 f"{list(t.shape)}, got {what}")
+            if not arr.flags.writeable:
+                raise ValueError(f"Module.run(out=...): the array for output {t.name!r} is "
+                                 "read-only")
+            checked[id(t)] = given if isinstance(given, Tensor) else arr
+        return checked
 
     def _debug(self) -> list[Kernel]:
         if self._debug_kernels is None:

@@ -1,8 +1,8 @@
 """Names the seed uses that depend on code it never defines: clear errors, not AttributeError.
 
 They stand for integrations with the real CANN stack (Ascend C operator libraries, the NPU's
-convolution, PyTorch operator registration through TorchAir/torch_npu), which a host
-simulation of the NPU does not have.
+convolution), which a host simulation of the NPU does not have. (``register_op`` is real:
+``pypto/torch_ops``.)
 """
 from __future__ import annotations
 
@@ -20,12 +20,3 @@ def conv2d(input, weight, *args, **kwargs):
     raise NotImplementedError(
         "pypto.conv2d: there is no convolution in PyPTO yet (tiles have rank <= 2); express "
         "it as a matmul over an im2col view of the input, or a @pypto.jit kernel")
-
-
-def register_op(name, tile_op, *args, **kwargs):
-    """Not available: registering with PyTorch goes through TorchAir/torch_npu."""
-    raise NotImplementedError(
-        f"pypto.register_op({name!r}): registering tile ops as PyTorch operators goes through "
-        "TorchAir/torch_npu, which are not part of this host simulation. Call the tile op "
-        "through a graph (pypto.tile_map + pypto.compile), or on numpy arrays directly "
-        "(my_tile_op(x) runs it in the reference interpreter)")
