@@ -9,6 +9,10 @@ Rows:
            kernel[grid] (which builds the launcher each time), argument binding and the native
            call. Goal: <= 5 us. Beside it: numpy's np.add(x, y, out=out) and torch.add(out=) on
            the same arrays (a library call's own fixed cost).
+  grid 1, torch arguments   the same launch with torch CPU tensors for x, y and out (the
+           path a registered torch op takes): keyed by (dtype, shape, stride, is_cpu) and
+           passed as data pointers. Goal: <= 1.3 x the numpy-argument launch, measured beside
+           it (the "numpy" column of that row is the numpy-argument launch).
   grid 2   an empty kernel over a grid of 2 on 2 host threads: the second block goes to a pool
            worker, so this adds the hand-off. Goal: <= 10 us.
 Beside them (footnotes): a bare ctypes call of libc's getpid() (the floor for any call from
@@ -81,6 +85,16 @@ def numba_dispatch(x, y, out, n, calls, reps):
     return per_call_time(lambda: noop(x, y, out, n), calls, reps)
 
 
+def side_by_side_calls(first, second, calls, reps):
+    """Per-call times of two call forms, measured in alternating batches (the host's speed
+    drifts; taking turns lets the drift touch both alike)."""
+    a, b = [], []
+    for _ in range(reps):
+        a.append(per_call_time(first, calls, 1))
+        b.append(per_call_time(second, calls, 1))
+    return sorted(a)[len(a) // 2], sorted(b)[len(b) // 2]
+
+
 def run(args, limits=None) -> list[dict]:
     torch = import_torch()
     threads = default_threads()
@@ -95,6 +109,14 @@ def run(args, limits=None) -> list[dict]:
     expected = np.where(np.arange(N) < n, x + y, 0)
     np.testing.assert_array_equal(out, expected)
     t_grid1 = per_call_time(lambda: add_n[(1,)](x, y, out, n, BLOCK=N), calls, args.reps)
+    t_torch_args = None
+    if torch is not None:
+        tx, ty, tout = (torch.from_numpy(a.copy()) for a in (x, y, out))
+        add_n[(1,)](tx, ty, tout, n, BLOCK=N)
+        np.testing.assert_array_equal(tout.numpy(), expected)
+        t_torch_args, t_grid1 = side_by_side_calls(
+            lambda: add_n[(1,)](tx, ty, tout, n, BLOCK=N),
+            lambda: add_n[(1,)](x, y, out, n, BLOCK=N), calls, args.reps)
 
     use_threads(2, torch)
     empty_kernel[(2,)](x)
@@ -118,11 +140,18 @@ def run(args, limits=None) -> list[dict]:
               f"getpid(x.ctypes.data, y.ctypes.data, out.ctypes.data, n) {fmt_time(with_args)}, "
               + (f"numba @njit dispatch of f(x, y, out, n) {fmt_time(t_numba)}"
                  if t_numba is not None else "numba: not installed"))
+    torch_row = [] if t_torch_args is None else [
+        make_row("launch, grid 1, torch", "3 tensors + int", t_torch_args, t_grid1,
+                 ratio=t_grid1 / t_torch_args, goal="<= 1.3x numpy args",
+                 met=t_torch_args <= 1.3 * t_grid1, family="launch",
+                 note="the numpy column here is the same launch with numpy arguments, timed "
+                      "in turns with it")]
     return [
         make_row("launch, grid 1", "3 arrays + int", t_grid1, t_numpy, t_torch,
                  goal="<= 5 us", met=t_grid1 <= 5e-6, family="launch",
                  note=f"{beside}; numpy / torch: np.add / torch.add(out=) on the same "
                       f"{N}-element arrays"),
+        *torch_row,
         make_row("launch, grid 2", "empty, 2 threads", t_grid2, goal="<= 10 us",
                  met=t_grid2 <= 10e-6, family="launch",
                  note=f"the same empty kernel on a grid of 1: {fmt_time(t_empty1)} (the "

@@ -26,6 +26,7 @@ SCRIPTS = {
         r"^\s*size\s+blocks\s+1 launch\s+2 launches\s+numpy\s+ratio\s*$",
     "tutorials/06_double_buffering.py": r"^\s*shape\s+stages=1\s+stages=2\s+numpy\s+2 vs 1\s*$",
     "tutorials/07_graph_api.py": r"^\s*size\s+tiles\s+PyPTO\s+numpy\s+ratio\s*$",
+    "tutorials/10_torch_custom_op.py": r"^\s*shape\s+torch eager\s+PyPTO op\s+inductor\s+ratio\s*$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -56,6 +57,11 @@ SHOWS = {
         "tiles: 8 x 8 = 64 tile(s) of (16, 16)", "%a: tile (16, 64) at (16*i, 0)",
         "tile_size=(16, 16) is refused", "1 kernel fused", "2 kernels unfused",
         "missing ['y']", "breakpoint hits, one per tile"],
+    "tutorials/10_torch_custom_op.py": [
+        "gradcheck(bias_gelu) (float32, eps 1e-3): True",
+        "opcheck(bias_gelu): {'test_schema': 'SUCCESS', 'test_autograd_registration': "
+        "'SUCCESS', 'test_faketensor': 'SUCCESS', 'test_aot_dispatch_dynamic': 'SUCCESS'}",
+        "opcheck(bias_gelu_grad): {'test_schema': 'SUCCESS'", "compiled PyPTO"],
     "tutorials/09_profiling.py": [
         "(measured on this machine", "not measured)", "core utilization 16.7%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",

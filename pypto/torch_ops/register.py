@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from .devices import DEVICE_RUNTIMES
 from .sources import EMPTY, OpSource, call_with, make_source
 
 _REGISTERED: dict = {}          # "namespace::name" -> the torch op (CustomOpDef)
@@ -47,6 +48,8 @@ def register_op(name, fn, *, outputs=None, grid=None, args=None, tile_size=None,
     op = torch.library.custom_op(qualname, _implementation(source), mutates_args=(),
                                  device_types="cpu", schema=schema_of(source))
     op.register_fake(_fake(source))
+    for device_type in DEVICE_RUNTIMES:          # e.g. "npu", once a runtime is registered
+        op.register_kernel(device_type, _implementation(source))
     if backward is not None:
         formula, setup = _autograd(source, backward, name, namespace, target)
         op.register_autograd(formula, setup_context=setup)
@@ -91,12 +94,15 @@ def _bind(source: OpSource, values) -> dict:
 
 
 def _implementation(source: OpSource):
-    """The CPU kernel: outputs allocated by torch, computed by PyPTO in place."""
+    """The op's kernel: outputs allocated by torch on the inputs' device, computed by PyPTO in
+    place (on the host: the simulated cores; elsewhere: the device runtime, ``devices``)."""
     import torch
 
     def implementation(*values):
         args = _bind(source, values)
-        outs = [torch.empty(shape, dtype=dtype) for shape, dtype in source.outputs(args)]
+        device = next(v.device for v in values if isinstance(v, torch.Tensor))
+        outs = [torch.empty(shape, dtype=dtype, device=device)
+                for shape, dtype in source.outputs(args)]
         source.run(args, outs)
         return outs[0] if len(outs) == 1 else tuple(outs)
 

@@ -24,6 +24,7 @@ from ..compiler.errors import CompilationError
 from ..jit import JITFunction, _is_constexpr
 from ..language import dtypes as dt
 from ..tensor_args import as_array
+from .devices import device_of, launch_on_device, run_module_on_device
 from .dtypes import hint, to_torch
 
 EMPTY = inspect.Parameter.empty
@@ -103,6 +104,15 @@ class TileOpSource(OpSource):
     def run(self, args, outs):
         tensors = [args[p.name] for p in self.params]
         lead = _leading_dims(tensors, self.name)
+        device = device_of(tensors)
+        if device != "cpu":
+            flat = [t if len(t.shape) <= 2 else t.reshape(_flat_shape(t.shape, lead))
+                    for t in tensors]
+            built = self.build(tuple(tuple(t.shape) for t in flat),
+                               tuple(dt.from_any(t.dtype) for t in flat))
+            run_module_on_device(built.module, dict(zip((p.name for p in self.params), flat)),
+                                 [outs[0].reshape(built.out_shape)], device)
+            return
         arrays = [_flat_array(as_array(t), lead) for t in tensors]
         built = self.build(tuple(a.shape for a in arrays),
                            tuple(dt.from_any(a.dtype) for a in arrays))
@@ -200,6 +210,10 @@ class ModuleSource(OpSource):
         return [(t.shape, to_torch(t.dtype)) for t in self.module.outputs]
 
     def run(self, args, outs):
+        device = device_of(args.values())
+        if device != "cpu":
+            run_module_on_device(self.module, args, outs, device)
+            return
         self.module.run({p.name: as_array(args[p.name]) for p in self.params},
                         out=[as_array(o) for o in outs])
 
@@ -253,6 +267,10 @@ class KernelSource(OpSource):
         grid = self.grid
         if callable(grid):
             grid = call_with(grid, {**args, **values})
+        device = device_of(values.values())
+        if device != "cpu":
+            launch_on_device(self.kernel, grid, values, device)
+            return
         launch = self.kernel if grid is None else self.kernel[grid]
         launch(**values)
 
