@@ -97,8 +97,18 @@ def _run(argv, extra=()):
     return proc.stdout
 
 
+NEEDS_TORCH = {"tutorials/10_torch_custom_op.py"}
+
+
+def _torch_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("torch") is not None
+
+
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_script_runs_and_prints_its_table(script):
+    if script in NEEDS_TORCH and not _torch_installed():
+        pytest.skip(f"{script} needs torch (pip install -e '.[torch]')")
     out = _run([script])
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"
     for text in SHOWS.get(script, ()):
@@ -107,10 +117,13 @@ def test_script_runs_and_prints_its_table(script):
 
 @pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py",
                                     "tutorials/02_fused_softmax.py",
-                                    "tutorials/04_layer_norm.py"])
+                                    "tutorials/04_layer_norm.py",
+                                    "tutorials/10_torch_custom_op.py"])
 def test_script_runs_without_torch(script):
     out = _run(["-c", WITHOUT_TORCH, script])
     assert "torch: not installed" in out
+    if script in NEEDS_TORCH:
+        return
     assert re.search(SCRIPTS[script], out, re.M), f"no table header in the output of {script}:\n{out}"
 
 
