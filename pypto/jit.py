@@ -195,7 +195,7 @@ class JITFunction:
         torch fast path), {} when none is, None for a mix (or subclasses): the slow path."""
         tensor_names = [n for n, kind, _ in kernel.runtime_params if kind == "tensor"]
         given = self.signature.bind(*args, **kwargs).arguments
-        torch_type = sys.modules["torch"].Tensor if "torch" in sys.modules else None
+        torch_type = getattr(sys.modules.get("torch"), "Tensor", None)   # None: blocked
         if torch_type is None or not tensor_names:
             return {}
         kinds = {type(given.get(n)) is torch_type for n in tensor_names}
