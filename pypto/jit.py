@@ -30,7 +30,8 @@ from .compiler.frontend import KernelSource, build_function, scalar_param, tenso
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
 from .language.core import constexpr
-from .binder import NoFastPath, make_caller, make_launcher, note_torch, read_only
+from .binder import (NoFastPath, make_caller, make_launcher, note_torch, read_only,
+                     requires_grad_refused)
 from .tensor_args import as_array
 
 __version__ = "0.1.0"
@@ -187,8 +188,20 @@ class JITFunction:
         key = self._key(*args, **kwargs)
         if torch_args is not None and not any(isinstance(part, NoFastPath) for part in key):
             self._fast[key] = caller
+        if torch_args is None:               # the numpy call on views of torch tensors
+            self._refuse_grad_writes(kernel, args, kwargs)
         given = torch_args or {}
         caller(grid, *(given.get(n, bound[n]) for n in self.arg_names))
+
+    def _refuse_grad_writes(self, kernel, args, kwargs):
+        """What the torch caller checks, for calls that mix torch and other tensors."""
+        import torch
+        given = self.signature.bind(*args, **kwargs).arguments
+        for name in kernel.metadata["written_tensors"]:
+            value = given.get(name)
+            if isinstance(value, torch.Tensor) and value.requires_grad and \
+                    torch.is_grad_enabled():
+                raise requires_grad_refused(self.__name__, name, value)
 
     def _torch_arguments(self, args, kwargs, kernel):
         """{name: torch tensor} when every tensor argument is a plain ``torch.Tensor`` (the

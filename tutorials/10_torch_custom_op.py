@@ -11,9 +11,7 @@ autograd and torch.library.opcheck all work on it, and so does torch.distributed
 runs the op on its own shard; tests/torch_ops/test_distributed.py).
 """
 import argparse
-import statistics
 import sys
-import time
 import warnings
 
 try:
@@ -88,13 +86,8 @@ def make_models(hidden):
 
 
 def timed(fn, reps):
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``reps`` calls after one warm-up call, with PyPTO's own helper."""
+    return pypto.testing.do_bench(fn, reps=reps) / 1e3
 
 
 def main(argv=None):

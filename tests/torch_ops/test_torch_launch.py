@@ -71,6 +71,8 @@ def test_writing_a_tensor_that_requires_grad_is_refused():
         _launch(x, y, leaf)
     torch.testing.assert_close(leaf.detach(), x * 2 + y)
     _launch(torch.randn(64, requires_grad=True), y, torch.zeros(64))   # reading is fine
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        _launch(x.numpy(), y, leaf)                # a numpy/torch mix is checked too
 
 
 def test_tensor_on_another_device_names_argument_and_device():
