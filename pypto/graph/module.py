@@ -149,7 +149,7 @@ class Module:
         self.options = options
         # numpy's dtype per placeholder: a run compares dtypes with these directly (converting
         # each input's dtype, 3 us, was half of a small graph's run)
-        self._np_dtypes = {t.name: t.dtype.to_numpy() for t in self.placeholders}
+        self._np_dtypes = {t.name: t.dtype.to_numpy() for t in self.placeholders + self.outputs}
         self.kernels: list[Kernel] = []
         self._debug_kernels = None
 
@@ -240,7 +240,8 @@ class Module:
         checked = {}
         for t, given in zip(self.outputs, arrays):
             arr = as_array(given)
-            if arr is None or tuple(arr.shape) != t.shape or _dtype_of(arr) != t.dtype:
+            if arr is None or arr.shape != t.shape or (
+                    arr.dtype != self._np_dtypes[t.name] and _dtype_of(arr) != t.dtype):
                 what = type(given).__name__ if arr is None else \
                     f"{_dtype_of(arr)}{list(arr.shape)}"
                 raise ValueError(f"Module.run(out=...): output {t.name!r} is {t.dtype}"

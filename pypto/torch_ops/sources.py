@@ -16,6 +16,7 @@ the caller allocated (``run``), on the inputs' own memory.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from dataclasses import dataclass
@@ -57,13 +58,23 @@ class OpSource:
 def call_with(fn, values: dict):
     """``fn`` called with the entries of ``values`` its signature names (all of them if it
     takes ``**kwargs``), so launch rules can be written ``lambda x: ...``."""
+    names = _wanted(fn)
+    if names is None:
+        return fn(**values)
+    return fn(**{n: values[n] for n in names if n in values})
+
+
+@functools.lru_cache(maxsize=None)
+def _wanted(fn):
+    """The parameter names of ``fn`` (None: it takes any keyword). Cached: a launch rule is
+    called on every call of its op, and ``inspect.signature`` costs ~10 us."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return fn(**values)
+        return None
     if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
-        return fn(**values)
-    return fn(**{n: values[n] for n in sig.parameters if n in values})
+        return None
+    return tuple(sig.parameters)
 
 
 # -- tile ops --------------------------------------------------------------------------------
@@ -93,7 +104,7 @@ class TileOpSource(OpSource):
         lead = _leading_dims(tensors, self.name)
         flat = [_flat_shape(t.shape, lead) for t in tensors]
         built = self.build(tuple(tuple(hint(n) for n in s) for s in flat),
-                           tuple(dt.from_any(t.dtype) for t in tensors))
+                           tuple(t.dtype for t in tensors))
         shape = [n if src is None else flat[src[0]][src[1]]
                  for n, src in zip(built.out_shape, built.sources)]
         if lead is not None and built.sources and built.sources[0] is not None and \
@@ -109,21 +120,23 @@ class TileOpSource(OpSource):
             flat = [t if len(t.shape) <= 2 else t.reshape(_flat_shape(t.shape, lead))
                     for t in tensors]
             built = self.build(tuple(tuple(t.shape) for t in flat),
-                               tuple(dt.from_any(t.dtype) for t in flat))
+                               tuple(t.dtype for t in flat))
             run_module_on_device(built.module, dict(zip((p.name for p in self.params), flat)),
                                  [outs[0].reshape(built.out_shape)], device)
             return
         arrays = [_flat_array(as_array(t), lead) for t in tensors]
-        built = self.build(tuple(a.shape for a in arrays),
-                           tuple(dt.from_any(a.dtype) for a in arrays))
+        built = self.build(tuple(a.shape for a in arrays), tuple(t.dtype for t in tensors))
         out = as_array(outs[0]).reshape(built.out_shape)    # a view: outs are contiguous
         built.module.run({p.name: a for p, a in zip(self.params, arrays)}, out=out)
 
     def build(self, shapes: tuple, dtypes: tuple) -> _Built:
+        """The compiled graph for inputs of ``shapes`` and ``dtypes`` (torch's, as the op's
+        arguments carry them: looked up on every call, converted only on a miss)."""
         key = (shapes, dtypes)
         built = self._built.get(key)
         if built is None:
-            built = self._built[key] = self._compile(shapes, dtypes)
+            built = self._built[key] = self._compile(shapes,
+                                                     tuple(dt.from_any(d) for d in dtypes))
         return built
 
     def _compile(self, shapes, dtypes) -> _Built:
