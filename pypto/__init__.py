@@ -14,6 +14,7 @@ from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
 from . import memory, profile
+from .tuning import Config, autotune
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # The graph API and debug mode are imported on first use (they cost ~17 ms of import time
@@ -40,4 +41,4 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "Internal
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)
+           "graph", "debug", "Config", "autotune", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -44,7 +44,7 @@ PYPTO_CACHE_DIR = register("PYPTO_CACHE_DIR", "", False,
 PYPTO_NUM_THREADS = register("PYPTO_NUM_THREADS", "", False,
                              "host threads simulating AI Cores; default: one per host core")
 PYPTO_LOG = register("PYPTO_LOG", "", False,
-                     "comma-separated log topics: compile, cache, recompile")
+                     "comma-separated log topics: compile, cache, recompile, autotune")
 PYPTO_DUMP_IR = register("PYPTO_DUMP_IR", "", False, "print the IR after every pass")
 PYPTO_INTERPRET = register("PYPTO_INTERPRET", "", False,
                            "1: run kernels in the reference interpreter, blocks in order",

@@ -1,0 +1,91 @@
+"""What a sweep found: every config with its time or the reason it was skipped, the winner."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Trial:
+    """One config of a sweep: ``time_ms`` by the objective, or ``skipped`` (the reason)."""
+    config: str
+    time_ms: float | None = None
+    skipped: str | None = None
+
+
+@dataclass
+class TuningReport:
+    """``kernel.report``: ``trials`` in sweep order, ``winner`` (its index), the objective and
+    target, ``key`` (what the sweep was keyed on), ``seconds`` the sweep took, ``cached``
+    (read from memory or disk instead of tuned), ``pruned`` configs dropped before timing."""
+    kernel: str
+    key: str
+    objective: str
+    target: str
+    trials: list = field(default_factory=list)
+    winner: int | None = None
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+    cached: bool = False
+    pruned: list = field(default_factory=list)
+
+    @property
+    def best(self) -> Trial:
+        return self.trials[self.winner]
+
+    @property
+    def unit(self) -> str:
+        return "modelled NPU time" if self.objective == "npu" else "measured host time"
+
+    def __str__(self) -> str:
+        ran = [t for t in self.trials if t.skipped is None]
+        origin = "cached" if self.cached else (
+            f"tuned in {self.seconds:.2f} s, {self.compile_seconds:.2f} s of it compiling")
+        lines = [f"autotune {self.kernel} [{self.key}] for {self.target}, objective "
+                 f"{self.objective} ({self.unit}): {len(self.trials)} configs, {len(ran)} ran, "
+                 f"{len(self.trials) - len(ran)} skipped; {origin}"]
+        width = max([len(t.config) for t in self.trials] + [6])
+        lines.append(f"  {'config':<{width}}  {'time':>12}")
+        for i, t in enumerate(self.trials):
+            shown = f"{t.time_ms * 1e3:10.2f} us" if t.skipped is None else "   skipped"
+            mark = "  <- best" if i == self.winner else ""
+            lines.append(f"  {t.config:<{width}}  {shown}{mark}")
+        for t in self.trials:
+            if t.skipped is not None:
+                lines.append(f"  skipped {t.config}: {t.skipped}")
+        for text in self.pruned:
+            lines.append(f"  pruned before timing: {text}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"trials": [t.__dict__ for t in self.trials], "winner": self.winner,
+                "seconds": self.seconds, "compile_seconds": self.compile_seconds,
+                "pruned": self.pruned}
+
+    @classmethod
+    def from_json(cls, data: dict, **fields) -> "TuningReport":
+        trials = [Trial(**t) for t in data["trials"]]
+        return cls(trials=trials, winner=data["winner"], seconds=data["seconds"],
+                   compile_seconds=data.get("compile_seconds", 0.0),
+                   pruned=data.get("pruned", []), **fields)
+
+    def plot(self, path: str) -> str:
+        """A bar chart of the configs' times to ``path`` (needs matplotlib)."""
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as e:
+            raise ImportError("TuningReport.plot needs matplotlib (pip install matplotlib)") \
+                from e
+        ran = [(t.config, t.time_ms * 1e3) for t in self.trials if t.skipped is None]
+        fig, ax = plt.subplots(figsize=(7, 0.35 * len(ran) + 1.2))
+        ax.barh([c for c, _ in ran], [v for _, v in ran],
+                color=["tab:green" if t is self.best else "tab:blue"
+                       for t in self.trials if t.skipped is None])
+        ax.set_xlabel(f"{self.unit} (us)")
+        ax.set_title(f"autotune {self.kernel} [{self.key}]")
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+        return path
