@@ -30,28 +30,43 @@ class Node:
     strategy: str
     tiling: Tiling
     output: GraphTensor = None
+    tuning: object = None          # the TuningReport of tile_size="auto"
 
 
 def tile_map(tile_op, inputs, tile_size, parallel_strategy="auto", *, input_tiles=None,
              out_shape=None, name=None) -> GraphTensor:
     """Apply ``tile_op`` to every output tile of ``tile_size`` (an int for 1-D outputs, a tuple
-    for 2-D). Each input is cut as ``tiling.decide`` says (``input_tiles=``/``out_shape=``
-    override it); returns the output as a graph tensor of the inputs' graph."""
+    for 2-D, or "auto": the size the cycle model ranks fastest on the current target,
+    ``pypto.tuning.tile_size``; under ``parallel_strategy="auto"`` the launch form too). Each
+    input is cut as ``tiling.decide`` says (``input_tiles=``/``out_shape=`` override it);
+    returns the output as a graph tensor of the inputs' graph."""
     op = _check_op(tile_op)
     inputs = _check_inputs(inputs, op)
     graph = inputs[0].graph
     strategy = _check_strategy(parallel_strategy)
     name = _node_name(name, op, graph)
+    tuning = None
     try:
+        if isinstance(tile_size, str):
+            tile_size, strategy, tuning = _tuned(tile_size, op, inputs, strategy, input_tiles,
+                                                 out_shape)
         tiling = decide(op, inputs, tile_size, input_tiles, out_shape)
     except CompilationError as e:
         if not compiler_frames_wanted():
             raise e.with_traceback(None) from None     # the user's frames, not ours
         raise
-    node = Node(name, op, list(inputs), tile_size, strategy, tiling)
+    node = Node(name, op, list(inputs), tile_size, strategy, tiling, tuning=tuning)
     node.output = GraphTensor(graph, name, tiling.out_shape, tiling.out_dtype, "ND", node)
     graph.add_node(node)
     return node.output
+
+
+def _tuned(tile_size, op, inputs, strategy, input_tiles, out_shape):
+    if tile_size != "auto":
+        raise ValueError(f"tile_map(tile_size={tile_size!r}): a tile size is an int, a tuple "
+                         "of ints, or \"auto\" (tuned by the cycle model)")
+    from ..tuning.tile_size import tune
+    return tune(op, inputs, strategy, input_tiles, out_shape)
 
 
 def _check_op(tile_op) -> TileOp:

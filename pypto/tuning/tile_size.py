@@ -1,0 +1,107 @@
+"""``tile_map(..., tile_size="auto")``: the tile size (and, under ``parallel_strategy="auto"``,
+the launch form) that the cycle model ranks fastest for this node on the current target.
+
+Each candidate is compiled as the node alone (a graph of its inputs and one tile_map) and the
+modelled NPU time of its kernels summed; candidates that do not tile (an axis the op
+combines would be cut) or do not compile (a buffer overflows) are skipped with the reason,
+as the jit autotuner does. The sweep is remembered per tile op source, input shapes and
+dtypes, strategy and target, in memory and on disk (``results``).
+"""
+from __future__ import annotations
+
+import time
+
+from ..device import current_target
+from ..jit import __version__
+from . import results
+from .autotuner import AutotuneError, _reason
+from .objectives import npu_time_ms
+from .report import Trial, TuningReport
+
+ELEMENTS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # tile sizes tried, in elements
+FORMS = ("data_parallel", "grid_stride")
+_MEMO: dict = {}
+
+
+def candidates(out_shape: tuple) -> list:
+    """Tile sizes to try: for a vector, powers of two up to its length (and the whole of a
+    short one); for a matrix, whole rows in several counts, then square tiles."""
+    if len(out_shape) == 1:
+        n = out_shape[0]
+        return sorted({min(e, n) for e in ELEMENTS})
+    m, n = out_shape
+    rows = sorted({max(1, min(m, e // n)) for e in ELEMENTS})
+    return [(r, n) for r in rows] + [(min(m, s), min(n, s)) for s in (16, 32, 64, 128)]
+
+
+def tune(op, inputs, strategy, input_tiles=None, out_shape=None):
+    """(tile_size, strategy, TuningReport) for ``tile_map(op, inputs, "auto", strategy)``."""
+    from ..graph.trace import trace
+    from ..compiler.ir import TileType
+    target = current_target()
+    shape = out_shape
+    if shape is None:
+        shape = trace(op, [TileType(t.dtype, t.shape) for t in inputs],
+                      f"while finding the output shape of {op.__name__} to choose its "
+                      "tile size").result.type.shape
+    forms = FORMS if strategy == "auto" else (strategy,)
+    points = [(tuple(t) if isinstance(t, tuple) else t, f) for t in candidates(tuple(shape))
+              for f in forms]
+    signature = ([(t.shape, str(t.dtype)) for t in inputs], strategy, input_tiles, out_shape,
+                 target.name)
+    digest = results.entry_digest((op.source_hash(), repr(signature), repr(points),
+                                   __version__))
+    key = ", ".join(f"{t.name}{list(t.shape)}" for t in inputs)
+    fields = dict(kernel=f"tile_map({op.__name__})", key=key, objective="npu",
+                  target=target.name)
+    data, cached = _MEMO.get(digest), True
+    if data is None:
+        data, cached = results.remembered(
+            digest, lambda: _sweep(op, inputs, points, input_tiles, out_shape, target, fields),
+            results.disk_enabled(), lambda d: 0 <= d.get("winner", -1) < len(points))
+        _MEMO[digest] = data
+    report = TuningReport.from_json(data, cached=cached, **fields)
+    tile, form = points[report.winner]
+    return tile, form, report
+
+
+def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
+    t0 = time.perf_counter()
+    trials, spent = [], [0.0]
+    for tile, form in points:
+        label = f"tile_size={tile}, {form}"
+        try:
+            trials.append(Trial(label, _node_time(op, inputs, tile, form, input_tiles,
+                                                  out_shape, target, spent)))
+        except Exception as e:  # noqa: BLE001 - a candidate that cannot run is skipped
+            trials.append(Trial(label, skipped=_reason(e)))
+    ran = [i for i, t in enumerate(trials) if t.skipped is None]
+    if not ran:
+        raise AutotuneError(f"tile_map({op.__name__}, tile_size='auto'): no tile size works "
+                            f"for {fields['key']}:\n" +
+                            "\n".join(f"  {t.config}: {t.skipped}" for t in trials))
+    winner = min(ran, key=lambda i: trials[i].time_ms)
+    report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
+                          compile_seconds=spent[0], **fields)
+    return report.to_json()
+
+
+def _node_time(op, inputs, tile, form, input_tiles, out_shape, target, spent) -> float:
+    """Modelled NPU time of the node alone, tiled by ``tile`` and launched as ``form``
+    (the seconds spent compiling it added to ``spent[0]``)."""
+    from ..graph import TensorGraph, compile as compile_graph, tile_map
+    from ..graph.module import _standins
+    graph = TensorGraph(f"{op.__name__}_tuning")
+    placeholders = [graph.placeholder(t.shape, t.dtype, name=t.name) for t in inputs]
+    t0 = time.perf_counter()
+    try:
+        tile_map(op, placeholders, tile, form, input_tiles=input_tiles, out_shape=out_shape)
+        module = compile_graph(graph, target=target.name)
+    finally:
+        spent[0] += time.perf_counter() - t0
+    total = 0.0
+    for kernel in module.kernels:
+        values = dict(zip(kernel.jit.arg_names, _standins(kernel)))
+        total += npu_time_ms(kernel.jit, kernel.grid, values)
+    return total
+
