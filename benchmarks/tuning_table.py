@@ -19,7 +19,7 @@ measured -- there is no NPU here. The host times of the same launches are printe
 table, labelled as what they are (host threads simulating the cores).
 
 * tile size: z = x + y over a large fp32 vector, one block per tile (grid = n / TILE): TILE=256
-  against the best TILE of a sweep.
+  against the TILE pypto.autotune chooses (objective "npu", the cycle model) from a sweep.
 * multi-core: the same add as a grid-stride loop at the tuned TILE, launched with one block
   (one core) and with one block per core (no grid: 48 blocks).
 * memory layout: a channel reduction y[n, h, w] = sum_c x[n, c, h, w] over fp16 activations,
@@ -205,32 +205,34 @@ def sizes(quick: bool) -> dict:
 
 
 def tile_size_row(s, rng) -> tuple[Row, int]:
+    """The seed's "random 256 -> auto-tuned" row, tuned by pypto.autotune (objective "npu":
+    the cycle model on this script's target) over the TILE sweep."""
     n = s["n"]
     x = rng.standard_normal(n, dtype=np.float32)
     y = rng.standard_normal(n, dtype=np.float32)
-    out = np.empty_like(x)
-    ref = x + y
-    sweep = {}
-    for tile in s["tiles"]:
-        grid = (pl.cdiv(n, tile),)
-        out.fill(np.nan)
-        add_tiles[grid](x, y, out, TILE=tile)
-        np.testing.assert_array_equal(out, ref, err_msg=f"add_tiles TILE={tile}")
-        sweep[tile] = model_kernel(add_tiles, grid, x, y, out, TILE=tile)
-    best = min(sweep, key=lambda t: sweep[t].cycles)
-    knee = min(t for t in sweep if sweep[t].cycles <= 1.1 * sweep[best].cycles)
-    before, after = sweep[256], sweep[best]
+    out = np.full_like(x, np.nan)
+    tuned = pypto.autotune([pypto.Config({"TILE": t}) for t in s["tiles"]], key=["x"],
+                           cache_results=False, progress=False)(add_tiles)
+    tuned[lambda META: (pl.cdiv(n, META["TILE"]),)](x, y, out)
+    np.testing.assert_array_equal(out, x + y, err_msg="add_tiles, tuned TILE")
+    best = tuned.best_config.kwargs["TILE"]
+    times = {t: trial.time_ms for t, trial in zip(s["tiles"], tuned.report.trials)}
+    before = model_kernel(add_tiles, (pl.cdiv(n, 256),), x, y, out, TILE=256)
+    after = model_kernel(add_tiles, (pl.cdiv(n, best),), x, y, out, TILE=best)
+    knee = min(t for t in times if times[t] <= 1.1 * times[best])
     c = T.costs
     half = c.saturating[("gm", "vec")][1]
     fixed = half / (half + 256 * 4)
     row = Row("tile size", f"TILE=256, {n // 256} blocks",
-              f"TILE={best} (best of sweep), {n // best} blocks", before, after,
+              f"TILE={best} (pypto.autotune), {n // best} blocks", before, after,
               f"{n // 256} -> {n // best} blocks", "fewer scheduling overheads",
               host=(lambda: add_tiles[(n // 256,)](x, y, out, TILE=256),
                     lambda: add_tiles[(n // best,)](x, y, out, TILE=best)))
     row.note = [
-        "sweep (modelled NPU time): " + ", ".join(f"{t}: {us(m):.2f} us"
-                                                  for t, m in sweep.items()),
+        f"pypto.autotune over TILE in {list(s['tiles'])} chose TILE={best} "
+        f"(tuned in {tuned.report.seconds:.2f} s, {tuned.report.compile_seconds:.2f} s of it "
+        "compiling); its sweep (modelled NPU time): " +
+        ", ".join(f"{t}: {ms * 1e3:.2f} us" for t, ms in times.items()),
         ("The model charges nothing for scheduling a block beyond its few scalar "
          "instructions: it starts the moment its core frees. What a small tile pays is per "
          "instruction, not per block: each GM->UB load costs "

@@ -27,6 +27,7 @@ SCRIPTS = {
     "tutorials/06_double_buffering.py": r"^\s*shape\s+stages=1\s+stages=2\s+numpy\s+2 vs 1\s*$",
     "tutorials/07_graph_api.py": r"^\s*size\s+tiles\s+PyPTO\s+numpy\s+ratio\s*$",
     "tutorials/10_torch_custom_op.py": r"^\s*shape\s+torch eager\s+PyPTO op\s+inductor\s+ratio\s*$",
+    "tutorials/11_autotune.py": r"^\s*config\s+NPU \(model\)\s+host\s*$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -62,13 +63,18 @@ SHOWS = {
         "opcheck(bias_gelu): {'test_schema': 'SUCCESS', 'test_autograd_registration': "
         "'SUCCESS', 'test_faketensor': 'SUCCESS', 'test_aot_dispatch_dynamic': 'SUCCESS'}",
         "opcheck(bias_gelu_grad): {'test_schema': 'SUCCESS'", "compiled PyPTO"],
+    "tutorials/11_autotune.py": [
+        "objective npu (modelled NPU time): 12 configs", "<- best", "best_config: BM: ",
+        "read from the disk cache", "again.report.cached=True", "<- NPU best", "<- host best",
+        "tile_map(row_softmax, tile_size='auto') chose tile_size="],
     "tutorials/09_profiling.py": [
         "(measured on this machine", "not measured)", "core utilization 16.7%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
         "32 KiB more UB"],
     "benchmarks/tuning_table.py": [
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
-        "core utilization 2.1% ->", "Why ours differ from the seed's figures"],
+        "core utilization 2.1% ->", "Why ours differ from the seed's figures",
+        "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in"],
 }
 
 # What run_all.py's one table must hold: a line from every family.
