@@ -19,12 +19,15 @@ does not tune again (``cache_results=False`` keeps it in memory only).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 
 from .. import envs
 from ..jit import JITFunction, __version__
-from ..device import current_target
+from ..backends.ascend.targets import get_target
+from ..binder import ENV_KEY, ENVIRON
+from ..device import _current_target
 from ..tensor_args import as_array
 from . import results
 from .config import Config
@@ -32,6 +35,8 @@ from .objectives import host_time_ms, npu_time_ms
 from .report import Trial, TuningReport
 
 OBJECTIVES = ("npu", "host")
+TARGET_KEY = ENV_KEY(envs.PTO_TARGET.name)
+_SCALARS = (int, float, bool, str, type(None))
 PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")
 
 
@@ -85,6 +90,9 @@ class Autotuner:
         self.best_config = None
         self.report = None
         self._memo: dict = {}
+        self._tuned = frozenset(self.meta_names | ({"num_stages"} if self.takes_num_stages
+                                                   else set()))
+        self._untuned = [n for n in params if n not in self._tuned]
 
     # -- calling -----------------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -103,48 +111,58 @@ class Autotuner:
         tuning_key = self._tuning_key(named)
         found = self._memo.get(tuning_key)
         if found is None:
-            found = self._memo[tuning_key] = self._lookup_or_tune(tuning_key, grid, named)
-            if not found[1].cached:       # the sweep's launches ran on these tensors
+            config, report = self._lookup_or_tune(tuning_key, grid, named)
+            found = self._memo[tuning_key] = (config, report,
+                                              config.all_kwargs(self.takes_num_stages))
+            if not report.cached:         # the sweep's launches ran on these tensors
                 for n in self.reset_to_zero:
                     as_array(named[n])[...] = 0
-        self.best_config, self.report = found
-        meta = self.best_config.all_kwargs(self.takes_num_stages)
+        self.best_config, self.report, meta = found
         if self.best_config.pre_hook is not None:
             self.best_config.pre_hook({**named, **meta})
         launch = self.fn if grid is None else self.fn[grid]
         return launch(**named, **meta)
 
     def _named(self, args, kwargs) -> dict:
-        try:
-            bound = self.fn.signature.bind_partial(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.__name__}(): {e}") from None
-        tuned = (self.meta_names | ({"num_stages"} if self.takes_num_stages else set()))
-        conflicts = sorted(tuned & set(bound.arguments))
-        if conflicts:
+        """The call's arguments by name, defaults filled in: positional ones by the
+        kernel's parameter order (no ``inspect`` binding: this runs on every call)."""
+        names = self.fn.arg_names
+        if len(args) > len(names):
+            raise TypeError(f"{self.__name__}() takes {len(names)} arguments, got {len(args)}")
+        named = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name in named or name not in self.fn.signature.parameters:
+                raise TypeError(f"{self.__name__}(): unexpected or repeated argument {name!r}")
+            named[name] = value
+        if not self._tuned.isdisjoint(named):
+            conflicts = sorted(self._tuned & set(named))
             raise ValueError(f"{self.__name__}(): {', '.join(conflicts)} are chosen by "
                              "@pypto.autotune; do not pass them (or drop them from the configs)")
-        named = dict(bound.arguments)
-        for name, p in self.fn.signature.parameters.items():
-            if name not in named and name not in tuned:
-                if p.default is p.empty:
-                    raise TypeError(f"{self.__name__}(): missing argument {name!r}")
-                named[name] = p.default
+        if len(named) != len(self._untuned):
+            for name in self._untuned:
+                if name not in named:
+                    default = self.fn.signature.parameters[name].default
+                    if default is inspect.Parameter.empty:
+                        raise TypeError(f"{self.__name__}(): missing argument {name!r}")
+                    named[name] = default
         return named
 
     def _tuning_key(self, named) -> tuple:
-        target = self.fn.target_name or current_target().name
+        target = self.fn.target_name or ENVIRON.get(TARGET_KEY) or \
+            _current_target.get("name") or envs.PTO_TARGET.default   # current_target()'s order
         keyed = tuple((n, _key_value(named[n])) for n in self.key)
-        dtypes = tuple(str(v.dtype) for v in named.values() if _is_tensor(v))
+        dtypes = tuple(v.dtype for v in named.values() if type(v) not in _SCALARS and
+                       _is_tensor(v))
         return keyed, dtypes, target, self.objective
 
     # -- tuning -----------------------------------------------------------------------------
     def _lookup_or_tune(self, tuning_key, grid, named):
         keyed, dtypes, target, objective = tuning_key
-        label = ", ".join([f"{n}={v}" for n, v in keyed] + list(dtypes))
+        target = get_target(target).name
+        label = ", ".join([f"{n}={v}" for n, v in keyed] + [str(d) for d in dtypes])
         fields = dict(kernel=self.__name__, key=label, objective=objective, target=target)
         digest = results.entry_digest((self.fn.source_hash(), [repr(c) for c in self.configs],
-                                       repr(tuning_key), __version__))
+                                       label, target, objective, __version__))
         use_disk = self.cache_results and results.disk_enabled()
 
         def sweep():
@@ -270,7 +288,7 @@ def _is_tensor(v) -> bool:
 
 def _key_value(v):
     """A key argument's part of the tuning key: a tensor by shape, a value as itself."""
-    if _is_tensor(v):
+    if type(v) not in _SCALARS and _is_tensor(v):
         return tuple(int(n) for n in v.shape)
     return v
 

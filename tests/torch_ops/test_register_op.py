@@ -199,3 +199,12 @@ def test_tiling_errors_surface_at_the_call():
     op = pypto.register_op("cut_rows", softmax, tile_size=(2, 3))
     with pytest.raises(ValueError, match="combines the elements of input 'x' along its axis 1"):
         op(torch.randn(4, 8))
+
+
+def test_tile_size_auto_is_tuned_by_the_cycle_model():
+    from .ops import bias_gelu
+    op = pypto.register_op("test_bias_gelu_auto", bias_gelu, tile_size="auto")
+    x, b = torch.randn(64, 48), torch.randn(48)
+    v = x + b
+    expected = 0.5 * v * (1 + torch.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))
+    torch.testing.assert_close(op(x, b), expected, rtol=1e-5, atol=1e-5)
