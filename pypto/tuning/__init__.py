@@ -6,8 +6,8 @@ sweep; ``objectives`` the two ways of timing a config; ``results`` the in-memory
 memory of past sweeps; ``report`` what a sweep found; ``tile_size`` the same tuner for the
 graph API's ``tile_map(..., tile_size="auto")``.
 """
-from .autotuner import Autotuner, AutotuneError, autotune
+from .autotuner import Autotuner, autotune
 from .config import Config
-from .report import TuningReport
+from .report import AutotuneError, TuningReport
 
 __all__ = ["Autotuner", "AutotuneError", "Config", "TuningReport", "autotune"]

@@ -32,16 +32,12 @@ from ..tensor_args import as_array
 from . import results
 from .config import Config
 from .objectives import host_time_ms, npu_time_ms
-from .report import Trial, TuningReport
+from .report import AutotuneError, Trial, TuningReport, reason_of, winner_of
 
 OBJECTIVES = ("npu", "host")
 TARGET_KEY = ENV_KEY(envs.PTO_TARGET.name)
 _SCALARS = (int, float, bool, str, type(None))
 PRUNE_KEYS = ("early_config_prune", "perf_model", "top_k")
-
-
-class AutotuneError(RuntimeError):
-    """No config of a sweep could run; the message lists each one and why."""
 
 
 class Autotuner:
@@ -187,16 +183,12 @@ class Autotuner:
                     config.pre_hook(values)
                 trials.append(Trial(str(config), self._time(grid, values, spent)))
             except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped
-                trials.append(Trial(str(config), skipped=_reason(e)))
+                trials.append(Trial(str(config), skipped=reason_of(e)))
             finally:
                 for n, copy in saved.items():
                     as_array(named[n])[...] = copy
-        ran = [i for i, t in enumerate(trials) if t.skipped is None]
-        if not ran:
-            raise AutotuneError(f"@pypto.autotune({self.__name__}): no config can run for "
-                                f"{fields['key']} on {fields['target']}:\n" +
-                                "\n".join(f"  {t.config}: {t.skipped}" for t in trials))
-        winner = min(ran, key=lambda i: trials[i].time_ms)
+        winner = winner_of(trials, f"@pypto.autotune({self.__name__}): no config can run "
+                                   f"for {fields['key']} on {fields['target']}")
         report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
                               compile_seconds=spent["compile"], pruned=pruned, **fields)
         return configs[winner], report
@@ -291,10 +283,3 @@ def _key_value(v):
     if type(v) not in _SCALARS and _is_tensor(v):
         return tuple(int(n) for n in v.shape)
     return v
-
-
-def _reason(error) -> str:
-    """One line that says why a config was skipped."""
-    text = str(error).strip().splitlines()
-    first = (text[0] if text else "").split(" Tiles in it:")[0]
-    return f"{type(error).__name__}: {first}"

@@ -4,12 +4,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class AutotuneError(RuntimeError):
+    """No config of a sweep could run; the message lists each one and why."""
+
+
 @dataclass
 class Trial:
     """One config of a sweep: ``time_ms`` by the objective, or ``skipped`` (the reason)."""
     config: str
     time_ms: float | None = None
     skipped: str | None = None
+
+
+def reason_of(error) -> str:
+    """One line that says why a config was skipped."""
+    text = str(error).strip().splitlines()
+    first = (text[0] if text else "").split(" Tiles in it:")[0]
+    return f"{type(error).__name__}: {first}"
+
+
+def winner_of(trials: list, headline: str) -> int:
+    """The index of the fastest trial that ran; if none ran, ``AutotuneError`` with
+    ``headline`` and every config's reason."""
+    ran = [i for i, t in enumerate(trials) if t.skipped is None]
+    if not ran:
+        raise AutotuneError(f"{headline}:\n" +
+                            "\n".join(f"  {t.config}: {t.skipped}" for t in trials))
+    return min(ran, key=lambda i: trials[i].time_ms)
 
 
 @dataclass

@@ -14,9 +14,8 @@ import time
 from ..device import current_target
 from ..jit import __version__
 from . import results
-from .autotuner import AutotuneError, _reason
 from .objectives import npu_time_ms
-from .report import Trial, TuningReport
+from .report import Trial, TuningReport, reason_of, winner_of
 
 ELEMENTS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # tile sizes tried, in elements
 FORMS = ("data_parallel", "grid_stride")
@@ -74,13 +73,9 @@ def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
             trials.append(Trial(label, _node_time(op, inputs, tile, form, input_tiles,
                                                   out_shape, target, spent)))
         except Exception as e:  # noqa: BLE001 - a candidate that cannot run is skipped
-            trials.append(Trial(label, skipped=_reason(e)))
-    ran = [i for i, t in enumerate(trials) if t.skipped is None]
-    if not ran:
-        raise AutotuneError(f"tile_map({op.__name__}, tile_size='auto'): no tile size works "
-                            f"for {fields['key']}:\n" +
-                            "\n".join(f"  {t.config}: {t.skipped}" for t in trials))
-    winner = min(ran, key=lambda i: trials[i].time_ms)
+            trials.append(Trial(label, skipped=reason_of(e)))
+    winner = winner_of(trials, f"tile_map({op.__name__}, tile_size='auto'): no tile size "
+                               f"works for {fields['key']}")
     report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
                           compile_seconds=spent[0], **fields)
     return report.to_json()
