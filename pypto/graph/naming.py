@@ -3,7 +3,9 @@
 The seed writes ``input_a = graph.placeholder(shape=..., dtype=...)`` and later runs the
 module with ``{"input_a": ...}``, so the name must come from the assignment statement at the
 call site. We find the exact call being executed in the caller's frame (its bytecode position,
-``co_positions``), parse the caller's source (``linecache``, so files, notebooks and
+``co_positions``; on Python 3.10, which has no column table, the statement at ``f_lineno`` and
+the rank of the executing call among the statement's call instructions, matched to its calls
+in evaluation order), parse the caller's source (``linecache``, so files, notebooks and
 ``linecache``-registered code all work) and read the assignment's target. Anything we cannot
 read that way (no source, ``f(graph.placeholder(...))``, an attribute target) gives None and
 the caller falls back to ``input0``, ``input1``...
@@ -19,8 +21,8 @@ _TREES: dict[str, tuple] = {}      # filename -> (source lines, parsed module)
 def assigned_name(frame) -> str | None:
     """The plain variable name the call executing in ``frame`` is assigned to, or None."""
     try:
-        position = _call_position(frame)
         tree = _tree(frame.f_code.co_filename, frame.f_globals)
+        position = _call_position(frame, tree)
     except Exception:  # noqa: BLE001 - any failure means "unknown": the caller falls back
         return None
     if position is None or tree is None:
@@ -32,14 +34,59 @@ def assigned_name(frame) -> str | None:
     return None
 
 
-def _call_position(frame):
+def _call_position(frame, tree):
     """(line, end line, column, end column) of the instruction the frame is executing."""
+    if not hasattr(frame.f_code, "co_positions"):
+        return _position_from_lines(frame, tree)
     positions = list(frame.f_code.co_positions())
     index = frame.f_lasti // 2
     if not 0 <= index < len(positions):
         return None
     position = positions[index]
     return None if None in position else position
+
+
+def _position_from_lines(frame, tree):
+    """Python 3.10: the executing call found by its rank among the call instructions of its
+    statement (bytecode calls its callee's sub-calls and its arguments' calls first: the
+    statement's ``ast.Call`` nodes in post-order)."""
+    import dis
+    if tree is None:
+        return None
+    statement = _statement_at(tree, frame.f_lineno)
+    if statement is None:
+        return None
+    lines = range(statement.lineno, statement.end_lineno + 1)
+    line, rank, count = None, None, 0
+    for ins in dis.get_instructions(frame.f_code):
+        line = ins.starts_line if ins.starts_line is not None else line
+        if line in lines and ins.opname.startswith("CALL"):
+            if ins.offset == frame.f_lasti:
+                rank = count
+            count += 1
+    calls = [n for n in _post_order(statement) if isinstance(n, ast.Call)]
+    if rank is None or len(calls) != count:
+        return None
+    call = calls[rank]
+    return call.lineno, call.end_lineno, call.col_offset, call.end_col_offset
+
+
+def _statement_at(tree, line: int):
+    """The innermost simple statement spanning ``line``."""
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) and \
+                node.lineno <= line <= node.end_lineno:
+            if found is None or node.end_lineno - node.lineno < found.end_lineno - found.lineno:
+                found = node
+    return found
+
+
+def _post_order(node):
+    """``node``'s subtree in evaluation order of calls: children (in field order) first."""
+    for child in ast.iter_child_nodes(node):
+        yield from _post_order(child)
+    yield node
 
 
 def _tree(filename: str, module_globals):

@@ -11,8 +11,9 @@ def test_names_come_from_the_assignment():
     )
     first, second = graph.placeholder((4,), pypto.float32), graph.placeholder((4,), pypto.float32)
     annotated: pypto.GraphTensor = graph.placeholder((4,), pypto.float32)
+    nested = graph.placeholder(shape=tuple([int(4)]), dtype=getattr(pypto, "float32"))
     assert [t.name for t in graph.placeholders] == ["input_a", "input_b", "first", "second",
-                                                    "annotated"]
+                                                    "annotated", "nested"]
     assert input_a.name == "input_a" and input_b.name == "input_b"
 
 
