@@ -5,6 +5,13 @@ with their SHA-256 digests, written last. Entries are published atomically: writ
 private temporary directory, then renamed into place. A file lock only keeps two processes from
 compiling the same key at once. Anything unreadable or inconsistent is a miss: the entry is
 removed and the kernel recompiled, never a crash.
+
+What the cache trusts: entries hold object code that PyPTO loads and runs, so only what the
+user alone can have written. Its directories are created 0700; a cache directory, entry or
+file owned by another user, or writable by group or others, is refused with a warning that
+says which and why (the kernel is then compiled in memory, or the entry recompiled), never
+read. ``PYPTO_CACHE_DIR`` may point anywhere, a shared ``/tmp`` included: this check is what
+keeps another user from planting a kernel there.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import shutil
 import sys
 import tempfile
 import uuid
+import warnings
 
 from filelock import FileLock
 
@@ -33,6 +41,49 @@ def default_dir() -> str:
     return os.path.join(base, "pypto")
 
 
+class UntrustedCache(OSError):
+    """A cache directory or entry that someone other than the user can have written."""
+
+
+_WARNED: set = set()
+
+
+def trust_problem(path: str) -> str | None:
+    """Why ``path`` must not be trusted (another owner, writable by group or others), or
+    None. (Not checked where the platform has no user ids.)"""
+    if not hasattr(os, "getuid"):
+        return None
+    st = os.stat(path)
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by user id {st.st_uid}, not by you ({os.getuid()})"
+    if st.st_mode & 0o022:
+        who = "group and others" if st.st_mode & 0o022 == 0o022 else \
+            "its group" if st.st_mode & 0o020 else "others"
+        return f"{path} is writable by {who} (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def secure_makedirs(path: str) -> None:
+    """``path`` as a directory only the user can write: created 0700 if missing; an existing
+    one is refused (``UntrustedCache``) if another user owns it or others can write it."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    problem = trust_problem(path)
+    if problem:
+        raise UntrustedCache(problem)
+
+
+def warn_untrusted(error: Exception) -> None:
+    """Say once per place why the cache is not used there."""
+    text = str(error)
+    if text not in _WARNED:
+        _WARNED.add(text)
+        warnings.warn(f"PyPTO does not use its disk cache there: {text}. Cached kernels are "
+                      "code PyPTO runs, so only a cache that you alone can write is trusted; "
+                      "chmod go-w it, or point PYPTO_CACHE_DIR at a directory of your own",
+                      RuntimeWarning, stacklevel=3)
+    _log(text)
+
+
 def _log(msg: str) -> None:
     if envs.log_enabled("cache"):
         print(f"[pypto cache] {msg}", file=sys.stderr)
@@ -48,7 +99,11 @@ class DiskCache:
     def lock(self, key: str) -> FileLock | None:
         """The compile lock for ``key``, or None when the cache directory is unusable."""
         try:
-            os.makedirs(os.path.join(self.root, "locks"), exist_ok=True)
+            secure_makedirs(self.root)
+            secure_makedirs(os.path.join(self.root, "locks"))
+        except UntrustedCache as e:
+            warn_untrusted(e)
+            return None
         except OSError as e:
             _log(f"cache directory {self.root} is unusable: {e}")
             return None
@@ -70,7 +125,15 @@ class DiskCache:
             _count(stats, "disk_misses")
             return None
         try:
+            problem = trust_problem(self.root) or trust_problem(os.path.dirname(path)) or \
+                trust_problem(path)
+            if problem:
+                raise UntrustedCache(problem)
             files = self._read_entry(path, raw, required)
+        except UntrustedCache as e:
+            warn_untrusted(e)
+            _count(stats, "disk_misses")
+            return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             _count(stats, "corrupt")
             _log(f"discarding corrupt entry {key}: {e}")
@@ -93,7 +156,11 @@ class DiskCache:
         for name, digest in listed.items():
             if os.path.basename(name) != name:
                 raise ValueError(f"manifest names a path outside the entry: {name!r}")
-            with open(os.path.join(path, name), "rb") as f:
+            file = os.path.join(path, name)
+            problem = trust_problem(file)
+            if problem:
+                raise UntrustedCache(problem)
+            with open(file, "rb") as f:
                 data = f.read()
             if hashlib.sha256(data).hexdigest() != digest:
                 raise ValueError(f"{name} does not match its digest")
@@ -103,15 +170,14 @@ class DiskCache:
     def put(self, key: str, files: dict[str, bytes]) -> None:
         final = self._entry(key)
         try:
-            os.makedirs(os.path.dirname(final), exist_ok=True)
+            secure_makedirs(self.root)
+            secure_makedirs(os.path.dirname(final))
             tmp = tempfile.mkdtemp(prefix=f".tmp-{key[:8]}-", dir=os.path.dirname(final))
             manifest = {"files": {}}
             for name, data in files.items():
-                with open(os.path.join(tmp, name), "wb") as f:
-                    f.write(data)
+                _write_private(os.path.join(tmp, name), data)
                 manifest["files"][name] = hashlib.sha256(data).hexdigest()
-            with open(os.path.join(tmp, MANIFEST), "w") as f:
-                json.dump(manifest, f)
+            _write_private(os.path.join(tmp, MANIFEST), json.dumps(manifest).encode())
             if os.path.isdir(final):          # a corrupt or concurrent entry: replace it
                 self.discard(key)
             try:
@@ -119,6 +185,8 @@ class DiskCache:
                 _log(f"stored {key}")
             except OSError:                    # another process published first
                 shutil.rmtree(tmp, ignore_errors=True)
+        except UntrustedCache as e:
+            warn_untrusted(e)
         except OSError as e:                   # a read-only or full disk must not fail a launch
             _log(f"could not store {key}: {e}")
 
@@ -130,6 +198,13 @@ class DiskCache:
         except OSError:
             return
         shutil.rmtree(trash, ignore_errors=True)
+
+
+def _write_private(path: str, data: bytes) -> None:
+    """A new file only the user can read or write (whatever the umask says)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, bytes]:

@@ -32,8 +32,14 @@ def load(digest: str) -> dict | None:
     """The stored sweep, or None (absent, unreadable, or written by something else)."""
     path = os.path.join(directory(), f"{digest}.json")
     try:
+        problem = cache_mod.trust_problem(directory()) or cache_mod.trust_problem(path)
+        if problem:
+            raise cache_mod.UntrustedCache(problem)
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
+    except cache_mod.UntrustedCache as e:
+        cache_mod.warn_untrusted(e)
+        return None
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("digest") == digest else None
@@ -44,11 +50,14 @@ def save(digest: str, data: dict) -> None:
     (the result stays in memory), as for kernels."""
     folder = directory()
     try:
-        os.makedirs(folder, exist_ok=True)
+        cache_mod.secure_makedirs(cache_mod.default_dir())
+        cache_mod.secure_makedirs(folder)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump({**data, "digest": digest}, f, indent=1, sort_keys=True)
         os.replace(tmp, os.path.join(folder, f"{digest}.json"))
+    except cache_mod.UntrustedCache as e:
+        cache_mod.warn_untrusted(e)
     except OSError:
         pass
 

@@ -110,15 +110,22 @@ def _run(cmd: list[str], what: str) -> None:
                             f"{(errors or [done.stderr.strip()[-800:]])[0]}")
 
 
+@functools.lru_cache(maxsize=1)
+def _private_pch_dir() -> str:
+    return tempfile.mkdtemp(prefix="pypto-ptoisa-pch-")       # 0700, unpredictable name
+
+
 def precompiled_header(tools: toolchain.Toolchain) -> str:
     """Path of the prelude's PCH for this toolchain, built once (per cache, else per process)."""
     key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _flags(tools)))
     base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
     try:
-        os.makedirs(base, exist_ok=True)
-    except OSError:
-        base = os.path.join(tempfile.gettempdir(), f"pypto-ptoisa-pch-{os.getpid()}")
-        os.makedirs(base, exist_ok=True)
+        cache_mod.secure_makedirs(cache_mod.default_dir())
+        cache_mod.secure_makedirs(base)
+    except OSError as e:            # unusable or untrusted: a private directory per process
+        if isinstance(e, cache_mod.UntrustedCache):
+            cache_mod.warn_untrusted(e)
+        base = _private_pch_dir()
     path = os.path.join(base, f"{key}.pch")
     with _pch_lock:
         if os.path.exists(path):

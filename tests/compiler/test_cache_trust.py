@@ -1,0 +1,95 @@
+"""The disk cache holds code PyPTO runs, so it trusts only what the user alone can write:
+folders are created 0700, and a cache folder, entry or file owned by someone else or writable
+by group or others is refused with a warning (the kernel compiled in memory or again)."""
+import os
+import stat
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto.compiler import cache as cache_mod
+
+posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids here")
+
+
+@pypto.jit
+def triple(x, out, BLOCK: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)) * 3.0)
+
+
+def _run():
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    triple._kernels.clear()                  # no in-memory copy: go to the disk cache
+    triple._fast.clear()
+    triple[(1,)](x, out, BLOCK=64)
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def _entries(root):
+    """The manifests of kernel entries (the host pool's own entry lives under host/)."""
+    return [os.path.join(d, cache_mod.MANIFEST) for d, _, fs in os.walk(root)
+            if cache_mod.MANIFEST in fs and "kernel.o" in fs]
+
+
+@posix_only
+def test_new_cache_is_private(fresh_cache):
+    _run()
+    assert _mode(fresh_cache) == 0o700
+    [manifest] = _entries(fresh_cache)
+    entry = os.path.dirname(manifest)
+    for path in (os.path.dirname(entry), entry, fresh_cache / "locks"):
+        assert _mode(path) == 0o700, path
+    assert all(_mode(os.path.join(entry, f)) == 0o600 for f in os.listdir(entry))
+
+
+@posix_only
+def test_a_cache_others_can_write_is_refused(fresh_cache):
+    os.makedirs(fresh_cache)
+    os.chmod(fresh_cache, 0o777)
+    cache_mod._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match=r"is writable by group and others \(mode 777\)"):
+        _run()                                  # still runs: compiled in memory
+    assert not _entries(fresh_cache)
+
+
+@posix_only
+def test_an_entry_file_others_can_write_is_not_loaded(fresh_cache):
+    _run()
+    [manifest] = _entries(fresh_cache)
+    kernel_o = os.path.join(os.path.dirname(manifest), "kernel.o")
+    os.chmod(kernel_o, 0o666)
+    cache_mod._WARNED.clear()
+    before = pypto.cache_stats["compiles"]
+    with pytest.warns(RuntimeWarning, match="kernel.o is writable by group and others"):
+        _run()
+    assert pypto.cache_stats["compiles"] == before + 1      # compiled again, not loaded
+
+
+@posix_only
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
+                    reason="changing a folder's owner needs root")
+def test_a_cache_owned_by_another_user_is_refused(fresh_cache):
+    os.makedirs(fresh_cache, mode=0o700)
+    os.chown(fresh_cache, 54321, -1)
+    cache_mod._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match="is owned by user id 54321"):
+        _run()
+    assert not _entries(fresh_cache)
+
+
+@posix_only
+def test_untrusted_tuning_results_are_ignored(fresh_cache):
+    from pypto.tuning import results
+    results.save("d" * 64, {"config": 0})
+    assert results.load("d" * 64)["config"] == 0
+    os.chmod(os.path.join(results.directory(), "d" * 64 + ".json"), 0o666)
+    cache_mod._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match="writable by group and others"):
+        assert results.load("d" * 64) is None
