@@ -9,7 +9,7 @@ from .compiler.cache import STATS as cache_stats
 from .compiler.errors import CompilationError, InternalError
 from . import testing
 from .device import Context, Tensor, empty, get_backend, set_target, zeros as device_zeros
-from .jit import CompiledKernel, JITFunction, __version__, jit
+from .jit import CompiledKernel, JITFunction, LaunchWarning, __version__, jit
 from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
@@ -37,7 +37,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'pypto' has no attribute {name!r}")
 
 
-__all__ = ["jit", "JITFunction", "CompiledKernel", "CompilationError", "InternalError",
+__all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "CompilationError", "InternalError",
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",

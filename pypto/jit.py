@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -80,6 +81,20 @@ class CompiledKernel:
         self.entry = signature(self._object.address(f"{metadata['name']}_py"))
         self.pointer_entry = signature(self._object.address(f"{metadata['name']}_ptr")) \
             if metadata.get("pointer_entry") else None
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel of the first caller outside PyPTO (its modules and
+    the launch code it generates), so a warning points at the user's line."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(2), 2      # 1: warnings.warn's caller, us excluded
+    while frame is not None and (frame.f_code.co_filename.startswith((root, "<pypto"))):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class LaunchWarning(UserWarning):
+    """A launch that ran, but probably not as the author meant (pypto.LaunchWarning)."""
 
 
 ENGINES = ("native", "pto-isa")
@@ -282,7 +297,10 @@ class JITFunction:
 
     def _grid(self, grid, bound, metadata, target) -> tuple:
         if grid is None:
-            return (target.cores_for(metadata["uses_cube"]),)
+            cores = target.cores_for(metadata["uses_cube"])
+            if metadata.get("reads_program_id") and not metadata.get("reads_num_programs"):
+                self._warn_gridless(cores, target)
+            return (cores,)
         if callable(grid):
             grid = grid(dict(bound))
         if isinstance(grid, (int, np.integer)):
@@ -293,6 +311,22 @@ class JITFunction:
         if any(g < 0 for g in grid):
             raise ValueError(f"{self.__name__}: grid dimensions must be >= 0, got {tuple(grid)}")
         return tuple(int(g) for g in grid)
+
+    def _warn_gridless(self, cores, target):
+        """Once per kernel: a launch without [grid] ran one program per core, but the kernel
+        indexes its work by pl.program_id without asking pl.num_programs, so it most likely
+        covers only part of its data."""
+        if getattr(self, "_gridless_warned", False):
+            return
+        self._gridless_warned = True
+        name = self.__name__
+        warnings.warn(
+            f"{name} was launched without a grid, so it ran one program per core: {cores} "
+            f"programs (pl.program_id(0) = 0..{cores - 1}) on {target.name}. It reads "
+            "pl.program_id but never pl.num_programs, so it probably expects one program per "
+            f"block of its data: launch it as {name}[(pl.cdiv(n, BLOCK),)](...), or loop "
+            "over blocks with a stride of pl.num_programs(0)", LaunchWarning,
+            stacklevel=_user_stacklevel())
 
     # -- specialisation and caching ---------------------------------------------------------
     def _spec(self, bound: dict) -> tuple:

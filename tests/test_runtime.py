@@ -220,3 +220,36 @@ def test_two_kernels_alternating_over_many_small_launches():
         assert (hits == 3000).all()
     finally:
         runtime.set_num_threads(previous)
+
+
+# -- the grid-less launch lint -------------------------------------------------------------------
+
+@pypto.jit
+def _blockwise_copy(x, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    pl.store(out, offsets=(pid * BLOCK,), value=pl.load(x, offsets=(pid * BLOCK,),
+                                                        shape=(BLOCK,)))
+
+
+@pypto.jit
+def _strided_copy(x, out, BLOCK: pl.constexpr):
+    for s in range(pl.program_id(0) * BLOCK, x.shape[0], BLOCK * pl.num_programs(0)):
+        pl.store(out, offsets=(s,), value=pl.load(x, offsets=(s,), shape=(BLOCK,)))
+
+
+def test_gridless_launch_of_a_blockwise_kernel_warns_once_at_the_call():
+    import warnings
+    x = np.ones(1 << 16, np.float32)
+    out = np.zeros_like(x)
+    with pytest.warns(pypto.LaunchWarning, match=r"_blockwise_copy was launched without a "
+                      r"grid, so it ran one program per core: 48 programs .*launch it as "
+                      r"_blockwise_copy\[\(pl.cdiv\(n, BLOCK\),\)\]") as caught:
+        _blockwise_copy(x, out, BLOCK=256)
+    assert caught[0].filename == __file__
+    assert (out == 1).sum() == 48 * 256              # what the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _blockwise_copy(x, out, BLOCK=256)           # once per kernel
+        _blockwise_copy[(256,)](x, out, BLOCK=256)
+        _strided_copy(x, out, BLOCK=256)             # it reads pl.num_programs: no warning
+    assert np.all(out == 1)

@@ -53,6 +53,8 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     _, scratch_bytes = scratch_layout(target)
     written = sorted({p.hint for p in fn.params if p.is_tensor and
                       _is_stored(module, p)})
+    from .ir import walk
+    frontend_ops = {op.name for op in walk(fn.body)}
     metadata = {
         "name": fn.name,
         "target": target.name,
@@ -64,6 +66,9 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         "entry": f"{fn.name}_launch",
         "pointer_entry": has_pointer_entry(program),
         "written_tensors": written,
+        # for the grid-less launch lint (jit.py): indexed by block, unaware of the grid size
+        "reads_program_id": "pto.program_id" in frontend_ops,
+        "reads_num_programs": "pto.num_programs" in frontend_ops,
         "opt_level": opt_level,
         "compile_seconds": round(time.perf_counter() - t0, 4),
     }
