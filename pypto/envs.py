@@ -41,6 +41,9 @@ PTO_TARGET = register("PTO_TARGET", "ascend910b1", True, "target chip descriptio
 PTO_OPT_LEVEL = register("PTO_OPT_LEVEL", "O3", True, "host code optimization level, O0-O3")
 PYPTO_CACHE_DIR = register("PYPTO_CACHE_DIR", "", False,
                            "on-disk kernel cache; default ~/.cache/pypto (XDG_CACHE_HOME honoured)")
+PYPTO_CACHE_MAX_BYTES = register("PYPTO_CACHE_MAX_BYTES", "", False,
+                                 "size limit of the disk cache (500M, 2G, bytes): least "
+                                 "recently used entries are removed after each new one")
 PYPTO_NUM_THREADS = register("PYPTO_NUM_THREADS", "", False,
                              "host threads simulating AI Cores; default: one per host core")
 PYPTO_LOG = register("PYPTO_LOG", "", False,

@@ -141,6 +141,10 @@ class DiskCache:
             return None
         _count(stats, "disk_hits")
         _log(f"hit {key}")
+        try:
+            os.utime(os.path.join(path, MANIFEST))       # last use, for pruning (LRU)
+        except OSError:
+            pass
         return files
 
     @staticmethod
@@ -224,7 +228,20 @@ def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, 
             if files is None:
                 files = build()
                 disk.put(key, files)
+                _enforce_size_limit()
     return files
+
+
+def _enforce_size_limit() -> None:
+    """``PYPTO_CACHE_MAX_BYTES``: prune least recently used entries after a new one."""
+    from . import cache_admin
+    try:
+        limit = cache_admin.max_bytes()
+    except ValueError as e:
+        warnings.warn(f"PYPTO_CACHE_MAX_BYTES: {e}", RuntimeWarning, stacklevel=3)
+        return
+    if limit:
+        cache_admin.prune(limit)
 
 
 def _count(stats: dict, what: str) -> None:

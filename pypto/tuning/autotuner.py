@@ -163,7 +163,8 @@ class Autotuner:
 
         def sweep():
             config, report = self._tune(grid, named, fields)
-            return {"config": self.configs.index(config), "report": report.to_json()}
+            return {"config": self.configs.index(config), "report": report.to_json(),
+                    "kernel": self.__name__}
 
         data, cached = results.remembered(
             digest, sweep, use_disk, lambda d: 0 <= d.get("config", -1) < len(self.configs))

@@ -78,7 +78,7 @@ def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
                                f"works for {fields['key']}")
     report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
                           compile_seconds=spent[0], **fields)
-    return report.to_json()
+    return {**report.to_json(), "kernel": fields["kernel"]}
 
 
 def _node_time(op, inputs, tile, form, input_tiles, out_shape, target, spent) -> float:
