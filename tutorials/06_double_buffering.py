@@ -63,8 +63,8 @@ import pypto.language as pl
 #
 # Here host threads play the cores and run the PTO instructions of a block one after another;
 # flags compile to nothing. So double buffering changes the PTO program -- the .pto you would
-# hand to the chip, and the NPU time a cycle model computes from it once PyPTO has one (it is
-# not built yet) -- but not the host run time, which the table at the end shows.
+# hand to the chip, and the NPU time the cycle model computes from it (tutorial 09,
+# pypto.Profiler) -- but not the host run time, which the table at the end shows.
 # ----------------------------------------------------------------------------------------------
 
 
