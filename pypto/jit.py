@@ -158,10 +158,31 @@ class JITFunction:
     # -- calling ---------------------------------------------------------------------------
     def __getitem__(self, grid):
         launch = self._launch
-        return lambda *args, **kwargs: launch(*args, _pypto_grid=grid, **kwargs)
+
+        def launch_on_grid(*args, **kwargs):
+            try:
+                return launch(*args, _pypto_grid=grid, **kwargs)
+            except TypeError as e:
+                raise self._argument_count_error(e, args) from None
+
+        return launch_on_grid
 
     def __call__(self, *args, **kwargs):
-        return self._launch(*args, _pypto_grid=None, **kwargs)
+        try:
+            return self._launch(*args, _pypto_grid=None, **kwargs)
+        except TypeError as e:
+            raise self._argument_count_error(e, args) from None
+
+    def _argument_count_error(self, error: TypeError, args) -> TypeError:
+        """Python's own message for too many positional arguments counts the launcher's
+        hidden grid keyword; say it in the kernel's terms (other errors pass unchanged)."""
+        text = str(error)
+        if "keyword-only argument" not in text or not text.startswith(
+                f"{self._launch.__name__}() takes"):
+            return error
+        names = ", ".join(self.arg_names)
+        return TypeError(f"{self.__name__}() takes {len(self.arg_names)} argument(s) "
+                         f"({names}) but {len(args)} positional argument(s) were given")
 
     def compile(self, *args, grid=None, **kwargs) -> CompiledKernel:
         """Build (or fetch) the kernel for these arguments without running it."""

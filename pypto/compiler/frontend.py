@@ -166,6 +166,45 @@ def _async_load_buffer(node):
     return next((k.value for k in node.keywords if k.arg == "buffer"), None)
 
 
+# Python syntax a kernel cannot use: its name for the user, and what to write instead.
+SYNTAX_NAMES = {"ListComp": "a list comprehension", "SetComp": "a set comprehension",
+                "DictComp": "a dict comprehension", "GeneratorExp": "a generator expression",
+                "Try": "try/except", "TryStar": "try/except*", "Raise": "raise",
+                "Break": "break", "Continue": "continue", "With": "a with block",
+                "Lambda": "lambda", "Yield": "yield", "YieldFrom": "yield from",
+                "Await": "await", "Global": "global", "Nonlocal": "nonlocal",
+                "Delete": "del", "Import": "import", "ImportFrom": "import",
+                "FunctionDef": "a nested def", "ClassDef": "a class definition",
+                "List": "a list", "Dict": "a dict", "Set": "a set", "Match": "match",
+                "JoinedStr": "an f-string", "Starred": "*unpacking", "Assert": "assert"}
+_LISTS = ("kernels have no lists: write a tuple (a, b, c), or unroll with "
+          "`for i in pl.static_range(n):`")
+UNSUPPORTED_HINTS = {
+    "ListComp": _LISTS, "SetComp": _LISTS, "DictComp": _LISTS, "GeneratorExp": _LISTS,
+    "List": _LISTS, "Set": _LISTS, "Dict": "use separate names or a tuple",
+    "Try": "a kernel cannot raise or catch: out-of-range loads pad and stores clip by "
+           "definition; choose values with pl.where, or test scalars with if",
+    "TryStar": "a kernel cannot raise or catch",
+    "Raise": "check compile-time facts with pl.static_assert(cond, msg)",
+    "Assert": "check compile-time facts with pl.static_assert(cond, msg)",
+    "Break": "a PyPTO for loop runs its whole range: use `while cond:` with the exit "
+             "condition as a variable, or put the body under `if`",
+    "Continue": "put the rest of the body under `if not cond:`",
+    "With": "no context managers run inside a kernel",
+    "Lambda": "define a @pypto.jit helper at module level: kernels inline the jit "
+              "functions they call",
+    "FunctionDef": "define it at module level with @pypto.jit: kernels inline the jit "
+                   "functions they call",
+    "Yield": "kernels return at most one value (or a tuple) with return",
+    "Global": "kernels read module constants but cannot assign them; pass values as "
+              "arguments", "Nonlocal": "pass values as arguments",
+    "Import": "import at module level; kernels may use the modules it imports",
+    "ImportFrom": "import at module level; kernels may use the modules it imports",
+    "JoinedStr": "use pl.static_print(...) to print compile-time values",
+    "Match": "use if/elif on constexprs or scalars",
+}
+
+
 class CodeGenerator(ast.NodeVisitor):
     def __init__(self, source: KernelSource, builder: Builder, env: dict):
         self.source = source
@@ -189,7 +228,10 @@ class CodeGenerator(ast.NodeVisitor):
                 self.b.loc = saved
 
     def generic_visit(self, node):
-        raise self.b.error(f"'{type(node).__name__}' is not supported inside a PyPTO kernel")
+        what = type(node).__name__
+        hint = UNSUPPORTED_HINTS.get(what, "")
+        raise self.b.error(f"{SYNTAX_NAMES.get(what, repr(what))} is not supported inside a "
+                           f"PyPTO kernel{'; ' + hint if hint else ''}")
 
     def run(self, body):
         for stmt in body:

@@ -39,6 +39,9 @@ def _kind(d: dt.dtype) -> str:
 def _describe(x) -> str:
     if isinstance(x, Value):
         return f"a {x.type}"
+    if type(x).__name__ == "TensorSlice":
+        return ("a tensor window x[a:b] (only pl.async_load takes one; read a tile with "
+                "pl.load(x, offsets=..., shape=...))")
     return f"{type(x).__name__} {x!r}"
 
 
@@ -95,6 +98,11 @@ def _scalar_operand(b, x) -> Value:
 
 def to_bool(b, x) -> Value:
     """A runtime condition: scalars compare != 0."""
+    if isinstance(x, Value) and x.is_tile:
+        raise TypeError(f"a condition (if / while / and / or / not) must be a scalar, got "
+                        f"{_describe(x)}: it picks one path for the whole block, and tile "
+                        "data does not reach control flow. To choose per element, compute "
+                        "both and select: pl.where(cond, a, b)")
     v = _scalar_operand(b, x)
     if v.type.dtype == dt.bool_:
         return v
@@ -465,13 +473,33 @@ def arange(b, start, end=None):
 
 # -- shapes ----------------------------------------------------------------------------------------
 
+def _runtime_origin(shape) -> str:
+    """Where a runtime extent in a shape came from, as the fix to name."""
+    values = [shape] if isinstance(shape, Value) else [s for s in shape if isinstance(s, Value)]
+    if any(_from_tensor_extent(v) for v in values):
+        return ("; a tensor's extents (x.shape[...]) are runtime values inside a kernel (one "
+                "binary can serve several sizes), so a tile size cannot come from them: pass it "
+                "as a pl.constexpr parameter (BLOCK: pl.constexpr, shape=(BLOCK,)); a ragged "
+                "last tile is padded on load and clipped on store")
+    return "; annotate the parameter it comes from as pl.constexpr"
+
+
+def _from_tensor_extent(v, depth=6) -> bool:
+    """Is ``v`` computed from a tensor's extent (``x.shape[i]``, through arithmetic)?"""
+    op = getattr(v, "owner", None)
+    if op is None or depth == 0:
+        return False
+    return op.name == "tensor.dim" or any(_from_tensor_extent(o, depth - 1)
+                                          for o in op.operands if isinstance(o, Value))
+
+
 def _shape(shape, what="shape", allow_empty=False):
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if isinstance(shape, Value) or (isinstance(shape, (tuple, list)) and any(
             isinstance(s, Value) for s in shape)):
         raise TypeError(f"{what} must be known at compile time, but it contains a runtime "
-                        "value; annotate the parameter it comes from as pl.constexpr")
+                        f"value{_runtime_origin(shape)}")
     if not isinstance(shape, (tuple, list)) or (not shape and not allow_empty) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         raise ValueError(f"{what} must be a tuple of positive compile-time integers "

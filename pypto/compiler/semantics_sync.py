@@ -32,9 +32,14 @@ def slice_tensor(b, tensor: Value, index) -> TensorSlice:
                          f"got {len(index)}")
     starts, sizes = [], []
     for item in index:
-        if not isinstance(item, slice) or item.step not in (None, 1):
-            raise TypeError("tensors are sliced with start:stop (step 1), e.g. "
-                            "x[i * 512:(i + 1) * 512]")
+        if not isinstance(item, slice):
+            raise TypeError("a kernel does not index tensors element by element: read a tile "
+                            "with pl.load(x, offsets=(i,), shape=(n,)) and write one with "
+                            "pl.store (x[a:b] windows are only for pl.async_load)")
+        if item.step not in (None, 1):
+            raise TypeError("tensor windows are start:stop (step 1), e.g. "
+                            "x[i * 512:(i + 1) * 512]; for strided data load a tile and "
+                            "slice the tile")
         start = 0 if item.start is None else item.start
         starts.append(start)
         plain = all(isinstance(v, int) for v in (start, item.stop))
