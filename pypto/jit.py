@@ -26,7 +26,7 @@ from .backends.ascend.ptoas import identity as assembler_identity
 from .backends.ascend.targets import get_target
 from .device import current_target
 from .compiler import cache as cache_mod
-from .compiler.errors import CompilationError, compiler_frames_wanted
+from .compiler.errors import BufferOverflow, CompilationError, compiler_frames_wanted
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
@@ -409,8 +409,12 @@ class JITFunction:
         import json
         cache_mod.STATS["compiles"] += 1
         from .compiler.pipeline import compile_kernel    # the compiler loads on first compile
-        asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
-                                       override and override[:2], auto_sync=self.auto_sync)
+        try:
+            asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
+                                           override and override[:2], auto_sync=self.auto_sync)
+        except BufferOverflow as e:
+            raise _with_fitting_sizes(e, self.source, spec_args, tensor_specs, target) \
+                from None
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
                   file=sys.stderr)
@@ -441,6 +445,29 @@ class JITFunction:
                 spec_args[name] = scalar_param(name, dt.int64)
                 runtime_params.append((name, "int", 0))
         return spec_args, tensor_specs, runtime_params
+
+
+def _with_fitting_sizes(error, source, spec_args, tensor_specs, target):
+    """``error`` (an on-chip overflow) with the constexpr values that would fit: each int
+    constexpr halved in turn, the others as given, until the kernel's memory plan fits
+    (frontend and Tile IR passes only, no code generation)."""
+    from .compiler.pipeline import plans_within_buffers
+    advice = []
+    for name, value in spec_args.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+            continue
+        smaller = value // 2
+        while smaller >= 1:
+            if plans_within_buffers(source, {**spec_args, name: smaller}, target):
+                advice.append(f"{name}={smaller} (instead of {value})")
+                break
+            smaller //= 2
+    if not advice:
+        return error
+    text = (f"{error.message}\nWith the other constexprs as given, each of these fits "
+            f"{target.name}'s buffers: " + "; ".join(advice))
+    return BufferOverflow(text, error.loc, error.call_chain, error.space, error.asked,
+                          error.capacity)
 
 
 def _is_folded_constant(value) -> bool:

@@ -81,3 +81,16 @@ class InternalError(Exception):
             self.dump_path = path
             message = f"{message}\n(the IR was written to {path}; please attach it to a bug report)"
         super().__init__(f"PyPTO internal error: {message}")
+
+
+class BufferOverflow(CompilationError):
+    """A buffer overflow: ``space``, the bytes ``asked`` for and the ``capacity`` (the jit
+    uses them to propose constexpr values that fit)."""
+
+    def __init__(self, message, loc=None, call_chain=(), space=None, asked=0, capacity=0):
+        super().__init__(message, loc, call_chain)
+        self.space, self.asked, self.capacity = space, asked, capacity
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.loc, self.call_chain, self.space, self.asked,
+                             self.capacity))

@@ -79,6 +79,16 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     return asm, metadata
 
 
+def plans_within_buffers(source: KernelSource, spec_args: dict, target) -> bool:
+    """Does the kernel, specialised so, fit the target's on-chip buffers? (The frontend and
+    the Tile IR passes, memory planning included; any other error counts as no.)"""
+    try:
+        run_pipeline(Module(build_function(source, spec_args, source.node.name), target))
+    except Exception:  # noqa: BLE001 - an overflow or any other reason this size cannot work
+        return False
+    return True
+
+
 def _verify_round_trip(text: str) -> None:
     from .pto.reader import parse_program
     again = print_program(parse_program(text))

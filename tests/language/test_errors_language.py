@@ -476,6 +476,36 @@ def test_too_big_for_ub_names_buffer_and_sizes():
 
 
 @pypto.jit
+def softmax_rows(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    early = pl.load(x, offsets=(0, 0), shape=(8, 16)) * 2.0      # dead before the big ones
+    pl.store(out, offsets=(0, 0), value=early)
+    t = pl.load(x, offsets=(0, 0), shape=(BM, BN))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(0, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+def test_overflow_lists_the_tiles_alive_at_the_peak_and_what_would_fit():
+    x = np.zeros((64, 512), np.float32)
+    with pytest.raises(pypto.CompilationError) as e:
+        softmax_rows[(1,)](x, x.copy(), BM=64, BN=512)
+    text = str(e.value)
+    alive = [line for line in text.splitlines() if line.startswith("  tile<")]
+    assert "tiles alive at that point" in text and len(alive) >= 2
+    assert not any(line.startswith("  tile<8x16xf32") for line in alive)   # not alive then
+    total = sum(int(line.split("(")[1].split(" bytes")[0]) for line in alive)
+    assert f"({total} bytes, plus alignment)" in text
+    import re
+    advice = re.search(r"each of these fits ascend910b1's buffers: BM=(\d+) \(instead of 64\); "
+                       r"BN=(\d+) \(instead of 512\)$", text)
+    assert advice, text
+    bm, bn = int(advice.group(1)), int(advice.group(2))
+    softmax_rows[(1,)](x, x.copy(), BM=bm, BN=512)        # the advice holds, and is the largest
+    softmax_rows[(1,)](x, x.copy(), BM=64, BN=bn)
+    with pytest.raises(pypto.CompilationError, match="overflow"):
+        softmax_rows[(1,)](x, x.copy(), BM=2 * bm, BN=512)
+
+
+@pypto.jit
 def small_then_big(x, out):
     small = pl.load(x, offsets=(0, 0), shape=(16, 16))
     big = pl.load(x, offsets=(0, 0), shape=(256, 256))    # +3

@@ -8,7 +8,7 @@ copy is inserted instead, so in-place updates are always safe.
 """
 from __future__ import annotations
 
-from ..errors import CompilationError
+from ..errors import BufferOverflow, CompilationError
 from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
@@ -283,36 +283,42 @@ def _defined_in(v: Value, loop: Op, memo: dict) -> bool:
 
 def _first_fit(members: list, space: str, target) -> int:
     capacity = target.buffers[space]
-    placed: list[tuple[int, int, int, int]] = []    # (offset, size, start, end)
+    placed: list[tuple] = []    # (offset, size, start, end, root, vals)
     high = 0
     for start, end, root, vals in sorted(members, key=lambda iv: (iv[0], -iv[1])):
         size = tile_bytes(root.type, target)
         offset = 0
-        for o, s, st, en in sorted(placed):
+        for o, s, st, en, _, _ in sorted(placed, key=lambda p: p[:2]):
             overlaps_in_time = not (end < st or en < start)
             if overlaps_in_time and offset < o + s and o < offset + size:
                 offset = -(-(o + s) // target.alignment) * target.alignment
-        placed.append((offset, size, start, end))
+        placed.append((offset, size, start, end, root, vals))
         for v in vals.values():
             v.addr = offset
         high = max(high, offset + size)
         if high > capacity:
-            _overflow(space, high, capacity, members, target, vals)
+            alive = [p for p in placed if not (end < p[2] or p[3] < start)]
+            _overflow(space, high, capacity, alive, target, vals)
     return high
 
 
-def _overflow(space, asked, capacity, members, target, culprit):
+def _overflow(space, asked, capacity, alive, target, culprit):
+    """The tiles alive when the buffer ran out (each one's size and source lines) and their
+    sum; the jit adds which constexpr values would fit (``jit._overflow_advice``)."""
     names = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)", "right": "L0B (right)",
              "acc": "L0C (acc)"}
     lines = []
-    for _, _, root, vals in members:
+    for _, size, _, _, root, vals in sorted(alive, key=lambda p: -p[1]):
         locs = sorted({str(v.owner.loc) for v in vals.values()
                        if v.owner is not None and v.owner.loc is not None})
-        lines.append(f"  {root.type} ({tile_bytes(root.type, target)} bytes) from "
-                     f"{', '.join(locs) or 'a loop'}")
+        lines.append(f"  {root.type} ({size} bytes) from {', '.join(locs) or 'a loop'}")
     first_loc = next((v.owner.loc for v in culprit.values()          # the tile that did not fit
                       if v.owner is not None and v.owner.loc is not None), None)
-    raise CompilationError(
+    total = sum(p[1] for p in alive)
+    raise BufferOverflow(
         f"{names.get(space, space)} overflow on {target.name}: the kernel needs {asked} bytes "
-        f"at once but the buffer holds {capacity}. Tiles in it:\n" + "\n".join(lines) +
-        "\nUse smaller tiles (a smaller BLOCK / BM / BN / BK constexpr).", first_loc)
+        f"at once but the buffer holds {capacity}. "
+        f"{'The tile' if len(alive) == 1 else f'The {len(alive)} tiles'} alive at that point "
+        f"({total} bytes{', plus alignment' if len(alive) > 1 else ''}):\n" + "\n".join(lines) +
+        "\nUse smaller tiles (a smaller BLOCK / BM / BN / BK constexpr).", first_loc,
+        space=space, asked=asked, capacity=capacity)
