@@ -14,6 +14,7 @@ from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
 from . import memory, profile
+from .sanitizer import SanitizerError, SanitizerWarning, sanitize
 from .tuning import Config, autotune
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
@@ -41,4 +42,5 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", "Config", "autotune", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)
+           "graph", "debug", "Config", "autotune", "sanitize", "SanitizerWarning",
+           "SanitizerError", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -52,6 +52,10 @@ PYPTO_DUMP_IR = register("PYPTO_DUMP_IR", "", False, "print the IR after every p
 PYPTO_INTERPRET = register("PYPTO_INTERPRET", "", False,
                            "1: run kernels in the reference interpreter, blocks in order",
                            chooses_runner=True)
+PYPTO_SANITIZE = register("PYPTO_SANITIZE", "", False,
+                          "1: every launch runs sanitized (out-of-range loads and stores, "
+                          "unwritten outputs, races between blocks reported as warnings); "
+                          "raise: findings raise SanitizerError", chooses_runner=True)
 PYPTO_DEBUG = register("PYPTO_DEBUG", "", False,
                        "1: keep the compiler's own frames in CompilationError tracebacks")
 PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")

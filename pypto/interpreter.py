@@ -286,6 +286,8 @@ def _load(run, op, ins):
     ty = _result(op)
     out = np.full(ty.shape, convert(op.attrs.get("padding", 0), ty.dtype),
                   dtype=ty.dtype.to_numpy())
+    if run.watch is not None:
+        run.watch.access("load", op, run.pid, tensor, offsets, ty.shape)
     w = window(tensor.shape, offsets, ty.shape)
     if w is not None:
         out[w[0]] = convert(tensor[w[1]], ty.dtype)
@@ -299,6 +301,9 @@ def _store(run, op, ins):
     """Only elements inside the tensor are written, converted to its dtype; an atomic store
     combines them with what is there in the tensor's compute dtype."""
     tensor, *offsets, tile = ins
+    if run.watch is not None:
+        run.watch.access("store", op, run.pid, tensor, offsets, tile.shape,
+                         op.attrs.get("atomic"))
     w = window(tensor.shape, offsets, tile.shape)
     if w is None:
         return []
@@ -578,6 +583,7 @@ class _Run:
     """One grid block in execution: the value of every SSA value seen so far, and its ids."""
 
     coop: _Cooperation | None = None
+    watch = None            # a sanitizer.Watch: told of every load and store
 
     def __init__(self, pid: tuple, grid: tuple):
         self.pid = tuple(np.int64(p) for p in pid)
@@ -635,10 +641,10 @@ def _argument(param: Value, args: dict):
     return to_type(value, param.type, f"parameter '{param.hint}'")
 
 
-def run_function(fn: Function, args: dict, grid: tuple[int, int, int]) -> None:
+def run_function(fn: Function, args: dict, grid: tuple[int, int, int], watch=None) -> None:
     """Run every block of the grid in order (pid0 fastest). args maps each param's `hint` (its
     name) to a numpy array (tensors; written in place by stores) or a Python int/float
-    (scalars)."""
+    (scalars). ``watch``: a ``sanitizer.Watch`` told of every load and store."""
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     values = [_argument(p, args) for p in fn.params]
     pids = [(p0, p1, p2) for p2, p1, p0 in itertools.product(*(range(g) for g in reversed(grid)))]
@@ -646,6 +652,7 @@ def run_function(fn: Function, args: dict, grid: tuple[int, int, int]) -> None:
     def run_block(pid, coop=None):
         run = _Run(pid, grid)
         run.coop = coop
+        run.watch = watch
         for p, v in zip(fn.params, values):
             run.env[p] = v
         with np.errstate(all="ignore"):

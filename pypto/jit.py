@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from . import envs, profile, runtime
+from . import envs, profile, runtime, sanitizer
 from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.ptoas import identity as assembler_identity
 from .backends.ascend.targets import get_target
@@ -109,8 +109,9 @@ def _check_engine(engine, where: str) -> str:
 
 class JITFunction:
     def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-                 auto_sync=True, engine=None):
+                 auto_sync=True, engine=None, sanitize=False):
         self.fn = fn
+        self.sanitize = bool(sanitize)
         self.auto_sync = bool(auto_sync)
         self.engine = engine and _check_engine(engine, f"@pypto.jit({fn.__name__})")
         functools.update_wrapper(self, fn)
@@ -209,8 +210,9 @@ class JITFunction:
         """Bind, specialise, compile or fetch, register for the fast path, launch."""
         try:
             bound = self._bind(args, kwargs)
-            if envs.PYPTO_INTERPRET.get() not in ("", "0"):
-                return self._interpret(grid, bound)
+            sanitized = self.sanitize or bool(sanitizer.mode())
+            if sanitized or envs.PYPTO_INTERPRET.get() not in ("", "0"):
+                return self._interpret(grid, bound, sanitized)
             kernel, target = self._get_kernel(bound)
         except CompilationError as e:
             if not compiler_frames_wanted():
@@ -294,8 +296,9 @@ class JITFunction:
         kernel.simulator_caller = caller
         return caller
 
-    def _interpret(self, grid, bound):
-        """Debug mode: the kernel's Tile IR runs in the reference interpreter."""
+    def _interpret(self, grid, bound, sanitized=False):
+        """Debug mode: the kernel's Tile IR runs in the reference interpreter (watched by the
+        sanitizer when ``sanitized``)."""
         from .interpreter import run_function
         target = get_target(self.target_name) if self.target_name else current_target()
         spec = self._spec(bound)
@@ -310,8 +313,17 @@ class JITFunction:
                              f"{cores} cores of {target.name}; a kernel that uses "
                              "pl.barrier/pl.wait needs every block running at once")
         args = {name: bound[name] for name, _, _ in runtime_params}
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        watch = None
+        if sanitized:
+            tensors = {n: v for n, v in args.items() if isinstance(v, np.ndarray)}
+            watch = sanitizer.Watch(self.__name__, tensors, grid3)
         t0 = time.perf_counter()
-        run_function(fn, args, tuple(grid) + (1,) * (3 - len(grid)))
+        run_function(fn, args, grid3, watch)
+        if watch is not None:
+            stored = sorted({op.operands[0].hint for op in walk(fn.body)
+                             if op.name == "tile.store"})
+            sanitizer.report(watch.finish(stored))
         if profile.ACTIVE:
             profile.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
 
@@ -578,7 +590,7 @@ def _normalise_arg(fn_name: str, name: str, value):
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-        auto_sync=True, engine=None):
+        auto_sync=True, engine=None, sanitize=False):
     """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it.
 
     ``do_not_specialize`` lists int parameters whose value must not split the cache (== 1,
@@ -588,9 +600,10 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     orders its pipes itself with ``pl.set_flag``/``pl.wait_flag``/``pl.pipe_barrier``, and the
     hazard checker rejects it with the racing instructions named if it missed one.
     ``engine="pto-isa"`` runs the kernel's ``.pto`` on pto-isa's CPU simulator instead of
-    PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md)."""
+    PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md).
+    ``sanitize=True`` runs every launch of this kernel sanitized (``pypto/sanitizer.py``)."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
                            opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,
-                           engine=engine)
+                           engine=engine, sanitize=sanitize)
     return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,172 @@
+"""The sanitizer: a launch that checks what the kernel's blocks read and write.
+
+``PYPTO_SANITIZE=1`` (every launch), ``with pypto.sanitize():`` (the launches inside it) or
+``@pypto.jit(sanitize=True)`` runs the kernel in the reference interpreter with every
+``pl.load`` and ``pl.store`` watched, and reports, per launch:
+
+- **out of range**: a load or store whose window leaves the tensor (loads read the padding
+  value there, stores drop those elements: defined, but rarely what was meant), with the
+  kernel, the block, the source line, the window and the tensor's extent;
+- **unwritten outputs**: elements of a tensor the kernel stores to that no block wrote (a
+  grid too small, a forgotten ``[grid]``);
+- **races**: an element written by two blocks without ``atomic=``.
+
+Reading a ``pl.alloc_buffer`` before ``pl.async_load`` fills it needs no sanitizer: the
+compiler refuses it. Reports are warnings (``SanitizerWarning``) and are kept in
+``pypto.sanitizer.reports``; ``PYPTO_SANITIZE=raise`` makes a launch with findings raise
+``SanitizerError`` instead. Off (the default), nothing here runs: the launch key includes the
+variable, so the warm path stays as it is.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import envs
+
+REPORT_LIMIT = 5            # findings of one kind at one source line, per launch, in detail
+reports: list = []          # every Finding of this process, in order
+
+
+class SanitizerWarning(UserWarning):
+    """What the sanitizer found in a launch."""
+
+
+class SanitizerError(RuntimeError):
+    """``PYPTO_SANITIZE=raise``: a launch had findings."""
+
+
+@dataclass
+class Finding:
+    kind: str            # "out of range", "unwritten", "race"
+    kernel: str
+    message: str
+
+
+def mode() -> str:
+    """"" (off), "warn" or "raise"."""
+    value = envs.PYPTO_SANITIZE.get().strip().lower()
+    if value in ("", "0", "off", "false"):
+        return ""
+    return "raise" if value == "raise" else "warn"
+
+
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def sanitize(raise_errors: bool = False):
+    """The launches inside run sanitized (process-wide while the block runs: it sets
+    ``PYPTO_SANITIZE``, which the launch key includes)."""
+    with _lock:
+        before = os.environ.get(envs.PYPTO_SANITIZE.name)
+        os.environ[envs.PYPTO_SANITIZE.name] = "raise" if raise_errors else "1"
+    try:
+        yield
+    finally:
+        with _lock:
+            if before is None:
+                os.environ.pop(envs.PYPTO_SANITIZE.name, None)
+            else:
+                os.environ[envs.PYPTO_SANITIZE.name] = before
+
+
+class Watch:
+    """One launch's record: who wrote each element of each stored tensor, and findings."""
+
+    def __init__(self, kernel: str, tensors: dict, grid: tuple):
+        self.kernel = kernel
+        self.names = {id(a): n for n, a in tensors.items()}
+        self.grid = grid
+        self.writers: dict = {}          # tensor name -> int64 array of block numbers, -1 none
+        self.findings: list = []
+        self.counts: dict = {}
+        self._lock = threading.Lock()
+
+    def _block(self, pid) -> int:
+        g0, g1, _ = self.grid
+        return int(pid[0]) + g0 * (int(pid[1]) + g1 * int(pid[2]))
+
+    def _note(self, kind, where, message):
+        key = (kind, where)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.counts[key] <= REPORT_LIMIT:
+            self.findings.append(Finding(kind, self.kernel, message))
+
+    def access(self, what: str, op, pid, tensor, offsets, shape, atomic=None) -> None:
+        """A ``pl.load`` (``what="load"``) or ``pl.store`` of ``shape`` at ``offsets``."""
+        name = self.names.get(id(tensor), "a tensor")
+        offsets = [int(o) for o in offsets]
+        outside = any(o < 0 or o + s > n for o, s, n in zip(offsets, shape, tensor.shape))
+        with self._lock:
+            if outside:
+                window = ", ".join(f"{o}:{o + s}" for o, s in zip(offsets, shape))
+                effect = "the padding value is read there" if what == "load" else \
+                    "those elements are not written"
+                self._note("out of range", (what, op.loc), (
+                    f"{self.kernel}: block {tuple(int(p) for p in pid)} at {op.loc}: "
+                    f"pl.{what} of {name}[{window}] reaches outside {name}'s extent "
+                    f"{tuple(tensor.shape)}; {effect}"))
+            if what == "store":
+                self._record_write(name, op, pid, tensor, offsets, shape, atomic)
+
+    def _record_write(self, name, op, pid, tensor, offsets, shape, atomic) -> None:
+        from .interpreter import window
+        writers = self.writers.get(name)
+        if writers is None:
+            writers = self.writers[name] = np.full(tensor.shape, -1, np.int64)
+        w = window(tensor.shape, offsets, shape)
+        if w is None:
+            return
+        region = writers[w[1]]
+        me = self._block(pid)
+        if not atomic:
+            clash = (region >= 0) & (region != me)
+            if clash.any():
+                index = tuple(int(i) + s.start for i, s in zip(np.argwhere(clash)[0], w[1]))
+                other = int(region[clash][0])
+                self._note("race", ("store", op.loc, name), (
+                    f"{self.kernel}: blocks {other} and {me} both write {name}{list(index)} "
+                    f"(block {me} at {op.loc}, without atomic=); which value remains depends "
+                    f"on the order the cores run in ({int(clash.sum())} elements in this "
+                    "store)"))
+        region[...] = me if not atomic else np.where(region >= 0, region, me)
+
+    def finish(self, stored: list) -> list:
+        """Unwritten elements of every tensor the kernel stores to; all findings."""
+        for name in stored:
+            writers = self.writers.get(name)
+            if writers is None:
+                self._note("unwritten", name, f"{self.kernel}: no block wrote {name} at all")
+                continue
+            missing = writers < 0
+            if missing.any():
+                first = [int(i) for i in np.argwhere(missing)[0]]
+                self._note("unwritten", name, (
+                    f"{self.kernel}: {int(missing.sum()):,} of {missing.size:,} elements of "
+                    f"{name} were written by no block (the first: {name}{first}); the grid "
+                    f"{tuple(g for g in self.grid if g > 1) or (1,)} may be too small for "
+                    "the data, or the launch lacks [grid]"))
+        for (kind, where), n in self.counts.items():
+            if n > REPORT_LIMIT:
+                self.findings.append(Finding(kind, self.kernel,
+                                             f"{self.kernel}: {n - REPORT_LIMIT} more {kind} "
+                                             f"finding(s) like the above"))
+        return self.findings
+
+
+def report(findings: list) -> None:
+    """Warn (or raise, under ``PYPTO_SANITIZE=raise``) with a launch's findings."""
+    if not findings:
+        return
+    reports.extend(findings)
+    text = "\n".join(f"[pypto sanitize: {f.kind}] {f.message}" for f in findings)
+    if mode() == "raise":
+        raise SanitizerError(text)
+    from .jit import _user_stacklevel
+    warnings.warn(text, SanitizerWarning, stacklevel=_user_stacklevel())

@@ -1,0 +1,119 @@
+"""PYPTO_SANITIZE / pypto.sanitize() / @pypto.jit(sanitize=True): out-of-range windows,
+unwritten outputs and races between blocks are reported with kernel, block, line and extent."""
+import warnings
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto import sanitizer
+
+N = 1 << 14
+LINE = {}
+
+
+@pypto.jit
+def add(x, y, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    a = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))      # +3
+    b = pl.load(y, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(pid * BLOCK,), value=a + b)          # +5
+
+
+@pypto.jit
+def every_block_writes_the_start(x, out, BLOCK: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(0,), value=t)                        # +3
+
+
+@pypto.jit
+def every_block_adds_into_the_start(x, out, BLOCK: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(0,), value=t, atomic="add")
+
+
+@pypto.jit(sanitize=True)
+def always_sanitized(x, out, BLOCK: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)))
+
+
+def _line(kernel, offset):
+    return kernel.fn.__code__.co_firstlineno + offset
+
+
+def _arrays(n=N):
+    return np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+
+
+def _findings(call):
+    sanitizer.reports.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pypto.sanitize():
+            call()
+    return [w for w in caught if issubclass(w.category, pypto.SanitizerWarning)]
+
+
+def test_forgotten_grid_reports_the_unwritten_outputs():
+    x, y, out = _arrays()
+    [w] = _findings(lambda: add(x, y, out, BLOCK=64))
+    text = str(w.message)
+    assert (f"add: {N - 48 * 64:,} of {N:,} elements of out were written by no block (the "
+            "first: out[3072]); the grid (48,) may be too small for the data, or the launch "
+            "lacks [grid]") in text
+    assert w.filename == __file__
+    np.testing.assert_array_equal(out[:3072], 2)        # the run itself still happened
+
+
+def test_too_small_grid_and_offsets_past_the_end():
+    x, y, out = _arrays()
+    [w] = _findings(lambda: add[(N // 64 - 1,)](x, y, out, BLOCK=64))
+    assert "out were written by no block (the first: out[16320]); the grid (255,)" in \
+        str(w.message)
+    [w] = _findings(lambda: add[(N // 64 + 1,)](x, y, out, BLOCK=64))
+    text = str(w.message)
+    assert (f"add: block (256, 0, 0) at {__file__}:{_line(add, 3)}:9: pl.load of "
+            f"x[16384:16448] reaches outside x's extent (16384,); the padding value is read "
+            "there") in text
+    assert (f"at {__file__}:{_line(add, 5)}:5: pl.store of out[16384:16448] reaches outside "
+            "out's extent (16384,); those elements are not written") in text
+
+
+def test_two_blocks_writing_one_element_is_a_race_unless_atomic():
+    x, _, out = _arrays()
+    [w] = _findings(lambda: every_block_writes_the_start[(3,)](x, out[:64], BLOCK=64))
+    text = str(w.message)
+    assert (f"every_block_writes_the_start: blocks 0 and 1 both write out[0] (block 1 at "
+            f"{__file__}:{_line(every_block_writes_the_start, 3)}:5, without atomic=)") in text
+    assert text.count("[pypto sanitize: race]") == 2
+    acc = np.zeros(64, np.float32)
+    assert not _findings(lambda: every_block_adds_into_the_start[(3,)](x, acc, BLOCK=64))
+    np.testing.assert_array_equal(acc, 3)
+
+
+def test_a_clean_launch_reports_nothing_and_raise_mode_raises(monkeypatch):
+    x, y, out = _arrays()
+    assert not _findings(lambda: add[(N // 64,)](x, y, out, BLOCK=64))
+    monkeypatch.setenv("PYPTO_SANITIZE", "raise")
+    with pytest.raises(pypto.SanitizerError, match="were written by no block"):
+        add(x, y, out, BLOCK=64)
+
+
+def test_off_by_default_and_per_kernel_option():
+    x, y, out = _arrays()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto.SanitizerWarning)
+        add[(N // 128,)](x, y, out, BLOCK=64)           # half written: nothing said when off
+    with pytest.warns(pypto.SanitizerWarning, match="always_sanitized: 16,320 of 16,384"):
+        always_sanitized[(1,)](x, out, BLOCK=64)
+
+
+def test_the_warm_path_follows_the_switch(monkeypatch):
+    """The launch key includes PYPTO_SANITIZE: a warm kernel is sanitized once it is on."""
+    x, y, out = _arrays()
+    add[(N // 128,)](x, y, out, BLOCK=64)
+    add[(N // 128,)](x, y, out, BLOCK=64)               # warm
+    monkeypatch.setenv("PYPTO_SANITIZE", "1")
+    with pytest.warns(pypto.SanitizerWarning, match="written by no block"):
+        add[(N // 128,)](x, y, out, BLOCK=64)
