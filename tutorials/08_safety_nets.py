@@ -1,0 +1,112 @@
+"""Tutorial 08 -- safety nets: the sanitizer, the grid-less launch warning, errors that name the fix.
+
+    python tutorials/08_safety_nets.py [--quick] [--reps N]
+
+One idea: some mistakes compile and run. Loads past a tensor's end read the padding value and
+stores past it are dropped -- defined behaviour, so a kernel with a grid too small, or a
+launch that forgot its [grid], silently leaves outputs unwritten. The sanitizer watches every
+load and store of a launch and says so, with the block and the source line.
+"""
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+
+# ----------------------------------------------------------------------------------------------
+# 1. A block-indexed kernel: program i adds the i-th block of BLOCK elements.
+# ----------------------------------------------------------------------------------------------
+
+
+@pypto.jit
+def add(x, y, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    a = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    b = pl.load(y, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(pid * BLOCK,), value=a + b)
+
+
+@pypto.jit
+def last_block_wins(x, out, BLOCK: pl.constexpr):
+    """Every block writes the same place: a race (the value left depends on core order)."""
+    t = pl.load(x, offsets=(pl.program_id(0) * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(0,), value=t)
+
+
+@pypto.jit
+def softmax_rows(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BM, 0), shape=(BM, BN))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(pl.program_id(0) * BM, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+def show(title, call):
+    """Run ``call`` and print the warnings or error it gives."""
+    print(f"\n--- {title}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            call()
+        except pypto.CompilationError as e:
+            print(f"CompilationError: {e}")
+    for w in caught:
+        print(f"{w.category.__name__}: {w.message}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--reps", type=int, default=5)
+    args = p.parse_args(argv)
+    n = 1 << (16 if args.quick else 20)
+    block = 1024
+    x, y = np.ones(n, np.float32), np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+
+    # -- 2. without the sanitizer: the grid-less launch warning, once per kernel -----------
+    show("add(x, y, out) without [grid]: one program per core ran", lambda:
+         add(x, y, out, BLOCK=block))
+    print(f"(written: {int((out == 2).sum()):,} of {n:,} outputs)")
+
+    # -- 3. with the sanitizer: each report ------------------------------------------------
+    with pypto.sanitize():
+        show("sanitized, forgotten [grid]", lambda: add(x, y, out, BLOCK=block))
+        show("sanitized, grid one block short", lambda:
+             add[(n // block - 1,)](x, y, out, BLOCK=block))
+        show("sanitized, grid one block too many", lambda:
+             add[(n // block + 1,)](x, y, out, BLOCK=block))
+        show("sanitized, every block stores to the start", lambda:
+             last_block_wins[(3,)](x, out[:block], BLOCK=block))
+        show("sanitized, the right grid: no report", lambda:
+             add[(n // block,)](x, y, out, BLOCK=block))
+
+    # -- 4. what the sanitizer costs ---------------------------------------------------------
+    grid = (n // block,)
+    add[grid](x, y, out, BLOCK=block)
+    t0 = time.perf_counter()
+    for _ in range(args.reps):
+        add[grid](x, y, out, BLOCK=block)
+    native = (time.perf_counter() - t0) / args.reps
+    with pypto.sanitize():
+        add[grid](x, y, out, BLOCK=block)
+        t0 = time.perf_counter()
+        for _ in range(args.reps):
+            add[grid](x, y, out, BLOCK=block)
+        checked = (time.perf_counter() - t0) / args.reps
+    print(f"\n{'launch':>12}  {'time':>10}")
+    print(f"{'native':>12}  {native * 1e3:8.2f}ms")
+    print(f"{'sanitized':>12}  {checked * 1e3:8.2f}ms  ({checked / native:.0f}x: the "
+          "reference interpreter, every window checked; off, nothing of it runs)")
+
+    # -- 5. errors that name the fix ------------------------------------------------------------
+    m = np.zeros((256, 1024), np.float32)
+    show("a tile too big for the UB: the live tiles, and the constexprs that fit", lambda:
+         softmax_rows[(4,)](m, m.copy(), BM=64, BN=1024))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
