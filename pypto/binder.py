@@ -60,8 +60,8 @@ def other_key(v):
 
 
 def _param_key(name: str, jitfn) -> str:
-    if name in jitfn.constexprs:
-        return name
+    if name in jitfn.constexprs:     # by type too: 16.0 == 16 and True == 1 hash alike
+        return f"(type({name}), {name})"
     dynamic = jitfn.dynamic.get(name)
     if dynamic:
         shape = f"tuple(None if i in {sorted(dynamic)!r} else s for i, s in enumerate({name}.shape))"

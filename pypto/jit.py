@@ -164,7 +164,7 @@ class JITFunction:
             try:
                 return launch(*args, _pypto_grid=grid, **kwargs)
             except TypeError as e:
-                raise self._argument_count_error(e, args) from None
+                raise self._call_error(e, args, kwargs) from None
 
         return launch_on_grid
 
@@ -172,12 +172,23 @@ class JITFunction:
         try:
             return self._launch(*args, _pypto_grid=None, **kwargs)
         except TypeError as e:
-            raise self._argument_count_error(e, args) from None
+            raise self._call_error(e, args, kwargs) from None
 
-    def _argument_count_error(self, error: TypeError, args) -> TypeError:
-        """Python's own message for too many positional arguments counts the launcher's
-        hidden grid keyword; say it in the kernel's terms (other errors pass unchanged)."""
+    def _call_error(self, error: TypeError, args, kwargs) -> TypeError:
+        """The launcher's own TypeErrors in the kernel's terms: Python's message for too many
+        positional arguments counts the hidden grid keyword, and an unhashable constexpr fails
+        the warm key's lookup. Other errors pass unchanged."""
         text = str(error)
+        if text.startswith("unhashable type"):
+            given = dict(zip(self.arg_names, args), **kwargs)
+            for name in self.constexprs:
+                try:
+                    hash(given.get(name))
+                except TypeError:
+                    return TypeError(f"{self.__name__}(): constexpr argument '{name}' = "
+                                     f"{given[name]!r:.60} is not hashable, and constexpr "
+                                     "values key the compiled kernels; pass a tuple, a number "
+                                     "or a string")
         if "keyword-only argument" not in text or not text.startswith(
                 f"{self._launch.__name__}() takes"):
             return error

@@ -700,7 +700,9 @@ def store(b, tensor, offsets, value, atomic=None):
         raise TypeError(f"store(atomic='add') supports {', '.join(map(str, ATOMIC_DTYPES))} "
                         f"tensors, not {tensor.type.dtype}")
     if not _is_tile(value):
-        raise TypeError(f"store(): value must be a tile, got {_describe(value)}")
+        hint = "; store a scalar as a one-element tile: pl.full((1,), value)" \
+            if isinstance(value, Value) and value.is_scalar or _is_number(value) else ""
+        raise TypeError(f"store(): value must be a tile, got {_describe(value)}{hint}")
     if len(value.type.shape) != tensor.type.rank:
         raise ValueError(f"store(): a tile of shape {value.type.shape} cannot be stored into a "
                          f"rank-{tensor.type.rank} tensor")
