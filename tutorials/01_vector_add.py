@@ -6,6 +6,7 @@ One idea: a PyPTO kernel is written for ONE block of the data. You launch it ove
 blocks, each block asks "which one am I?" with pl.program_id, and works on its own slice.
 """
 import argparse
+import textwrap
 import re
 
 import numpy as np
@@ -141,9 +142,10 @@ def main():
     print(f"{'size':>9}  {'PyPTO':>12}  {'numpy':>12}  {'ratio':>7}")
     for n, tp, tn in rows:
         print(f"{n:>9}  {fmt(tp)}  {fmt(tn)}  {tp / tn:7.2f}")
-    # ratio = PyPTO / numpy. For small arrays PyPTO pays a fixed launch cost (binding the
-    # arguments, handing blocks to threads) of the order of 100 us; for large ones both are
-    # limited by memory bandwidth.
+    print(textwrap.fill(
+        'ratio = PyPTO / numpy. For small arrays PyPTO pays a fixed launch cost (binding the '
+        'arguments, handing blocks to threads) of the order of 100 us; for large ones both '
+        'are limited by memory bandwidth.', 96))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ needs whole rows, so each program loads a block of whole rows into on-chip memor
 every step there, and writes the result once. Numpy makes a full pass over memory per step.
 """
 import argparse
+import textwrap
 import re
 
 import numpy as np
@@ -205,10 +206,12 @@ def main():
     print(f"{'shape':>9}  {'PyPTO':>12}  {'numpy':>12}  {'torch':>12}  {'ratio':>7}")
     for shape, tp, tn, tt in rows:
         print(f"{shape:>9}  {fmt(tp)}  {fmt(tn)}  {fmt(tt)}  {tp / tn:7.2f}")
-    # ratio = PyPTO / numpy. These are times of the host simulation: host threads play the AI
-    # Cores and run each PTO instruction as a vectorised loop over a tile that sits in the
-    # host's cache, so the memory traffic that fusion saves on the NPU barely shows here.
-    # numpy is single-threaded; torch uses its own thread pool and a fused softmax of its own.
+    print(textwrap.fill(
+        'ratio = PyPTO / numpy. These are times of the host simulation: host threads play the '
+        'AI Cores and run each PTO instruction as a vectorised loop over a tile that sits in '
+        "the host's cache, so the memory traffic that fusion saves on the NPU barely shows "
+        'here. numpy is single-threaded; torch uses its own thread pool and a fused softmax '
+        'of its own.', 96))
 
 if __name__ == "__main__":
     main()

@@ -7,6 +7,7 @@ dimension in steps of BK, feeding A and B tiles to the cube unit, which accumula
 tile that stays on chip for the whole loop.
 """
 import argparse
+import textwrap
 import time
 
 import numpy as np
@@ -158,8 +159,13 @@ def main():
     for n, tp, tn in rows:
         print(f"{str(n) + '^3':>9}  {fmt(tp)}  {fmt(tn)}  {tp / tn:7.2f}  "
               f"{2 * n ** 3 / tp / 1e9:13.1f}")
-    # ratio = PyPTO / numpy. Host threads emulate the cube with vectorised loops over the
-    # tiles; benchmarks/matmul.py compares tile sizes and torch as well.
+    print(textwrap.fill(
+        'ratio = PyPTO / numpy (< 1: PyPTO faster). Host threads emulate the cube with '
+        'vectorised loops over the tiles. numpy is OpenBLAS here, and slow on this host: '
+        'alone, a 128^3 fp32 GEMM takes ~0.3 ms (~14 GFLOP/s), and timed right after '
+        "PyPTO's launches its threads compete with PyPTO's pool threads for the cores, which "
+        'can cost it milliseconds; so the ratio says more about the host than about the '
+        'kernel. benchmarks/matmul.py compares tile sizes, torch and a tuned sgemm.', 96))
 
 
 if __name__ == "__main__":

@@ -217,10 +217,11 @@ def main():
     print(f"{'shape':>9}  {'PyPTO':>12}  {'numpy':>12}  {'torch':>12}  {'ratio':>7}")
     for shape, tp, tn, tt in rows:
         print(f"{shape:>9}  {fmt(tp)}  {fmt(tn)}  {fmt(tt)}  {tp / tn:7.2f}")
-    # ratio = PyPTO / numpy. numpy makes seven passes over (M, N) arrays (the mean, x - mean,
-    # its square, the variance, the division, * w, + b), five of which write a new temporary;
-    # the kernel reads x once and writes y once. Host threads simulate the AI Cores, so these
-    # are times of the simulation on this machine, not of an NPU.
+    print(textwrap.fill(
+        'ratio = PyPTO / numpy. numpy makes seven passes over (M, N) arrays (the mean, x - '
+        'mean, its square, the variance, the division, * w, + b), five of which write a new '
+        'temporary; the kernel reads x once and writes y once. Host threads simulate the AI '
+        'Cores, so these are times of the simulation on this machine, not of an NPU.', 96))
 
 
 if __name__ == "__main__":

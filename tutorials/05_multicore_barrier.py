@@ -9,6 +9,7 @@ pass that uses it. Blocks cannot share on-chip memory, so they talk through glob
 a cross-core synchronisation says when what one block stored is there for the others to read.
 """
 import argparse
+import textwrap
 import os
 import re
 import time
@@ -348,16 +349,17 @@ def main():
     for n, blocks, t_one, t_two, t_numpy in rows:
         print(f"{n:>9}  {blocks:>6}  {fmt(t_one)}  {fmt(t_two)}  {fmt(t_numpy)}  "
               f"{t_one / t_numpy:7.2f}")
-    # ratio = 1 launch / numpy. These are host times, and here the barrier is NOT free: the
-    # blocks of a barrier launch must all be alive at once, so each is a host thread of its
-    # own, created for the launch, and a block that reaches the barrier early spins there,
-    # yielding its core. With no more blocks than host cores that costs little; with more (8
-    # blocks here on fewer host cores), the OS decides when the blocks still working get a
-    # core back, and the launch typically waits for a scheduler tick (a few milliseconds).
-    # The two-launch version runs on the host pool (a few threads taking blocks in turn).
-    # On the NPU the trade is different: the cores of a launch all run anyway, a syncall is a
-    # hardware handshake between them, and a second launch goes through the host runtime
-    # again; x is read from global memory twice either way.
+    print(textwrap.fill(
+        'ratio = 1 launch / numpy. These are host times, and here the barrier is NOT free: '
+        'the blocks of a barrier launch must all be alive at once, so each is a host thread '
+        'of its own, created for the launch, and a block that reaches the barrier early spins '
+        'there, yielding its core. With no more blocks than host cores that costs little; '
+        'with more (8 blocks here on fewer host cores), the OS decides when the blocks still '
+        'working get a core back, and the launch typically waits for a scheduler tick (a few '
+        'milliseconds). The two-launch version runs on the host pool (a few threads taking '
+        'blocks in turn). On the NPU the trade is different: the cores of a launch all run '
+        'anyway, a syncall is a hardware handshake between them, and a second launch goes '
+        'through the host runtime again; x is read from global memory twice either way.', 96))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ stores the result, and launches it over the cores. The graph API is a front end:
 it makes is an ordinary jit kernel (tutorials 01-06), compiled by the same compiler.
 """
 import argparse
+import textwrap
 
 import numpy as np
 
@@ -176,8 +177,10 @@ def main():
         tiles = module.kernels[0].group.tiling.num_tiles
         print(f"{n:>9}  {tiles:>6}  {t_pypto * 1e3:9.1f} us  {t_numpy * 1e3:9.1f} us  "
               f"{t_pypto / t_numpy:7.2f}")
-    # ratio = PyPTO / numpy: module.run adds the output allocation and one launch per kernel
-    # to the kernel's own time; numpy computes the chain in three passes over memory.
+    print(textwrap.fill(
+        'ratio = PyPTO / numpy: module.run adds the output allocation and one launch per '
+        "kernel to the kernel's own time; numpy computes the chain in three passes over "
+        'memory.', 96))
 
 
 if __name__ == "__main__":
