@@ -22,7 +22,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["analyze", "MemoryReport", "GraphMemoryReport", "PeakMemory", "BUFFER_NAMES"]
+__all__ = ["analyze", "budget", "BudgetReport", "MemoryReport", "GraphMemoryReport",
+           "PeakMemory", "BUFFER_NAMES"]
 
 # PTO location -> the buffer's name on the AI Core
 BUFFER_NAMES = {"vec": "UB", "mat": "L1", "left": "L0A", "right": "L0B", "acc": "L0C",
@@ -278,3 +279,49 @@ def _analyze_graph(graph_or_module) -> GraphMemoryReport:
         compile_graph(graph_or_module, target=current_target().name)
     reports = [analyze(k.compiled, grid=k.grid) for k in module.kernels]
     return GraphMemoryReport(module, reports)
+
+
+class BudgetReport:
+    """What ``budget`` found: ``fits``; ``buffers`` {buffer name: (bytes planned, capacity)};
+    ``error`` (the overflow, with the tiles alive at its peak and the constexprs that fit)."""
+
+    def __init__(self, kernel: str, target: str, buffers: dict, error=None):
+        self.kernel, self.target, self.buffers, self.error = kernel, target, buffers, error
+
+    @property
+    def fits(self) -> bool:
+        return self.error is None
+
+    def __str__(self) -> str:
+        head = f"{self.kernel} on {self.target}: on-chip plan before code generation"
+        if self.error is not None:
+            return f"{head}: does not fit\n{self.error.message}"
+        lines = [head + " (double buffering may add ping-pong copies)"]
+        for name, (used, capacity) in self.buffers.items():
+            if used:
+                lines.append(f"  {name:<4} {used:>8,} of {capacity:>8,} bytes "
+                             f"({used / capacity:.0%}), {capacity - used:,} free")
+        return "\n".join(lines)
+
+
+def budget(kernel, *args, **kwargs) -> BudgetReport:
+    """The on-chip budget of ``kernel`` for these arguments *before* it is compiled for real:
+    the frontend and Tile IR passes only (no PTO, no LLVM: fast), so a tile size can be
+    checked while it is chosen. An overflow is reported, not raised: ``report.error`` names
+    the tiles alive at its peak and the constexpr values that would fit."""
+    from .backends.ascend.targets import get_target
+    from .compiler.errors import BufferOverflow
+    from .compiler.pipeline import plan_memory
+    from .device import current_target
+    from .jit import _with_fitting_sizes
+    bound = kernel._bind(args, kwargs)
+    spec_args, tensor_specs, _ = kernel._specialise(kernel._spec(bound), bound)
+    target = get_target(kernel.target_name) if kernel.target_name else current_target()
+    try:
+        used = plan_memory(kernel.source, spec_args, target)
+        error = None
+    except BufferOverflow as e:
+        used, error = {}, _with_fitting_sizes(e, kernel.source, spec_args, tensor_specs, target)
+    buffers = {BUFFER_NAMES[space]: (used.get(space, 0), capacity)
+               for space, capacity in target.buffers.items() if space in BUFFER_NAMES}
+    return BudgetReport(kernel.__name__, target.name, buffers, error)

@@ -375,3 +375,26 @@ def test_memory_analyze_counts_an_array_passed_twice_once():
 def test_memory_analyze_rejects_other_objects():
     with pytest.raises(TypeError, match="CompiledKernel"):
         pypto.memory.analyze(object())
+
+
+# -- pypto.memory.budget: the on-chip plan before compiling for real ------------------------------
+
+@pypto.jit
+def _rows_softmax(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(BM, BN))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(0, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+def test_memory_budget_before_compiling(fresh_cache):
+    x = np.zeros((64, 1024), np.float32)
+    before = pypto.cache_stats["compiles"]
+    ok = pypto.memory.budget(_rows_softmax, x, x, BM=8, BN=1024)
+    assert ok.fits and ok.buffers["UB"][1] == pypto.get_target("ascend910b1").buffers["vec"]
+    assert pypto.cache_stats["compiles"] == before          # nothing compiled for real
+    compiled = _rows_softmax.compile(x, x, BM=8, BN=1024)
+    assert ok.buffers["UB"][0] == compiled.metadata["buffer_bytes"]["vec"]
+    assert "UB     98,368 of  188,416 bytes" in str(ok)
+    bad = pypto.memory.budget(_rows_softmax, x, x, BM=64, BN=1024)
+    assert not bad.fits and "does not fit" in str(bad)
+    assert "BM=8 (instead of 64); BN=128 (instead of 1024)" in str(bad)

@@ -79,11 +79,19 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     return asm, metadata
 
 
+def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
+    """The kernel's on-chip plan, specialised so: bytes per buffer after the Tile IR passes
+    (memory planning included; no PTO, no code). Raises ``BufferOverflow`` if it does not
+    fit."""
+    module = run_pipeline(Module(build_function(source, spec_args, source.node.name), target))
+    return dict(module.facts.get("buffer_bytes", {}))
+
+
 def plans_within_buffers(source: KernelSource, spec_args: dict, target) -> bool:
-    """Does the kernel, specialised so, fit the target's on-chip buffers? (The frontend and
-    the Tile IR passes, memory planning included; any other error counts as no.)"""
+    """Does the kernel, specialised so, fit the target's on-chip buffers? (Any other error
+    counts as no.)"""
     try:
-        run_pipeline(Module(build_function(source, spec_args, source.node.name), target))
+        plan_memory(source, spec_args, target)
     except Exception:  # noqa: BLE001 - an overflow or any other reason this size cannot work
         return False
     return True
