@@ -18,3 +18,26 @@ def fresh_cache(tmp_path, monkeypatch):
     """A cache directory of the test's own (for tests that count compiles or corrupt files)."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+# The quick subset (`pytest -m "not slow and not heavy"`, about a minute): these modules are
+# marked heavy -- the tutorial and benchmark runs, the pto-isa simulator, the differential and
+# hypothesis sweeps, torch.compile -- each a minute-scale share of the default suite.
+HEAVY_MODULES = {
+    "test_tutorials_and_benchmarks.py", "engines/test_ptoisa.py", "engines/test_special_values.py",
+    "engines/test_engine_selection.py", "test_matmul.py", "test_vector_add.py",
+    "language/test_differential.py", "language/test_elementwise.py",
+    "language/test_dtype_promotion.py", "compiler/test_target_model.py",
+    "tuning/test_tile_size.py", "backends/ascend/test_fusion.py",
+    "backends/ascend/test_forwarding.py", "graph/test_tiling.py", "graph/test_hypothesis.py",
+    "language/test_casts.py", "language/test_shapes.py", "language/test_reductions.py",
+    "compiler/pto/test_conformance.py", "torch_ops/",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        rel = os.path.relpath(str(item.fspath), root).replace(os.sep, "/")
+        if any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in HEAVY_MODULES):
+            item.add_marker(pytest.mark.heavy)

@@ -35,7 +35,7 @@ def test_cache_list_info_prune_clear(fresh_cache, capsys):
     _compile(128)
     assert cli.main(["cache", "list"]) == 0
     out = capsys.readouterr().out
-    assert out.count("_doubled") == 2 and "host thread pool" in out and "entries" in out
+    assert out.count("_doubled") == 2 and "entries" in out
     assert cli.main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"cache directory: {fresh_cache}" in out and "trusted: yes" in out

@@ -28,10 +28,10 @@ def _function_source(fn):
     """(lines, first line number, parsed module) of ``fn``'s definition. The lines come from
     the line table of its code objects: ``inspect.getsourcelines`` tokenizes the file to find
     the end, whose first use in a process costs ~4 ms of a first call's 10 ms budget. Where
-    that cannot be trusted (a trailing statement the compiler dropped, Python < 3.11) it is
-    the fallback."""
+    that cannot be trusted (a trailing statement the compiler dropped, a source that does not
+    parse) it is the fallback."""
     code = getattr(fn, "__code__", None)
-    if code is not None and hasattr(code, "co_positions"):
+    if code is not None and hasattr(code, "co_lines"):
         import linecache
         every = linecache.getlines(code.co_filename, fn.__globals__)
         last = _last_line(code)
@@ -54,8 +54,14 @@ def _function_source(fn):
 
 
 def _last_line(code) -> int:
-    """The last source line any instruction of ``code`` (or of code nested in it) covers."""
-    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
+    """The last source line any instruction of ``code`` (or of code nested in it) covers
+    (Python 3.10 has no end lines: there the last line an instruction starts on; a statement
+    that goes on past it fails to parse and the caller falls back to ``inspect``)."""
+    if hasattr(code, "co_positions"):
+        last = max((end for _, end, _, _ in code.co_positions() if end is not None),
+                   default=0)
+    else:
+        last = max((line for _, _, line in code.co_lines() if line is not None), default=0)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             last = max(last, _last_line(const))
