@@ -14,8 +14,6 @@ from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
 from . import memory, profile
-from .sanitizer import SanitizerError, SanitizerWarning, sanitize
-from .tuning import Config, autotune
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # The graph API and debug mode are imported on first use (they cost ~17 ms of import time
@@ -24,10 +22,18 @@ _GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compil
                 "get_default_graph", "placeholder", "tile_map", "tile_op")
 
 
+_LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
+         "SanitizerWarning": ".sanitizer", "SanitizerError": ".sanitizer"}
+
+
 def __getattr__(name):
     import importlib
     if name in ("graph", "debug"):
         return importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:                 # loaded on first use, as the graph API is
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
     if name in ("register_op", "registered_ops", "torch_ops"):   # torch loads on first use
         module = importlib.import_module(".torch_ops", __name__)
         return module if name == "torch_ops" else getattr(module, name)

@@ -103,3 +103,11 @@ def code_changing_environment() -> tuple[tuple[str, str], ...]:
 
 def log_enabled(topic: str) -> bool:
     return topic in {t.strip() for t in PYPTO_LOG.get().split(",") if t.strip()}
+
+
+def sanitize_mode() -> str:
+    """``PYPTO_SANITIZE`` read: "" (off), "warn" or "raise"."""
+    value = PYPTO_SANITIZE.get().strip().lower()
+    if value in ("", "0", "off", "false", "no"):
+        return ""
+    return "raise" if value == "raise" else "warn"

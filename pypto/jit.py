@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from . import envs, profile, runtime, sanitizer
+from . import envs, profile, runtime
 from .backends.ascend.llvm_driver import LoadedObject, host_identity
 from .backends.ascend.ptoas import identity as assembler_identity
 from .backends.ascend.targets import get_target
@@ -221,7 +221,7 @@ class JITFunction:
         """Bind, specialise, compile or fetch, register for the fast path, launch."""
         try:
             bound = self._bind(args, kwargs)
-            sanitized = self.sanitize or bool(sanitizer.mode())
+            sanitized = self.sanitize or bool(envs.sanitize_mode())
             if sanitized or envs.PYPTO_INTERPRET.get() not in ("", "0"):
                 return self._interpret(grid, bound, sanitized)
             kernel, target = self._get_kernel(bound)
@@ -327,6 +327,7 @@ class JITFunction:
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         watch = None
         if sanitized:
+            from . import sanitizer
             tensors = {n: v for n, v in args.items() if isinstance(v, np.ndarray)}
             watch = sanitizer.Watch(self.__name__, tensors, grid3)
         t0 = time.perf_counter()

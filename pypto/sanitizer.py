@@ -48,12 +48,7 @@ class Finding:
     message: str
 
 
-def mode() -> str:
-    """"" (off), "warn" or "raise"."""
-    value = envs.PYPTO_SANITIZE.get().strip().lower()
-    if value in ("", "0", "off", "false"):
-        return ""
-    return "raise" if value == "raise" else "warn"
+mode = envs.sanitize_mode
 
 
 _lock = threading.Lock()
