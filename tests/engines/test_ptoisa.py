@@ -28,7 +28,9 @@ import pypto
 from pypto.backends.ptoisa import engine
 from tests.engines.tools import TOOLS, needs_tools
 
-pytestmark = needs_tools
+# the corpus launches some block-indexed kernels without a grid on purpose (its data fits the
+# default one program per core), which is what pypto.LaunchWarning is about
+pytestmark = [needs_tools, pytest.mark.filterwarnings("ignore::pypto.LaunchWarning")]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 # Corpus kernels whose result is not a function of their input: racing blocks by design.
