@@ -13,7 +13,7 @@ from .jit import CompiledKernel, JITFunction, LaunchWarning, __version__, jit
 from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
-from . import memory, profile
+from . import layout, memory, profile
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # The graph API and debug mode are imported on first use (they cost ~17 ms of import time
@@ -46,7 +46,8 @@ def __getattr__(name):
 
 __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "CompilationError", "InternalError",
            "language", "get_target", "cache_stats", "__version__", "Context", "Tensor",
-           "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile", "memory",
+           "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile",
+           "memory", "layout",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
            "graph", "debug", "Config", "autotune", "sanitize", "SanitizerWarning",
            "SanitizerError", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import sys
 
 from ..language import dtypes as dt
+from ..layout import LAYOUT_RANKS
 from .naming import assigned_name
 
-# layout name -> the tensor rank it implies (None: any rank). The layout is recorded with the
-# placeholder and shown in the tile graph IR; tensors are always passed and tiled as their
-# shape says (row-major), and no layout conversion is inserted.
-LAYOUTS = {"ND": None, "NCHW": 4, "NHWC": 4, "NC1HWC0": 5}
+# The layout is recorded with the placeholder and shown in the tile graph IR; tensors are
+# always passed and tiled as their shape says (row-major), and no layout conversion is
+# inserted (pypto.layout converts data to and from each layout).
+LAYOUTS = LAYOUT_RANKS
 
 
 class GraphTensor:
@@ -153,5 +154,8 @@ def _check_layout(layout, shape) -> str:
     rank = LAYOUTS[layout]
     if rank is not None and len(shape) != rank:
         raise ValueError(f"placeholder(layout={layout!r}) needs a rank-{rank} shape, got "
+                         f"{shape}")
+    if layout == "NZ" and len(shape) < 4:
+        raise ValueError(f"placeholder(layout='NZ') needs a (..., N1, M1, 16, C0) shape, got "
                          f"{shape}")
     return layout
