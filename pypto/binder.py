@@ -78,18 +78,22 @@ def _param_key(name: str, jitfn) -> str:
     else:
         torch_layout = f"({name}.dtype, {name}.shape, {name}.stride(), {name}.is_cpu)"
     return (f"({tensor} if type({name}) is _nd else {scalar} if type({name}) is int "
-            f"else {device} if type({name}) is _T else {torch_layout} if type({name}) is _TT "
+            f"else {device} if type({name}) is _T else {torch_layout} if type({name}) in _TT "
             f"else _other({name}))")
 
 
 class _TorchNotImported:
-    """Stands for ``torch.Tensor`` in a launcher made before torch was imported (no object
-    has this type); ``note_torch`` puts the real class in once a torch tensor is seen."""
+    """Stands for torch's tensor types in a launcher made before torch was imported (no
+    object has this type); ``note_torch`` puts the real ones in once a torch tensor is seen."""
 
 
-def torch_tensor_type():
+def torch_tensor_type() -> tuple:
+    """The exact types the torch fast path takes: ``torch.Tensor`` and ``nn.Parameter``
+    (a model's weights)."""
     torch = sys.modules.get("torch")
-    return getattr(torch, "Tensor", _TorchNotImported)
+    if getattr(torch, "Tensor", None) is None:
+        return (_TorchNotImported,)
+    return (torch.Tensor, torch.nn.Parameter)
 
 
 def note_torch(scope: dict) -> None:

@@ -32,7 +32,7 @@ from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
 from .language.core import constexpr
 from .binder import (NoFastPath, make_caller, make_launcher, note_torch, read_only,
-                     requires_grad_refused)
+                     requires_grad_refused, torch_tensor_type)
 from .tensor_args import as_array
 
 __version__ = "0.1.0"
@@ -253,14 +253,15 @@ class JITFunction:
                 raise requires_grad_refused(self.__name__, name, value)
 
     def _torch_arguments(self, args, kwargs, kernel):
-        """{name: torch tensor} when every tensor argument is a plain ``torch.Tensor`` (the
-        torch fast path), {} when none is, None for a mix (or subclasses): the slow path."""
+        """{name: torch tensor} when every tensor argument is a ``torch.Tensor`` or an
+        ``nn.Parameter`` (the torch fast path), {} when none is, None for a mix (or other
+        subclasses): the slow path."""
         tensor_names = [n for n, kind, _ in kernel.runtime_params if kind == "tensor"]
         given = self.signature.bind(*args, **kwargs).arguments
-        torch_type = getattr(sys.modules.get("torch"), "Tensor", None)   # None: blocked
-        if torch_type is None or not tensor_names:
-            return {}
-        kinds = {type(given.get(n)) is torch_type for n in tensor_names}
+        torch_types = torch_tensor_type()
+        if len(torch_types) == 1 or not tensor_names:
+            return {}               # torch not imported (or blocked): no torch tensors here
+        kinds = {type(given.get(n)) in torch_types for n in tensor_names}
         if kinds == {False}:
             return None if any(type(v).__module__.startswith("torch")
                                for v in given.values()) else {}

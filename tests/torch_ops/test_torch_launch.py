@@ -90,3 +90,13 @@ def test_freed_tensors_are_not_read_through_stale_keys():
         _launch(x, y, out, 1.0)
         assert torch.all(out == value)
         del x, y, out
+
+
+def test_parameters_take_the_warm_path_and_are_read_only_under_grad():
+    weight = torch.nn.Parameter(torch.randn(512))
+    y, out = torch.randn(512), torch.zeros(512)
+    _launch(weight, y, out, 0.5)
+    torch.testing.assert_close(out, weight.detach() * 0.5 + y)
+    assert scale_add._key(weight, y, out, 512, 0.5, BLOCK=256) in scale_add._fast
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        _launch(y, y, weight)
