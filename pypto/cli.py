@@ -149,20 +149,15 @@ _TENSOR = re.compile(r"^([a-z0-9_]+)\[([0-9, ]*)\]$")
 
 def _argument(text: str):
     """``x=f32[64,128]`` → a stand-in array; ``n=1000`` → 1000; ``a=0.5`` → 0.5."""
-    import numpy as np
-    from .language import dtypes as dt
+    from .tensor_args import standin
     name, eq, value = text.partition("=")
     if not eq or not name.isidentifier():
         raise ValueError(f"arguments are name=value, got {text!r}")
     match = _TENSOR.match(value.strip())
     if match:
-        dtype = dt.from_any(DTYPE_ALIASES.get(match.group(1), match.group(1))).to_numpy()
+        dtype = DTYPE_ALIASES.get(match.group(1), match.group(1))
         shape = tuple(int(n) for n in match.group(2).replace(" ", "").split(",") if n)
-        strides = [dtype.itemsize]
-        for n in reversed(shape[1:]):
-            strides.insert(0, strides[0] * n)
-        return name, np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides,
-                                                     writeable=False)
+        return name, standin(shape, dtype)
     for parse in (int, float):
         try:
             return name, parse(value)

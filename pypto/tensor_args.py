@@ -23,6 +23,22 @@ def as_array(value):
     return None
 
 
+def standin(shape, dtype, strides=None) -> np.ndarray:
+    """A read-only array of ``shape`` and ``dtype`` (C-contiguous, or ``strides`` in
+    elements) over one element of memory: enough to specialise and compile a kernel, nothing
+    of the tensor's size allocated."""
+    dtype = dt.from_any(dtype).to_numpy()
+    shape = tuple(int(n) for n in shape)
+    if strides is None:
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape,
+                                           tuple(s * dtype.itemsize for s in strides),
+                                           writeable=False)
+
+
 def _from_torch(t):
     import torch
     if t.device.type != "cpu":

@@ -19,7 +19,7 @@ from ..backends.ascend.targets import get_target
 from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..device import Context, Tensor, empty
 from ..jit import _dtype_of
-from ..tensor_args import as_array
+from ..tensor_args import as_array, standin
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .plan import Group, choose_form, plan_groups
@@ -109,18 +109,9 @@ def build_kernels(module, debug: bool) -> list[Kernel]:
 
 
 def _standins(kernel: Kernel) -> list:
-    """Arrays with the kernel's argument shapes, dtypes and C-contiguous strides over one
-    element of memory: compiling reads only those, so nothing of the tensors' size is
-    allocated."""
-    out = []
-    for t in kernel.params + [kernel.output]:
-        dtype = t.dtype.to_numpy()
-        strides = [dtype.itemsize]
-        for n in reversed(t.shape[1:]):
-            strides.insert(0, strides[0] * n)
-        out.append(np.lib.stride_tricks.as_strided(np.zeros(1, dtype), t.shape, strides,
-                                                   writeable=False))
-    return out
+    """Arrays with the kernel's argument shapes and dtypes over one element of memory:
+    compiling reads only those, so nothing of the tensors' size is allocated."""
+    return [standin(t.shape, t.dtype) for t in kernel.params + [kernel.output]]
 
 
 def _compile_kernel(kernel: Kernel) -> None:

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..language import dtypes as dt
+from ..tensor_args import standin
 
 DEVICE_RUNTIMES: dict = {}       # torch device type -> runtime
 
@@ -57,13 +56,9 @@ def current_stream(device_type: str):
     return stream() if callable(stream) else None
 
 
-def standin(tensor) -> np.ndarray:
-    """A read-only host array with ``tensor``'s shape, dtype and strides over one element:
-    enough to specialise and compile a kernel, nothing of the tensor's size allocated."""
-    dtype = dt.from_any(tensor.dtype).to_numpy()
-    strides = tuple(s * dtype.itemsize for s in tensor.stride())
-    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(tensor.shape), strides,
-                                           writeable=False)
+def standin_of(tensor):
+    """A host stand-in with ``tensor``'s shape, dtype and strides (``tensor_args.standin``)."""
+    return standin(tensor.shape, tensor.dtype, tensor.stride())
 
 
 def _device_arg(value):
@@ -80,7 +75,7 @@ def launch_on_device(kernel, grid, values: dict, device_type: str) -> None:
     if runtime is None:
         raise RuntimeError(f"{kernel.__name__}: no PyPTO runtime for torch device "
                            f"'{device_type}' (pypto.torch_ops.devices.register_device_runtime)")
-    hosts = {n: standin(v) if hasattr(v, "stride") else v for n, v in values.items()}
+    hosts = {n: standin_of(v) if hasattr(v, "stride") else v for n, v in values.items()}
     compiled = kernel.compile(**hosts)
     if grid is None:
         grid = (compiled.metadata["cores"],)

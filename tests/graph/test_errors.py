@@ -203,7 +203,7 @@ def test_placeholder_arguments():
     with pytest.raises(TypeError, match=r"placeholder\(dtype=...\)"):
         g.placeholder(shape=(3,), dtype="complex64")
     with pytest.raises(ValueError, match=r"placeholder\(layout=...\) must be one of"):
-        g.placeholder(shape=(3,), dtype=pypto.float32, layout="NZ")
+        g.placeholder(shape=(3,), dtype=pypto.float32, layout="ZN")
     with pytest.raises(ValueError, match="needs a rank-5 shape"):
         g.placeholder(shape=(1, 16, 4, 4), dtype=pypto.float16, layout="NC1HWC0")
     g.placeholder(shape=(3,), dtype=pypto.float32, name="a")
