@@ -23,6 +23,7 @@ _GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compil
 
 
 _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
+         "load_pto": ".pto_kernel",
          "SanitizerWarning": ".sanitizer", "SanitizerError": ".sanitizer"}
 
 
@@ -49,5 +50,5 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile",
            "memory", "layout",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", "Config", "autotune", "sanitize", "SanitizerWarning",
+           "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "SanitizerWarning",
            "SanitizerError", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -1,0 +1,121 @@
+"""pypto.load_pto: a hand-written (or hand-edited) .pto program as a launchable kernel --
+results equal to the jit kernel it came from, on the native engine and on pto-isa's simulator;
+hazard-checked, profiled, its layout assumptions enforced, bad text reported at its line."""
+import os
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto.compiler.errors import CompilationError
+from pypto.compiler.pto.passes.hazards import HazardError
+
+N = 4096
+ORACLE = os.environ.get("PTO_ORACLE")
+
+
+@pypto.jit
+def axpy(x, y, out, a: float, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    t = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    u = pl.load(y, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    pl.store(out, offsets=(pid * BLOCK,), value=t * a + u)
+
+
+@pypto.jit
+def row_softmax(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    r = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(r, 0), shape=(BM, BN), padding=float("-inf"))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(r, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+def _arrays():
+    rng = np.random.default_rng(0)
+    return (rng.random(N, dtype=np.float32), rng.random(N, dtype=np.float32),
+            np.zeros(N, np.float32))
+
+
+def _axpy_text():
+    x, y, out = _arrays()
+    return axpy.compile(x, y, out, 2.0, BLOCK=1024).asm["pto"]
+
+
+def test_a_compiled_kernels_pto_runs_as_the_kernel_did(tmp_path):
+    x, y, out = _arrays()
+    path = tmp_path / "axpy.pto"
+    path.write_text(_axpy_text())
+    kernel = pypto.load_pto(str(path))
+    assert [p[:2] for p in kernel.params] == [("x", "tensor"), ("y", "tensor"),
+                                             ("out", "tensor"), ("a", "float")]
+    kernel[(4,)](x, y, out, 2.0)
+    np.testing.assert_array_equal(out, x * np.float32(2) + y)
+    m = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    text = row_softmax.compile(m, m, BM=8, BN=256).asm["pto"]
+    got = np.zeros_like(m)
+    pypto.load_pto(text)[(8,)](m, got)
+    expected = np.zeros_like(m)
+    row_softmax[(8,)](m, expected, BM=8, BN=256)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (pto-isa's simulator)")
+def test_the_same_program_on_the_pto_isa_engine():
+    x, y, out = _arrays()
+    pypto.load_pto(_axpy_text(), engine="pto-isa")[(4,)](x, y, out, 2.0)
+    np.testing.assert_array_equal(out, x * np.float32(2) + y)
+
+
+def test_a_hand_edit_that_drops_a_flag_is_caught_by_the_hazard_checker():
+    text = _axpy_text()
+    assert "pto.wait_flag" in text
+    with pytest.raises(HazardError, match="is not correctly synchronised"):
+        pypto.load_pto(text.replace("pto.wait_flag", "// pto.wait_flag", 1))
+
+
+def test_an_unknown_instruction_is_reported_at_its_line():
+    text = _axpy_text().replace("pto.tadd ", "pto.taddd ", 1)
+    with pytest.raises(CompilationError, match="no PTO instruction 'taddd'") as e:
+        pypto.load_pto(text)
+    assert "pto.taddd" in text.splitlines()[e.value.loc.line - 1]
+
+
+def test_arguments_must_match_the_programs_layout():
+    x, y, out = _arrays()
+    kernel = pypto.load_pto(_axpy_text())
+    with pytest.raises(ValueError, match=r"argument 'x' has shape \(100,\).*written for shape "
+                                         r"\(4096,\)"):
+        kernel[(4,)](x[:100], y, out, 2.0)
+    with pytest.raises(ValueError, match="element strides"):
+        kernel[(4,)](np.zeros(2 * N, np.float32)[::2], y, out, 2.0)
+    with pytest.raises(TypeError, match="is float64, the program declares float32"):
+        kernel[(4,)](x.astype(np.float64), y, out, 2.0)
+    with pytest.raises(TypeError, match=r"takes 4 argument\(s\) \(x, y, out, a\)"):
+        kernel[(4,)](x, y, out, 2.0, 5)
+
+
+def test_profiled_like_any_launch():
+    x, y, out = _arrays()
+    kernel = pypto.load_pto(_axpy_text())
+    with pypto.Profiler() as prof:
+        kernel[(4,)](x, y, out, 2.0)
+    [launch] = prof.kernels
+    assert launch.name == "axpy" and launch.npu_time_ms > 0
+
+
+def test_cached_by_content(fresh_cache):
+    text = _axpy_text()
+    before = pypto.cache_stats["disk_hits"]
+    pypto.load_pto(text)
+    pypto.load_pto(text)
+    assert pypto.cache_stats["disk_hits"] == before + 1
+
+
+@pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (the PTOAS assembler)")
+def test_the_assemblers_rejection_is_reported_at_its_line(monkeypatch):
+    monkeypatch.setenv("PYPTO_PTOAS", os.path.join(ORACLE, "bin", "ptoas"))
+    text = _axpy_text().replace("pad=0>", "pad=7>", 1)
+    with pytest.raises(CompilationError, match="PTOAS rejects it: unknown pad: 7") as e:
+        pypto.load_pto(text)
+    assert "pad=7" in text.splitlines()[e.value.loc.line - 1]
