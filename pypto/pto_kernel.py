@@ -115,7 +115,9 @@ class PtoKernel:
     def _launch(self, grid, args, kwargs) -> None:
         values = self._bind(args, kwargs)
         grid = self._grid(grid)
-        engine = self.engine or envs.PYPTO_ENGINE.get() or "native"
+        from .jit import _check_engine
+        engine = self.engine or _check_engine(envs.PYPTO_ENGINE.get() or "native",
+                                              "PYPTO_ENGINE")
         t0 = time.perf_counter()
         if engine == "pto-isa":
             from .backends.ptoisa.engine import load
