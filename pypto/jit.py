@@ -229,7 +229,8 @@ class JITFunction:
             if not compiler_frames_wanted():
                 raise e.with_traceback(None) from None   # the user's frames, not ours
             raise
-        torch_args = self._torch_arguments(args, kwargs, kernel)
+        given = self.signature.bind(*args, **kwargs).arguments      # as the caller gave them
+        torch_args = self._torch_arguments(given, kernel)
         if self._engine() == "pto-isa":
             caller = self._simulator_caller(kernel, target)
         else:
@@ -238,26 +239,24 @@ class JITFunction:
         if torch_args is not None and not any(isinstance(part, NoFastPath) for part in key):
             self._fast[key] = caller
         if torch_args is None:               # the numpy call on views of torch tensors
-            self._refuse_grad_writes(kernel, args, kwargs)
-        given = torch_args or {}
-        caller(grid, *(given.get(n, bound[n]) for n in self.arg_names))
+            self._refuse_grad_writes(kernel, given)
+        torch_args = torch_args or {}
+        caller(grid, *(torch_args.get(n, bound[n]) for n in self.arg_names))
 
-    def _refuse_grad_writes(self, kernel, args, kwargs):
+    def _refuse_grad_writes(self, kernel, given):
         """What the torch caller checks, for calls that mix torch and other tensors."""
         import torch
-        given = self.signature.bind(*args, **kwargs).arguments
         for name in kernel.metadata["written_tensors"]:
             value = given.get(name)
             if isinstance(value, torch.Tensor) and value.requires_grad and \
                     torch.is_grad_enabled():
                 raise requires_grad_refused(self.__name__, name, value)
 
-    def _torch_arguments(self, args, kwargs, kernel):
+    def _torch_arguments(self, given, kernel):
         """{name: torch tensor} when every tensor argument is a ``torch.Tensor`` or an
         ``nn.Parameter`` (the torch fast path), {} when none is, None for a mix (or other
         subclasses): the slow path."""
         tensor_names = [n for n, kind, _ in kernel.runtime_params if kind == "tensor"]
-        given = self.signature.bind(*args, **kwargs).arguments
         torch_types = torch_tensor_type()
         if len(torch_types) == 1 or not tensor_names:
             return {}               # torch not imported (or blocked): no torch tensors here
@@ -438,8 +437,8 @@ class JITFunction:
             asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
                                            override and override[:2], auto_sync=self.auto_sync)
         except BufferOverflow as e:
-            raise _with_fitting_sizes(e, self.source, spec_args, tensor_specs, target) \
-                from None
+            from .compiler.pipeline import with_fitting_sizes
+            raise with_fitting_sizes(e, self.source, spec_args, target) from None
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
                   file=sys.stderr)
@@ -470,29 +469,6 @@ class JITFunction:
                 spec_args[name] = scalar_param(name, dt.int64)
                 runtime_params.append((name, "int", 0))
         return spec_args, tensor_specs, runtime_params
-
-
-def _with_fitting_sizes(error, source, spec_args, tensor_specs, target):
-    """``error`` (an on-chip overflow) with the constexpr values that would fit: each int
-    constexpr halved in turn, the others as given, until the kernel's memory plan fits
-    (frontend and Tile IR passes only, no code generation)."""
-    from .compiler.pipeline import plans_within_buffers
-    advice = []
-    for name, value in spec_args.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 2:
-            continue
-        smaller = value // 2
-        while smaller >= 1:
-            if plans_within_buffers(source, {**spec_args, name: smaller}, target):
-                advice.append(f"{name}={smaller} (instead of {value})")
-                break
-            smaller //= 2
-    if not advice:
-        return error
-    text = (f"{error.message}\nWith the other constexprs as given, each of these fits "
-            f"{target.name}'s buffers: " + "; ".join(advice))
-    return BufferOverflow(text, error.loc, error.call_chain, error.space, error.asked,
-                          error.capacity)
 
 
 def _is_folded_constant(value) -> bool:

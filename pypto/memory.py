@@ -311,17 +311,16 @@ def budget(kernel, *args, **kwargs) -> BudgetReport:
     the tiles alive at its peak and the constexpr values that would fit."""
     from .backends.ascend.targets import get_target
     from .compiler.errors import BufferOverflow
-    from .compiler.pipeline import plan_memory
+    from .compiler.pipeline import plan_memory, with_fitting_sizes
     from .device import current_target
-    from .jit import _with_fitting_sizes
     bound = kernel._bind(args, kwargs)
-    spec_args, tensor_specs, _ = kernel._specialise(kernel._spec(bound), bound)
+    spec_args, _, _ = kernel._specialise(kernel._spec(bound), bound)
     target = get_target(kernel.target_name) if kernel.target_name else current_target()
     try:
         used = plan_memory(kernel.source, spec_args, target)
         error = None
     except BufferOverflow as e:
-        used, error = {}, _with_fitting_sizes(e, kernel.source, spec_args, tensor_specs, target)
+        used, error = {}, with_fitting_sizes(e, kernel.source, spec_args, target)
     buffers = {BUFFER_NAMES[space]: (used.get(space, 0), capacity)
                for space, capacity in target.buffers.items() if space in BUFFER_NAMES}
     return BudgetReport(kernel.__name__, target.name, buffers, error)

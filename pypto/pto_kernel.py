@@ -76,10 +76,11 @@ class PtoKernel:
         return _kernel_from_files(files, self.params, key)
 
     def _build(self, pto: str, opt: str) -> dict:
-        from .backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
+        from .backends.ascend.codegen import generate_llvm_ir
         from .backends.ascend.llvm_driver import compile_to_object
+        from .compiler.pipeline import program_metadata
         from .compiler.pto import walk_insts
-        program, target = self.program, self.program.target
+        program = self.program
         try:
             llir = generate_llvm_ir(program)
         except InternalError as e:
@@ -93,13 +94,7 @@ class PtoKernel:
         written = sorted({i.outs[0].name for _, body in program.parts
                           for i in walk_insts(body) if i.op == "tstore"
                           and isinstance(i.outs[0], TensorArg)})
-        metadata = {"name": program.name, "target": target.name, "kind": program.kind,
-                    "uses_cube": program.kind != "vector",
-                    "cores": target.cores_for(program.kind != "vector"),
-                    "buffer_bytes": program.buffer_bytes,
-                    "scratch_bytes": scratch_layout(target)[1],
-                    "entry": f"{program.name}_launch", "written_tensors": written,
-                    "pointer_entry": has_pointer_entry(program), "opt_level": opt}
+        metadata = program_metadata(program, written, opt)
         files = {} if self.cpp is None else {"cpp.txt": self.cpp.encode()}
         return {**files, "kernel.o": obj, "metadata.json": json.dumps(metadata).encode(),
                 "pto.txt": pto.encode(), "llir.txt": llir.encode(),

@@ -11,7 +11,7 @@ from ..backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scrat
 from ..backends.ascend.llvm_driver import compile_to_object
 from .frontend import KernelSource, build_function
 from .. import envs
-from .errors import InternalError
+from .errors import BufferOverflow, InternalError
 from .ir import Module
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto
@@ -50,26 +50,15 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     cpp = ptoas.lower(pto_text)
     llir = generate_llvm_ir(program)
     obj, optimized = compile_to_object(llir, opt_level)
-    _, scratch_bytes = scratch_layout(target)
     written = sorted({p.hint for p in fn.params if p.is_tensor and
                       _is_stored(module, p)})
     from .ir import walk
     frontend_ops = {op.name for op in walk(fn.body)}
     metadata = {
-        "name": fn.name,
-        "target": target.name,
-        "kind": program.kind,
-        "uses_cube": program.kind != "vector",
-        "cores": target.cores_for(program.kind != "vector"),
-        "buffer_bytes": program.buffer_bytes,
-        "scratch_bytes": scratch_bytes,
-        "entry": f"{fn.name}_launch",
-        "pointer_entry": has_pointer_entry(program),
-        "written_tensors": written,
+        **program_metadata(program, written, opt_level),
         # for the grid-less launch lint (jit.py): indexed by block, unaware of the grid size
         "reads_program_id": "pto.program_id" in frontend_ops,
         "reads_num_programs": "pto.num_programs" in frontend_ops,
-        "opt_level": opt_level,
         "compile_seconds": round(time.perf_counter() - t0, 4),
     }
     asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
@@ -77,6 +66,47 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if cpp is not None:
         asm["cpp"] = cpp
     return asm, metadata
+
+
+def program_metadata(program, written: list, opt_level: str) -> dict:
+    """What a launch needs to know of a compiled PTO program (``compiled.metadata``); jit
+    kernels and ``load_pto`` programs alike."""
+    target = program.target
+    return {
+        "name": program.name,
+        "target": target.name,
+        "kind": program.kind,
+        "uses_cube": program.kind != "vector",
+        "cores": target.cores_for(program.kind != "vector"),
+        "buffer_bytes": program.buffer_bytes,
+        "scratch_bytes": scratch_layout(target)[1],
+        "entry": f"{program.name}_launch",
+        "pointer_entry": has_pointer_entry(program),
+        "written_tensors": written,
+        "opt_level": opt_level,
+    }
+
+
+def with_fitting_sizes(error, source, spec_args: dict, target):
+    """``error`` (an on-chip overflow) with the constexpr values that would fit: each int
+    constexpr halved in turn, the others as given, until the kernel's memory plan fits
+    (frontend and Tile IR passes only, no code generation)."""
+    advice = []
+    for name, value in spec_args.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+            continue
+        smaller = value // 2
+        while smaller >= 1:
+            if plans_within_buffers(source, {**spec_args, name: smaller}, target):
+                advice.append(f"{name}={smaller} (instead of {value})")
+                break
+            smaller //= 2
+    if not advice:
+        return error
+    text = (f"{error.message}\nWith the other constexprs as given, each of these fits "
+            f"{target.name}'s buffers: " + "; ".join(advice))
+    return BufferOverflow(text, error.loc, error.call_chain, error.space, error.asked,
+                          error.capacity)
 
 
 def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..backends.ascend.targets import get_target
 from ..language import dtypes as dt
 from ..tensor_args import standin
 
@@ -77,9 +78,8 @@ def launch_on_device(kernel, grid, values: dict, device_type: str) -> None:
                            f"'{device_type}' (pypto.torch_ops.devices.register_device_runtime)")
     hosts = {n: standin_of(v) if hasattr(v, "stride") else v for n, v in values.items()}
     compiled = kernel.compile(**hosts)
-    if grid is None:
-        grid = (compiled.metadata["cores"],)
-    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (int(grid),)
+    grid = kernel._grid(grid, hosts, compiled.metadata,       # as a host launch reads it
+                        get_target(compiled.metadata["target"]))
     args = [_device_arg(values[name]) for name, _, _ in compiled.runtime_params]
     runtime.launch(compiled, grid, args, current_stream(device_type))
 

@@ -11,8 +11,8 @@ the caller allocated (``run``), on the inputs' own memory.
   inference), so fake outputs keep symbolic sizes. Inputs of rank > 2 are viewed as 2-D
   (leading dims flattened into rows), as tiles have rank <= 2.
 - ``ModuleSource``: a compiled graph ``Module`` (fixed shapes).
-- ``KernelSource``: a ``@pypto.jit`` kernel with a launch rule: which parameters are outputs
-  and how each is allocated, the grid, and the parameters computed from the inputs.
+- ``LaunchRuleSource``: a ``@pypto.jit`` kernel with a launch rule: which parameters are
+  outputs and how each is allocated, the grid, and the parameters computed from the inputs.
 """
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ class ModuleSource(OpSource):
 
 # -- jit kernels with a launch rule -------------------------------------------------------------
 
-class KernelSource(OpSource):
+class LaunchRuleSource(OpSource):
     """``register_op(name, kernel, outputs={...}, grid=..., args={...})``."""
 
     def __init__(self, kernel: JITFunction, outputs, grid=None, args=None):
@@ -325,7 +325,7 @@ def make_source(fn, outputs=None, grid=None, args=None, tile_size=None, target="
         if tile_size is not None:
             raise TypeError("register_op(tile_size=...) applies to tile ops; a kernel's "
                             "tiling is its own (pass constexprs through args=)")
-        return KernelSource(fn, outputs, grid, args)
+        return LaunchRuleSource(fn, outputs, grid, args)
     raise TypeError(f"register_op(fn=...) takes a @pypto.tile_op, a compiled graph "
                     f"(pypto.compile(...)) or a @pypto.jit kernel, got {type(fn).__name__}")
 
