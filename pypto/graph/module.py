@@ -13,8 +13,6 @@ import os
 import sys
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..backends.ascend.targets import get_target
 from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..device import Context, Tensor, empty
