@@ -23,7 +23,8 @@ _GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compil
 
 
 _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
-         "load_pto": ".pto_kernel",
+         "load_pto": ".pto_kernel", "ascend_c_kernel": ".ascend_c", "OutputSpec": ".ascend_c",
+         "AscendCCompileError": ".ascend_c",
          "SanitizerWarning": ".sanitizer", "SanitizerError": ".sanitizer"}
 
 
@@ -50,5 +51,6 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "empty", "get_backend", "set_target", "set_num_threads", "testing", "profile",
            "memory", "layout",
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
-           "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "SanitizerWarning",
+           "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "ascend_c_kernel", "OutputSpec",
+           "AscendCCompileError", "SanitizerWarning",
            "SanitizerError", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

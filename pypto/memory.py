@@ -241,7 +241,7 @@ class GraphMemoryReport:
         allocated = sum(int(r.peak_memory) for r in reports)
         useful = sum(sum(r.useful_bytes.values()) for r in reports)
         self.efficiency = 100.0 * useful / allocated if allocated else 100.0
-        tensors = list(module.placeholders) + [k.output for k in module.kernels]
+        tensors = list(module.placeholders) + [t for s in module.steps for t in s.outputs]
         self.global_breakdown = {t.name: math.prod(t.shape) * t.dtype.itemsize for t in tensors}
         workspace = sum(r.global_breakdown.get("workspace", 0) for r in reports)
         if workspace:

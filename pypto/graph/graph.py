@@ -47,7 +47,8 @@ class GraphTensor:
 
 
 class TensorGraph:
-    """``pypto.TensorGraph(name=...)``: placeholders and tile_map nodes, in creation order."""
+    """``pypto.TensorGraph(name=...)``: placeholders and nodes (tile_maps, Ascend C calls),
+    in creation order."""
 
     def __init__(self, name: str = "graph"):
         if not isinstance(name, str) or not name:
@@ -92,13 +93,19 @@ class TensorGraph:
 
     def names(self) -> set:
         """Every tensor name in use: placeholders and node outputs."""
-        return {t.name for t in self.placeholders} | {n.output.name for n in self.nodes}
+        return {t.name for t in self.placeholders} | {t.name for n in self.nodes
+                                                      for t in n.outputs}
 
     def add_node(self, node) -> None:
         self.nodes.append(node)
 
     def consumers(self, tensor: GraphTensor) -> list:
         return [n for n in self.nodes if any(t is tensor for t in n.inputs)]
+
+    def node_outputs(self) -> list[GraphTensor]:
+        """Every node's outputs, in creation order (a tile_map has one, an Ascend C call one
+        per output parameter)."""
+        return [t for n in self.nodes for t in n.outputs]
 
     @property
     def inputs(self) -> list[GraphTensor]:
@@ -107,7 +114,7 @@ class TensorGraph:
     @property
     def outputs(self) -> list[GraphTensor]:
         """Node outputs no other node reads, in creation order: what ``Module.run`` returns."""
-        return [n.output for n in self.nodes if not self.consumers(n.output)]
+        return [t for t in self.node_outputs() if not self.consumers(t)]
 
     def __repr__(self) -> str:
         return (f"<pypto.TensorGraph {self.name!r}: {len(self.placeholders)} placeholder(s), "

@@ -10,17 +10,20 @@ from __future__ import annotations
 def tile_graph_text(module) -> str:
     graph = module.graph
     lines = [f'tile graph "{graph.name}": {len(module.nodes)} node(s), '
-             f"{len(module.kernels)} kernel(s) for {module.target.name}", "inputs"]
+             f"{len(module.kernels)} kernel(s){_calls(module)} for {module.target.name}",
+             "inputs"]
     for t in module.placeholders:
         lines.append(f"  %{t.name}: {t.dtype}{list(t.shape)} layout {t.layout}")
     kernel_of = {id(n): k for k in module.kernels for n in k.group.nodes}
     lines.append("nodes")
     for node in module.nodes:
-        lines += _node(node, kernel_of[id(node)])
+        lines += _ascend_c_node(node) if getattr(node, "external", False) else \
+            _node(node, kernel_of[id(node)])
     lines.append("outputs")
     lines += [f"  %{t.name}: {t.dtype}{list(t.shape)}" for t in module.outputs]
-    for k in module.kernels:
-        lines += _kernel(k, module)
+    for step in module.steps:
+        lines += _ascend_c_step(step) if getattr(step, "node", None) is not None else \
+            _kernel(step, module)
     return "\n".join(lines) + "\n"
 
 
@@ -57,3 +60,29 @@ def _kernel(k, module) -> list[str]:
     lines.append("  Tile IR (after the passes):")
     lines += ["    " + line for line in k.compiled.asm["tile_ir"].rstrip().splitlines()]
     return lines
+
+
+def _ascend_c_node(node) -> list[str]:
+    b = node.binding
+    outs = ", ".join(f"%{t.name}: {t.dtype}{list(t.shape)}" for t in node.outputs)
+    inputs = ", ".join(f"%{x.name}" for x in node.inputs)
+    scalars = "".join(f", {k}={v!r}" for k, v in b.scalars.items())
+    deps = [x.name for x in node.inputs if not x.is_placeholder]
+    return [f"  {outs} = call_ascend_c({node.op.name}, [{inputs}]{scalars})",
+            f"    Ascend C kernel {node.op.name} ({node.op.filename}:{node.op.signature.line}); "
+            f"grid {b.grid}",
+            f"    depends on: {', '.join('%' + d for d in deps) or 'inputs only'}"]
+
+
+def _ascend_c_step(step) -> list[str]:
+    op, node = step.node.op, step.node
+    launch = op.npu_launch(*node.inputs, **node.binding.scalars)
+    return ["", f"ascend C call {step.name}: kernel {op.name}, grid {step.grid}; on this host "
+            "pto-isa's CPU simulator, on the NPU:",
+            f"  launch: {launch.call}",
+            f"  build:  {op.npu_build.command_line}"]
+
+
+def _calls(module) -> str:
+    n = len(module.ascend_c_steps)
+    return f", {n} Ascend C call(s)" if n else ""

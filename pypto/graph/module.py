@@ -1,4 +1,5 @@
-"""``pypto.compile(graph)`` → ``Module``; ``module.run(ctx, inputs)`` launches its kernels.
+"""``pypto.compile(graph)`` → ``Module``; ``module.run(ctx, inputs)`` launches its kernels
+(and its Ascend C calls, ``ascend_c_node``, in dependency order between them).
 
 Compiling plans the kernels (``plan``), writes each one's source (``codegen``) and compiles it
 with the ordinary jit for the placeholders' shapes, so compilation errors and the ``.pto`` text
@@ -18,6 +19,7 @@ from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..device import Context, Tensor, empty
 from ..jit import _dtype_of
 from ..tensor_args import as_array, standin
+from .ascend_c_node import AscendCStep
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .plan import Group, choose_form, plan_groups
@@ -46,6 +48,10 @@ class Kernel:
     def output(self):
         return self.group.output
 
+    @property
+    def outputs(self) -> list:
+        return [self.group.output]
+
 
 def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None):  # noqa: A001
     """Compile every tile_map node of ``graph`` for ``target`` into a ``Module``.
@@ -64,11 +70,15 @@ def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None
     if output is not None and not isinstance(output, (str, os.PathLike)):
         raise TypeError(f"pypto.compile(output=...) must be a file path, got {output!r}")
     if not graph.nodes:
-        raise ValueError(f"pypto.compile: graph {graph.name!r} has no tile_map nodes")
+        raise ValueError(f"pypto.compile: graph {graph.name!r} has no tile_map nodes (nor "
+                         "call_ascend_c calls)")
     module = Module(graph, chip, opts)
-    module.kernels = build_kernels(module, debug=False)
-    for kernel in module.kernels:
-        _compile_kernel(kernel)
+    module.steps = build_kernels(module, debug=False)
+    for step in module.steps:
+        if isinstance(step, AscendCStep):
+            step.build()            # its C++ errors come out here, like a kernel's
+        else:
+            _compile_kernel(step)
     if output is not None:
         with open(output, "w") as f:
             f.write(module.pto_instructions)
@@ -91,12 +101,15 @@ def _check_options(options) -> dict:
     return {**OPTIONS, **options}
 
 
-def build_kernels(module, debug: bool) -> list[Kernel]:
-    """The module's kernels in launch order (not compiled). ``debug``: one block per tile, so
-    a block's index is its tile's index."""
+def build_kernels(module, debug: bool) -> list:
+    """The module's launch steps in order (not compiled): generated ``Kernel``s and
+    ``AscendCStep``s. ``debug``: one block per tile, so a block's index is its tile's index."""
     graph, chip, opts = module.graph, module.target, module.options
     kernels = []
     for group in plan_groups(module.nodes, fuse=opts["tile_fusion"]):
+        if getattr(group.last, "external", False):
+            kernels.append(AscendCStep(group.last.name, group.last))
+            continue
         cores = chip.cores_for(group.uses_cube)
         form, grid = choose_form(group, cores, debug)
         name = kernel_name(graph.name, group)
@@ -139,8 +152,18 @@ class Module:
         # numpy's dtype per placeholder: a run compares dtypes with these directly (converting
         # each input's dtype, 3 us, was half of a small graph's run)
         self._np_dtypes = {t.name: t.dtype.to_numpy() for t in self.placeholders + self.outputs}
-        self.kernels: list[Kernel] = []
+        self.steps: list = []          # launch order: Kernels and AscendCSteps
         self._debug_kernels = None
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        """The generated jit kernels, in launch order."""
+        return [s for s in self.steps if isinstance(s, Kernel)]
+
+    @property
+    def ascend_c_steps(self) -> list[AscendCStep]:
+        """The Ascend C calls, in launch order."""
+        return [s for s in self.steps if isinstance(s, AscendCStep)]
 
     @property
     def input_names(self) -> list[str]:
@@ -169,16 +192,18 @@ class Module:
         given = self._check_out(out)
         debug = sys.modules.get("pypto.debug")    # debug mode is on only once it is imported
         interpret = debug is not None and debug.is_enabled()
-        for kernel in (self._debug() if interpret else self.kernels):
-            out = given.get(id(kernel.output))
-            if out is None:
-                out = empty(kernel.output.shape, kernel.output.dtype, ctx)
-            args = [values[id(t)] for t in kernel.params] + [out]
-            if interpret:
-                debug.interpret(kernel, args)
+        for step in (self._debug() if interpret else self.steps):
+            outs = [given.get(id(t)) for t in step.outputs]
+            outs = [empty(t.shape, t.dtype, ctx) if o is None else o
+                    for t, o in zip(step.outputs, outs)]
+            args = [values[id(t)] for t in step.params]
+            if isinstance(step, AscendCStep):       # on pto-isa's simulator, also in debug mode
+                step.run(args, outs)
+            elif interpret:
+                debug.interpret(step, args + outs)
             else:
-                kernel.jit[kernel.grid](*args)
-            values[id(kernel.output)] = out
+                step.jit[step.grid](*args, *outs)
+            values.update((id(t), o) for t, o in zip(step.outputs, outs))
         outputs = tuple(values[id(t)] for t in self.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
@@ -241,7 +266,7 @@ class Module:
             checked[id(t)] = given if isinstance(given, Tensor) else arr
         return checked
 
-    def _debug(self) -> list[Kernel]:
+    def _debug(self) -> list:
         if self._debug_kernels is None:
             self._debug_kernels = build_kernels(self, debug=True)
         return self._debug_kernels
@@ -264,7 +289,8 @@ class Module:
 
     def __repr__(self) -> str:
         return (f"<pypto.Module {self.graph.name!r} for {self.target.name}: "
-                f"{len(self.kernels)} kernel(s), inputs {self.input_names}, outputs "
+                f"{len(self.kernels)} kernel(s), {len(self.ascend_c_steps)} Ascend C call(s), "
+                f"inputs {self.input_names}, outputs "
                 f"{self.output_names}>")
 
 

@@ -8,6 +8,9 @@ on-chip memory instead of being stored to global memory and loaded again. Nodes 
 cube or cross-block synchronisation are not fused (a matmul result may not feed vector code
 inside the tile loop on 910B, and a barrier's meaning depends on its launch).
 
+An Ascend C call (``ascend_c_node``) is a group of its own and is never fused, either way: its
+kernel reads and writes global memory.
+
 **Launch forms**: ``"tile"`` launches one block per tile (the grid is the tile grid);
 ``"stride"`` launches ``min(tiles, cores)`` blocks, block ``b`` looping over its contiguous
 share of tiles ``[b*c, (b+1)*c)`` with ``c = cdiv(tiles, blocks)`` (the ``"grid_stride"``
@@ -77,7 +80,8 @@ def plan_groups(nodes, fuse: bool) -> list[Group]:
             readers.setdefault(key, []).append(node)
     for node in nodes:
         target = None
-        if fuse:
+        external = getattr(node, "external", False)     # an Ascend C call: a step of its own
+        if fuse and not external:
             for t in node.inputs:
                 g = by_output.get(id(t))
                 if g is not None and _fusible(g.last, node, readers):
@@ -89,7 +93,8 @@ def plan_groups(nodes, fuse: bool) -> list[Group]:
         else:
             del by_output[id(target.output)]
         target.nodes.append(node)
-        by_output[id(node.output)] = target
+        if not external:
+            by_output[id(node.output)] = target
     return sorted(groups, key=lambda g: nodes.index(g.last))
 
 

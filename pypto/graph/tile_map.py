@@ -32,6 +32,10 @@ class Node:
     output: GraphTensor = None
     tuning: object = None          # the TuningReport of tile_size="auto"
 
+    @property
+    def outputs(self) -> list:
+        return [self.output]
+
 
 def tile_map(tile_op, inputs, tile_size, parallel_strategy="auto", *, input_tiles=None,
              out_shape=None, name=None) -> GraphTensor:

@@ -1,18 +1,10 @@
 """Names the seed uses that depend on code it never defines: clear errors, not AttributeError.
 
-They stand for integrations with the real CANN stack (Ascend C operator libraries, the NPU's
-convolution), which a host simulation of the NPU does not have. (``register_op`` is real:
-``pypto/torch_ops``.)
+They stand for integrations with the real CANN stack (the NPU's convolution), which a host
+simulation of the NPU does not have. (``register_op`` is real: ``pypto/torch_ops``;
+``call_ascend_c`` too: ``pypto/ascend_c``.)
 """
 from __future__ import annotations
-
-
-def call_ascend_c(op, inputs, *args, **kwargs):
-    """Not available: there is no Ascend C toolchain or operator library here."""
-    raise NotImplementedError(
-        "pypto.call_ascend_c: calling Ascend C operators needs the CANN toolchain and a real "
-        "NPU; this PyPTO simulates the NPU on the host. Write the operator as a @pypto.jit "
-        "kernel or a @pypto.tile_op instead")
 
 
 def conv2d(input, weight, *args, **kwargs):

@@ -100,6 +100,12 @@ def run_module_on_device(module, inputs: dict, outs: list, device_type: str) -> 
     values = {id(t): inputs[t.name] for t in module.placeholders}
     given = dict(zip((id(t) for t in module.outputs), outs))
     device = next(iter(inputs.values())).device
+    if module.ascend_c_steps:
+        raise NotImplementedError(
+            f"graph {module.graph.name!r} calls Ascend C kernel(s) "
+            f"{[s.name for s in module.ascend_c_steps]}: on a {device_type!r} device they need "
+            "their bisheng build (kernel.npu_build), which PyPTO does not hand to device "
+            "runtimes; run the graph on CPU tensors (pto-isa's CPU simulator)")
     for kernel in module.kernels:
         out = given.get(id(kernel.output))
         if out is None:

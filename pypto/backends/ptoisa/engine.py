@@ -99,6 +99,15 @@ def _flags(tools: toolchain.Toolchain) -> list[str]:
             "-fpch-validate-input-files-content"]
 
 
+class BuildFailed(InternalError):
+    """The C++ compiler rejected a translation unit; ``stderr`` is its whole output (code
+    PyPTO generated is an internal error; a user's Ascend C source maps it to their lines)."""
+
+    def __init__(self, message: str, stderr: str = ""):
+        super().__init__(message)
+        self.stderr = stderr
+
+
 def _run(cmd: list[str], what: str) -> None:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_SECONDS)
@@ -106,8 +115,8 @@ def _run(cmd: list[str], what: str) -> None:
         raise InternalError(f"pto-isa engine: {what} could not run: {e}") from None
     if done.returncode != 0:
         errors = [ln for ln in done.stderr.splitlines() if "error" in ln]
-        raise InternalError(f"pto-isa engine: {what} failed: "
-                            f"{(errors or [done.stderr.strip()[-800:]])[0]}")
+        raise BuildFailed(f"pto-isa engine: {what} failed: "
+                          f"{(errors or [done.stderr.strip()[-800:]])[0]}", done.stderr)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,0 +1,449 @@
+"""``pypto.ascend_c_kernel``: an Ascend C kernel (C++ against pto-isa) declared for PyPTO, and
+``pypto.call_ascend_c``, which runs it on arrays or adds it to a graph.
+
+The declaration says what the C++ cannot: which GM pointers are inputs (``inputs=``, pto-isa's
+``__in__``/``__out__`` marks, or the output rule's parameter names), the outputs' shapes and
+dtypes (``outputs=``: a rule of the inputs' ``TensorSpec``s returning ``OutputSpec``s, one per
+output pointer in the kernel's order), the grid (``grid=``: an int, a tuple or a rule; the
+kernel sees the linear block index ``get_block_idx()`` and ``get_block_num()``) and the
+scalars (``scalars=``: values or rules, overridable per call). Everything else — names,
+order, dtypes of typed pointers — is read from the ``__global__`` function (``signature``).
+A call is checked against that before anything runs; the library is built on first use
+(``library``) and its NPU build is recorded beside it (``npu``).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import profile
+from ..backends.ascend.targets import get_target
+from ..backends.ptoisa.engine import NotOnSimulator
+from ..language import dtypes as dt
+from ..tensor_args import as_array
+from . import library, npu, signature as sig_mod
+
+NO_MODEL = "an Ascend C kernel: no PTO program for the cycle model"
+
+
+class OutputRuleError(ValueError):
+    """An output, grid or scalar rule that fails or returns something unusable."""
+
+
+@dataclass(frozen=True, init=False)
+class OutputSpec:
+    """The shape and dtype of one output, as an output rule returns them."""
+    shape: tuple
+    dtype: object
+
+    def __init__(self, shape, dtype):
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not shape or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n > 0
+                for n in shape):
+            raise ValueError(f"OutputSpec(shape=...) must be a non-empty tuple of positive "
+                             f"ints, got {shape!r}")
+        try:
+            dtype = dt.from_any(dtype)
+        except TypeError as e:
+            raise TypeError(f"OutputSpec(dtype=...): {e}") from None
+        object.__setattr__(self, "shape", tuple(int(n) for n in shape))
+        object.__setattr__(self, "dtype", dtype)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """What a rule sees of a tensor: its kernel parameter's name, shape and dtype."""
+    name: str
+    shape: tuple
+    dtype: object
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A call's outputs, scalars and grid, from the rules."""
+    outputs: tuple        # TensorSpec per output parameter
+    scalars: dict
+    grid: tuple
+
+
+class AscendCKernel:
+    """What ``pypto.ascend_c_kernel`` returns. ``inputs``/``outputs``: the tensor parameters
+    by role, in call order; ``signature``: the parsed ``__global__`` function; ``npu_build``:
+    the bisheng build. Call it like ``call_ascend_c``: ``op(a, b, n=...)``."""
+
+    def __init__(self, source, name, outputs, *, inputs=None, dtypes=None, ranks=None, grid=1,
+                 scalars=None, target="ascend910b", filename=None):
+        self.source, self.filename = _read_source(source, name, filename)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"pypto.ascend_c_kernel(name=...) must be the C++ name of the "
+                            f"__global__ function, got {name!r}")
+        self.name = name
+        self.signature = sig_mod.parse(self.source, name)
+        self.target = get_target(target)
+        self._rule = outputs
+        self._grid = grid
+        self.inputs, self.outputs = _roles(self.signature, inputs, outputs)
+        self.dtypes = _declared_dtypes(self.signature, dtypes, self.inputs)
+        self.ranks = _declared_ranks(self.signature, ranks)
+        self._scalars = _declared_scalars(self.signature, scalars)
+        self._kernel = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"<pypto.ascend_c_kernel {self.name}: inputs {self.inputs}, outputs "
+                f"{self.outputs}, scalars {[p.name for p in self.signature.scalars]}>")
+
+    def __call__(self, *inputs, **scalars):
+        return call_ascend_c(self, list(inputs), **scalars)
+
+    # -- checking a call ---------------------------------------------------------------------
+    def check_inputs(self, shapes_dtypes: list, where: str) -> list[TensorSpec]:
+        """``TensorSpec``s of the inputs ((shape, dtype) each), or a ``TypeError``/
+        ``ValueError`` naming the argument."""
+        if len(shapes_dtypes) != len(self.inputs):
+            raise TypeError(f"{where}: {self.name} takes {len(self.inputs)} input(s) "
+                            f"({', '.join(self.inputs)}), got {len(shapes_dtypes)}")
+        specs = []
+        for k, (pname, (shape, dtype)) in enumerate(zip(self.inputs, shapes_dtypes)):
+            want = self.dtypes[pname]
+            if dtype != want:
+                raise TypeError(f"{where}: input {pname!r} (inputs[{k}]) must be {want} (the "
+                                f"kernel's `{self.signature.param(pname).text}`), got {dtype}")
+            rank = self.ranks.get(pname)
+            if rank is not None and len(shape) != rank:
+                raise ValueError(f"{where}: input {pname!r} (inputs[{k}]) must have rank "
+                                 f"{rank}, got shape {tuple(shape)}")
+            specs.append(TensorSpec(pname, tuple(int(n) for n in shape), dtype))
+        return specs
+
+    def bind(self, specs: list[TensorSpec], given_scalars: dict, where: str) -> Binding:
+        """The outputs, scalars and grid of a call on inputs ``specs``."""
+        return Binding(tuple(self._output_specs(specs)), self._scalar_values(specs, given_scalars,
+                                                                             where),
+                       self._grid_of(specs))
+
+    def _output_specs(self, specs) -> list[TensorSpec]:
+        rule = self._rule
+        result = _apply(rule, specs, f"{self.name}'s output rule (outputs=)") if callable(rule) \
+            else rule
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(result) != len(self.outputs) or not all(isinstance(r, OutputSpec) for r in result):
+            got = ", ".join(type(r).__name__ for r in result)
+            raise OutputRuleError(f"ascend_c_kernel {self.name}: the output rule (outputs=) must "
+                                  f"give {len(self.outputs)} pypto.OutputSpec (one per output "
+                                  f"parameter {', '.join(self.outputs)}), got [{got}]")
+        out = []
+        for pname, r in zip(self.outputs, result):
+            declared = self.signature.param(pname).dtype
+            if declared is not None and r.dtype != declared:
+                raise OutputRuleError(f"ascend_c_kernel {self.name}: the output rule gives "
+                                      f"{pname!r} dtype {r.dtype}, but the kernel declares "
+                                      f"`{self.signature.param(pname).text}` ({declared})")
+            rank = self.ranks.get(pname)
+            if rank is not None and len(r.shape) != rank:
+                raise OutputRuleError(f"ascend_c_kernel {self.name}: the output rule gives "
+                                      f"{pname!r} shape {r.shape}, but ranks= says rank {rank}")
+            out.append(TensorSpec(pname, r.shape, r.dtype))
+        return out
+
+    def _scalar_values(self, specs, given: dict, where: str) -> dict:
+        params = {p.name: p for p in self.signature.scalars}
+        unknown = sorted(set(given) - set(params))
+        if unknown:
+            raise TypeError(f"{where}: {self.name} has no scalar parameter(s) "
+                            f"{', '.join(unknown)}; its scalars are {list(params) or 'none'}")
+        values = {}
+        for pname, p in params.items():
+            if pname in given:
+                value = given[pname]
+            elif pname in self._scalars:
+                value = self._scalars[pname]
+                if callable(value):
+                    value = _apply(value, specs, f"{self.name}'s rule for scalar {pname!r}")
+            else:
+                raise TypeError(f"{where}: scalar parameter {pname!r} (`{p.text}`) of "
+                                f"{self.name} has no value: pass {pname}=... or declare "
+                                f"scalars={{{pname!r}: lambda *inputs: ...}}")
+            values[pname] = _scalar(value, p, where)
+        return values
+
+    def _grid_of(self, specs) -> tuple:
+        grid = self._grid
+        if callable(grid):
+            grid = _apply(grid, specs, f"{self.name}'s grid rule (grid=)")
+        if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool):
+            grid = (int(grid),)
+        if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3 or not all(
+                isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g > 0
+                for g in grid):
+            raise OutputRuleError(f"ascend_c_kernel {self.name}: the grid (grid=) must be a "
+                                  f"positive int or a tuple of 1-3 positive ints, got {grid!r}")
+        return tuple(int(g) for g in grid)
+
+    # -- running -------------------------------------------------------------------------------
+    def build(self):
+        """The kernel built for pto-isa's CPU simulator (from the disk cache, or compiled now;
+        once per process)."""
+        with self._lock:
+            if self._kernel is None:
+                self._kernel = library.load(self.source, self.name, self.filename,
+                                            self.signature, self.target.vector_cores)
+            return self._kernel
+
+    def launch(self, inputs: list, outputs: list, binding: Binding) -> None:
+        """Run on numpy ``inputs`` (in ``self.inputs`` order), writing ``outputs``."""
+        if any(s.dtype == dt.bfloat16 for s in binding.outputs) or any(
+                self.dtypes[n] == dt.bfloat16 for n in self.inputs):
+            raise NotOnSimulator(f"{self.name}: bfloat16 tensors cannot run on pto-isa's CPU "
+                                 "simulator, whose bfloat16_t is float16 (pto-isa "
+                                 "include/pto/common/type.hpp)")
+        kernel = self.build()
+        args = {n: np.ascontiguousarray(a) for n, a in zip(self.inputs, inputs)}
+        staged = [o if o.flags.c_contiguous and o.flags.writeable else np.empty_like(o, order="C")
+                  for o in outputs]
+        args.update(zip(self.outputs, staged))
+        args.update(binding.scalars)
+        t0 = time.perf_counter()
+        kernel.launch(binding.grid, args)
+        if profile.ACTIVE:
+            profile._add(profile.Launch(self.name, binding.grid,
+                                        (time.perf_counter() - t0) * 1e3, None, {}, "ascend-c",
+                                        NO_MODEL))
+        for o, s in zip(outputs, staged):
+            if o is not s:
+                o[...] = s
+
+    # -- the NPU target ------------------------------------------------------------------------
+    @property
+    def npu_build(self) -> npu.NpuBuild:
+        """How bisheng would build this kernel for the target (recorded, not run here)."""
+        try:
+            headers = library.toolchain.find_headers()
+        except library.toolchain.ToolMissing:
+            headers = None
+        source = self.filename if os.path.isfile(self.filename) else f"{self.name}.cpp"
+        return npu.build(self.signature, self.target, headers, source)
+
+    def npu_launch(self, *inputs, **scalars) -> npu.NpuLaunch:
+        """The NPU launch of a call on ``inputs`` (arrays, graph tensors or TensorSpecs)."""
+        where = f"{self.name}.npu_launch"
+        specs = self.check_inputs([_shape_dtype(x, f"inputs[{k}]", where)
+                                   for k, x in enumerate(inputs)], where)
+        binding = self.bind(specs, scalars, where)
+        roles = {**{n: "input" for n in self.inputs}, **{n: "output" for n in self.outputs}}
+        every = {s.name: s for s in list(specs) + list(binding.outputs)}
+        return npu.launch(self.signature, math.prod(binding.grid), roles, every, binding.scalars)
+
+
+def ascend_c_kernel(source, name, outputs, **options) -> AscendCKernel:
+    """Declare an Ascend C kernel: ``source`` (C++ text, or a path to a .cpp file) defines
+    ``__global__ AICORE void <name>(...)``; ``outputs`` is a rule (or fixed ``OutputSpec``s).
+    Options: ``inputs``, ``dtypes``, ``ranks``, ``grid``, ``scalars``, ``target``, ``filename``
+    (docs/ascend_c.md)."""
+    return AscendCKernel(source, name, outputs, **options)
+
+
+def call_ascend_c(op, inputs, **scalars):
+    """Run ``op`` on ``inputs``: arrays (numpy, torch CPU, pypto.Tensor) run now and return the
+    output(s) as the same kind; graph tensors add a node to their graph and return its output
+    graph tensor(s)."""
+    if not isinstance(op, AscendCKernel):
+        raise TypeError(f"pypto.call_ascend_c(op=...) takes a kernel made by "
+                        f"pypto.ascend_c_kernel(source, name, outputs=...), got "
+                        f"{type(op).__name__}")
+    if not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    from ..graph.graph import GraphTensor
+    in_graph = [isinstance(x, GraphTensor) for x in inputs]
+    if any(in_graph):
+        if not all(in_graph):
+            k = in_graph.index(False)
+            raise TypeError(f"pypto.call_ascend_c({op.name}): inputs[{k}] is a "
+                            f"{type(inputs[k]).__name__} among graph tensors; in a graph every "
+                            "input is a placeholder or a node's output")
+        from ..graph.ascend_c_node import add_call
+        return add_call(op, list(inputs), scalars)
+    return _run_now(op, list(inputs), scalars)
+
+
+def _run_now(op: AscendCKernel, inputs: list, scalars: dict):
+    where = f"pypto.call_ascend_c({op.name})"
+    arrays = []
+    for k, x in enumerate(inputs):
+        try:
+            a = as_array(x)
+        except TypeError as e:
+            raise TypeError(f"{where}: inputs[{k}]: {e}") from None
+        if a is None:
+            raise TypeError(f"{where}: inputs[{k}] must be an array (numpy, a torch CPU tensor "
+                            f"or a pypto.Tensor), got {type(x).__name__}")
+        arrays.append(a)
+    specs = op.check_inputs([(a.shape, _dtype(a, where, k)) for k, a in enumerate(arrays)], where)
+    binding = op.bind(specs, scalars, where)
+    outs = [np.zeros(s.shape, s.dtype.to_numpy()) for s in binding.outputs]
+    op.launch(arrays, outs, binding)
+    results = [_like(inputs, o) for o in outs]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def _like(inputs, array):
+    """The output as the inputs' kind: torch if any input is torch, pypto.Tensor if any is."""
+    from ..device import Tensor
+    if any(type(x).__module__.startswith("torch") for x in inputs):
+        import torch
+        return torch.from_numpy(array)
+    if any(isinstance(x, Tensor) for x in inputs):
+        return Tensor.from_numpy(array)
+    return array
+
+
+def _dtype(array, where, k):
+    try:
+        return dt.from_any(array.dtype)
+    except TypeError as e:
+        raise TypeError(f"{where}: inputs[{k}]: {e}") from None
+
+
+def _shape_dtype(x, name, where):
+    if isinstance(x, TensorSpec) or hasattr(x, "graph"):
+        return (x.shape, x.dtype)
+    a = as_array(x)
+    if a is None:
+        raise TypeError(f"{where}: {name} must be an array, a graph tensor or a TensorSpec, "
+                        f"got {type(x).__name__}")
+    return (a.shape, _dtype(a, where, name))
+
+
+def _apply(rule, specs, what):
+    try:
+        return rule(*specs)
+    except Exception as e:  # noqa: BLE001 - the user's rule: say which one failed
+        raise OutputRuleError(f"{what} failed on inputs "
+                              f"{', '.join(f'{s.name}={s.dtype}{list(s.shape)}' for s in specs)}: "
+                              f"{type(e).__name__}: {e}") from e
+
+
+def _scalar(value, p, where):
+    if isinstance(value, (bool, np.bool_)) and p.cxx != "bool":
+        raise TypeError(f"{where}: scalar {p.name!r} (`{p.text}`) takes a number, got {value!r}")
+    if p.kind == "int":
+        if not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{where}: scalar {p.name!r} (`{p.text}`) takes an int, got "
+                            f"{value!r}")
+        return int(value)
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: scalar {p.name!r} (`{p.text}`) takes a float, got {value!r}")
+    return float(value)
+
+
+def _read_source(source, name, filename):
+    if isinstance(source, os.PathLike):
+        path = os.fspath(source)
+        with open(path) as f:
+            return f.read(), filename or os.path.abspath(path)
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"pypto.ascend_c_kernel(source=...) must be C++ source text or a path "
+                        f"(pathlib.Path) to a .cpp file, got {type(source).__name__}")
+    if "\n" not in source and source.endswith((".cpp", ".cc", ".cxx", ".h", ".hpp")) and \
+            os.path.isfile(source):
+        with open(source) as f:
+            return f.read(), filename or os.path.abspath(source)
+    return source, filename or f"<ascend_c {name}>"
+
+
+def _roles(signature, inputs, rule) -> tuple[list, list]:
+    tensors = [p.name for p in signature.tensors]
+    kernel = signature.name
+    if inputs is not None:
+        if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)) or len(set(inputs)) \
+                != len(inputs) or not all(n in tensors for n in inputs):
+            raise ValueError(f"pypto.ascend_c_kernel({kernel!r}, inputs=...) must list distinct "
+                             f"pointer parameters of {kernel} ({', '.join(tensors)}), got "
+                             f"{inputs!r}")
+        chosen = list(inputs)
+    elif any(p.role for p in signature.tensors):
+        chosen = [p.name for p in signature.tensors if p.role != "out"]
+    elif callable(rule):
+        names = _rule_params(rule)
+        if names is None or not all(n in tensors for n in names):
+            raise ValueError(
+                f"pypto.ascend_c_kernel({kernel!r}): which pointer parameters "
+                f"({', '.join(tensors)}) are inputs? Name them with inputs=[...], mark them "
+                f"__in__/__out__ in the C++, or name the output rule's parameters after them "
+                f"(its parameters are {names})")
+        chosen = names
+    else:
+        count = len(rule) if isinstance(rule, (list, tuple)) else 1
+        chosen = tensors[:len(tensors) - count]
+    outputs = [n for n in tensors if n not in chosen]
+    if not outputs:
+        raise ValueError(f"pypto.ascend_c_kernel({kernel!r}): every pointer parameter is an "
+                         f"input; a kernel needs at least one output parameter to write")
+    return chosen, outputs
+
+
+def _rule_params(rule):
+    try:
+        params = list(inspect.signature(rule).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+        return None
+    return [p.name for p in params]
+
+
+def _declared_dtypes(signature, dtypes, inputs) -> dict:
+    dtypes = dict(dtypes or {})
+    tensors = {p.name: p for p in signature.tensors}
+    for n in dtypes:
+        if n not in tensors:
+            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, dtypes=...): {n!r} is "
+                             f"no pointer parameter ({', '.join(tensors)})")
+    out = {}
+    for n, p in tensors.items():
+        given = dt.from_any(dtypes[n]) if n in dtypes else None
+        if p.dtype is not None and given is not None and given != p.dtype:
+            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, dtypes=...): {n!r} is "
+                             f"`{p.text}` ({p.dtype}), not {given}")
+        out[n] = p.dtype or given
+        if out[n] is None and n in inputs:
+            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}): input `{p.text}` is "
+                             f"untyped; give its dtype with dtypes={{{n!r}: 'float16'}} (say)")
+    return out
+
+
+def _declared_ranks(signature, ranks) -> dict:
+    ranks = dict(ranks or {})
+    names = {p.name for p in signature.tensors}
+    for n, r in ranks.items():
+        if n not in names or not isinstance(r, int) or r < 1:
+            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, ranks=...): want "
+                             f"{{pointer parameter: rank >= 1}}, got {n!r}: {r!r}")
+    return ranks
+
+
+def _declared_scalars(signature, scalars) -> dict:
+    scalars = dict(scalars or {})
+    names = {p.name for p in signature.scalars}
+    unknown = sorted(set(scalars) - names)
+    if unknown:
+        raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, scalars=...): "
+                         f"{', '.join(unknown)} are no scalar parameters of {signature.name} "
+                         f"({', '.join(sorted(names)) or 'none'})")
+    return scalars

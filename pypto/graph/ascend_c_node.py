@@ -1,0 +1,93 @@
+"""An Ascend C kernel as a node of a tensor graph (``pypto.call_ascend_c`` on graph tensors).
+
+The node is checked and bound when the user writes it: the inputs' shapes and dtypes against
+the kernel's signature, the output rule, the scalars and the grid (shapes are static in a
+graph), so a bad call is reported at the ``call_ascend_c`` line. Its outputs are graph tensors
+like a tile_map's: they feed tile_maps and further calls. ``pypto.compile`` gives it a launch
+step of its own (``plan`` never fuses it; ``compile`` builds its library, so C++ errors come
+out there), and ``Module.run`` launches it in dependency order between the generated kernels,
+on the memory of the graph's tensors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..tensor_args import as_array
+from .graph import GraphTensor
+
+
+@dataclass(eq=False)
+class AscendCNode:
+    """``outputs = call_ascend_c(op, inputs)`` in a graph, with its bound call."""
+    name: str
+    op: object             # AscendCKernel
+    inputs: list
+    binding: object        # ascend_c.Binding: output specs, scalars, grid
+    outputs: list = field(default_factory=list)
+    external = True        # not a tile_map: no tiling, never fused
+
+    @property
+    def output(self) -> GraphTensor:
+        return self.outputs[0]
+
+
+@dataclass(eq=False)
+class AscendCStep:
+    """The launch of one ``AscendCNode`` in a compiled module."""
+    name: str
+    node: AscendCNode
+
+    @property
+    def params(self) -> list:
+        return self.node.inputs
+
+    @property
+    def outputs(self) -> list:
+        return self.node.outputs
+
+    @property
+    def grid(self) -> tuple:
+        return self.node.binding.grid
+
+    def build(self) -> None:
+        self.node.op.build()
+
+    def run(self, inputs: list, outputs: list) -> None:
+        """Launch on the graph's tensors (pypto.Tensors or arrays), writing ``outputs``."""
+        self.node.op.launch([as_array(x) for x in inputs], [as_array(o) for o in outputs],
+                            self.node.binding)
+
+
+def add_call(op, inputs: list, scalars: dict):
+    """Add the node; its output graph tensor, or a tuple of them for several outputs."""
+    where = f"pypto.call_ascend_c({op.name})"
+    graph = inputs[0].graph
+    for k, t in enumerate(inputs):
+        if t.graph is not graph:
+            raise ValueError(f"{where}: inputs[{k}] ({t.name!r}) belongs to graph "
+                             f"{t.graph.name!r}, inputs[0] to {graph.name!r}; a node's inputs "
+                             "must come from one graph")
+    specs = op.check_inputs([(t.shape, t.dtype) for t in inputs], where)
+    binding = op.bind(specs, scalars, where)
+    name = _free_name(graph, op.name)
+    node = AscendCNode(name, op, list(inputs), binding)
+    single = len(binding.outputs) == 1
+    taken = graph.names() | {name}
+    for spec in binding.outputs:
+        out_name = name if single else _unique(f"{name}_{spec.name}", taken)
+        taken.add(out_name)
+        node.outputs.append(GraphTensor(graph, out_name, spec.shape, spec.dtype, "ND", node))
+    graph.add_node(node)
+    return node.outputs[0] if single else tuple(node.outputs)
+
+
+def _free_name(graph, base: str) -> str:
+    return _unique(base, graph.names())
+
+
+def _unique(base: str, taken: set) -> str:
+    name, i = base, 1
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    return name
