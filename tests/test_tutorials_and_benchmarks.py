@@ -29,6 +29,8 @@ SCRIPTS = {
     "tutorials/10_torch_custom_op.py": r"^\s*shape\s+torch eager\s+PyPTO op\s+inductor\s+ratio\s*$",
     "tutorials/08_safety_nets.py": r"^\s*launch\s+time\s*$",
     "tutorials/11_autotune.py": r"^\s*config\s+NPU \(model\)\s+host\s*$",
+    "tutorials/14_ascend_c_and_pto.py":
+        r"^\s*shape\s+call_ascend_c\s+graph\s+numpy\s+graph/numpy\s*$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -76,6 +78,10 @@ SHOWS = {
         "(measured on this machine", "not measured)", "core utilization 16.7%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
         "32 KiB more UB"],
+    "tutorials/14_ascend_c_and_pto.py": [
+        "--npu-arch=dav-2201", "call_optimized_matmul(6, stream, a, b, c, m=128, n=192, k=256)",
+        "is refused before anything runs", "the edit drops 4", "modelled NPU time: ",
+        "results bit-identical", "refused by the hazard checker"],
     "benchmarks/tuning_table.py": [
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
         "core utilization 2.1% ->", "Why ours differ from the seed's figures",
