@@ -30,7 +30,7 @@ _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
 
 def __getattr__(name):
     import importlib
-    if name in ("graph", "debug"):
+    if name in ("graph", "debug", "ascend_c"):
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:                 # loaded on first use, as the graph API is
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)

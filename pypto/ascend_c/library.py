@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
+import json
 import re
 
 from ..backends.ptoisa import engine, entry, toolchain
@@ -92,7 +92,9 @@ def load(source: str, name: str, filename: str, signature, cores: int):
             library = engine.build(unit, tc)
         except BuildFailed as e:
             raise compile_error(e.stderr, source, filename, name) from None
-        return {engine.LIBRARY: library, "kernel.cpp": unit.encode()}
+        about = {"name": name, "file": filename}          # what `pypto cache list` shows
+        return {engine.LIBRARY: library, "kernel.cpp": unit.encode(),
+                "ascend_c.json": json.dumps(about).encode()}
 
     files = cache_mod.fetch_or_build(key, (engine.LIBRARY,), build, record=False)
     library = engine.Library(files[engine.LIBRARY])

@@ -21,7 +21,7 @@ SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
 class Entry:
     path: str
     key: str
-    kind: str            # kernel, pto-isa, host, pch, autotune
+    kind: str            # kernel, pto-isa, ascend-c, host, pch, autotune
     name: str
     size: int
     used: float          # seconds since the epoch: written, or last read
@@ -77,6 +77,13 @@ def _dir_entry(path, filenames, top) -> Entry:
     if "metadata.json" in filenames:
         try:
             with open(os.path.join(path, "metadata.json")) as f:
+                name = json.load(f).get("name", "?")
+        except (OSError, ValueError):
+            pass
+    elif "ascend_c.json" in filenames:         # pypto/ascend_c/library.py
+        kind = "ascend-c"
+        try:
+            with open(os.path.join(path, "ascend_c.json")) as f:
                 name = json.load(f).get("name", "?")
         except (OSError, ValueError):
             pass

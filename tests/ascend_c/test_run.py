@@ -89,6 +89,12 @@ def test_second_declaration_hits_the_disk_cache(vadd, monkeypatch):
     np.testing.assert_array_equal(again(x, x), 2 * x)
 
 
+def test_pypto_cache_list_names_the_kernel(vadd):
+    from pypto.compiler import cache_admin
+    vadd.build()
+    assert "vadd" in [e.name for e in cache_admin.entries() if e.kind == "ascend-c"]
+
+
 def _no_compiles(*_):
     raise AssertionError("compiled although the library is in the cache")
 
