@@ -1,4 +1,4 @@
-"""Tutorial 14 -- below the tile language: an Ascend C kernel in a PyPTO program, and hand-written PTO.
+"""Tutorial 14 -- below the tile language: an Ascend C kernel in a PyPTO program; hand-written PTO.
 
     python tutorials/14_ascend_c_and_pto.py [--quick] [--reps N]
 

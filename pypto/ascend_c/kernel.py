@@ -1,5 +1,5 @@
-"""``pypto.ascend_c_kernel``: an Ascend C kernel (C++ against pto-isa) declared for PyPTO, and
-``pypto.call_ascend_c``, which runs it on arrays or adds it to a graph.
+"""``pypto.ascend_c_kernel``: an Ascend C kernel (C++ against pto-isa) declared for PyPTO; a
+call's checks and rules, its launch on the simulator and its NPU record (``call`` runs it).
 
 The declaration says what the C++ cannot: which GM pointers are inputs (``inputs=``, pto-isa's
 ``__in__``/``__out__`` marks, or the output rule's parameter names), the outputs' shapes and
@@ -7,13 +7,13 @@ dtypes (``outputs=``: a rule of the inputs' ``TensorSpec``s returning ``OutputSp
 output pointer in the kernel's order), the grid (``grid=``: an int, a tuple or a rule; the
 kernel sees the linear block index ``get_block_idx()`` and ``get_block_num()``) and the
 scalars (``scalars=``: values or rules, overridable per call). Everything else — names,
-order, dtypes of typed pointers — is read from the ``__global__`` function (``signature``).
+order, dtypes of typed pointers — is read from the ``__global__`` function (``signature``;
+the options are checked by ``declaration``).
 A call is checked against that before anything runs; the library is built on first use
 (``library``) and its NPU build is recorded beside it (``npu``).
 """
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import threading
@@ -27,9 +27,16 @@ from ..backends.ascend.targets import get_target
 from ..backends.ptoisa.engine import NotOnSimulator
 from ..language import dtypes as dt
 from ..tensor_args import as_array
-from . import library, npu, signature as sig_mod
+from . import declaration, library, npu, signature as sig_mod
 
 NO_MODEL = "an Ascend C kernel: no PTO program for the cycle model"
+# what each C++ integer type holds (the entry casts the 64-bit slot: out of range would wrap)
+_INT_RANGES = {"int8_t": (-2 ** 7, 2 ** 7 - 1), "uint8_t": (0, 2 ** 8 - 1),
+               "int16_t": (-2 ** 15, 2 ** 15 - 1), "uint16_t": (0, 2 ** 16 - 1),
+               "int32_t": (-2 ** 31, 2 ** 31 - 1), "int": (-2 ** 31, 2 ** 31 - 1),
+               "uint32_t": (0, 2 ** 32 - 1), "unsigned": (0, 2 ** 32 - 1),
+               "unsigned int": (0, 2 ** 32 - 1), "uint64_t": (0, 2 ** 64 - 1),
+               "size_t": (0, 2 ** 64 - 1), "bool": (0, 1)}
 
 
 class OutputRuleError(ValueError):
@@ -89,7 +96,7 @@ class AscendCKernel:
 
     def __init__(self, source, name, outputs, *, inputs=None, dtypes=None, ranks=None, grid=1,
                  scalars=None, target="ascend910b", filename=None):
-        self.source, self.filename = _read_source(source, name, filename)
+        self.source, self.filename = declaration.read_source(source, name, filename)
         if not isinstance(name, str) or not name.isidentifier():
             raise TypeError(f"pypto.ascend_c_kernel(name=...) must be the C++ name of the "
                             f"__global__ function, got {name!r}")
@@ -98,10 +105,10 @@ class AscendCKernel:
         self.target = get_target(target)
         self._rule = outputs
         self._grid = grid
-        self.inputs, self.outputs = _roles(self.signature, inputs, outputs)
-        self.dtypes = _declared_dtypes(self.signature, dtypes, self.inputs)
-        self.ranks = _declared_ranks(self.signature, ranks)
-        self._scalars = _declared_scalars(self.signature, scalars)
+        self.inputs, self.outputs = declaration.roles(self.signature, inputs, outputs)
+        self.dtypes = declaration.declared_dtypes(self.signature, dtypes, self.inputs)
+        self.ranks = declaration.declared_ranks(self.signature, ranks)
+        self._scalars = declaration.declared_scalars(self.signature, scalars)
         self._kernel = None
         self._lock = threading.Lock()
 
@@ -110,6 +117,7 @@ class AscendCKernel:
                 f"{self.outputs}, scalars {[p.name for p in self.signature.scalars]}>")
 
     def __call__(self, *inputs, **scalars):
+        from .call import call_ascend_c
         return call_ascend_c(self, list(inputs), **scalars)
 
     # -- checking a call ---------------------------------------------------------------------
@@ -259,60 +267,6 @@ def ascend_c_kernel(source, name, outputs, **options) -> AscendCKernel:
     return AscendCKernel(source, name, outputs, **options)
 
 
-def call_ascend_c(op, inputs, **scalars):
-    """Run ``op`` on ``inputs``: arrays (numpy, torch CPU, pypto.Tensor) run now and return the
-    output(s) as the same kind; graph tensors add a node to their graph and return its output
-    graph tensor(s)."""
-    if not isinstance(op, AscendCKernel):
-        raise TypeError(f"pypto.call_ascend_c(op=...) takes a kernel made by "
-                        f"pypto.ascend_c_kernel(source, name, outputs=...), got "
-                        f"{type(op).__name__}")
-    if not isinstance(inputs, (list, tuple)):
-        inputs = [inputs]
-    from ..graph.graph import GraphTensor
-    in_graph = [isinstance(x, GraphTensor) for x in inputs]
-    if any(in_graph):
-        if not all(in_graph):
-            k = in_graph.index(False)
-            raise TypeError(f"pypto.call_ascend_c({op.name}): inputs[{k}] is a "
-                            f"{type(inputs[k]).__name__} among graph tensors; in a graph every "
-                            "input is a placeholder or a node's output")
-        from ..graph.ascend_c_node import add_call
-        return add_call(op, list(inputs), scalars)
-    return _run_now(op, list(inputs), scalars)
-
-
-def _run_now(op: AscendCKernel, inputs: list, scalars: dict):
-    where = f"pypto.call_ascend_c({op.name})"
-    arrays = []
-    for k, x in enumerate(inputs):
-        try:
-            a = as_array(x)
-        except TypeError as e:
-            raise TypeError(f"{where}: inputs[{k}]: {e}") from None
-        if a is None:
-            raise TypeError(f"{where}: inputs[{k}] must be an array (numpy, a torch CPU tensor "
-                            f"or a pypto.Tensor), got {type(x).__name__}")
-        arrays.append(a)
-    specs = op.check_inputs([(a.shape, _dtype(a, where, k)) for k, a in enumerate(arrays)], where)
-    binding = op.bind(specs, scalars, where)
-    outs = [np.zeros(s.shape, s.dtype.to_numpy()) for s in binding.outputs]
-    op.launch(arrays, outs, binding)
-    results = [_like(inputs, o) for o in outs]
-    return results[0] if len(results) == 1 else tuple(results)
-
-
-def _like(inputs, array):
-    """The output as the inputs' kind: torch if any input is torch, pypto.Tensor if any is."""
-    from ..device import Tensor
-    if any(type(x).__module__.startswith("torch") for x in inputs):
-        import torch
-        return torch.from_numpy(array)
-    if any(isinstance(x, Tensor) for x in inputs):
-        return Tensor.from_numpy(array)
-    return array
-
-
 def _dtype(array, where, k):
     try:
         return dt.from_any(array.dtype)
@@ -346,104 +300,13 @@ def _scalar(value, p, where):
         if not isinstance(value, (int, np.integer)):
             raise TypeError(f"{where}: scalar {p.name!r} (`{p.text}`) takes an int, got "
                             f"{value!r}")
+        low, high = _INT_RANGES.get(p.cxx, (-2 ** 63, 2 ** 63 - 1))
+        if not low <= int(value) <= high:
+            raise ValueError(f"{where}: scalar {p.name!r} (`{p.text}`) holds {low}..{high}, "
+                             f"got {int(value)}")
         return int(value)
     if not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{where}: scalar {p.name!r} (`{p.text}`) takes a float, got {value!r}")
     return float(value)
 
 
-def _read_source(source, name, filename):
-    if isinstance(source, os.PathLike):
-        path = os.fspath(source)
-        with open(path) as f:
-            return f.read(), filename or os.path.abspath(path)
-    if not isinstance(source, str) or not source.strip():
-        raise TypeError(f"pypto.ascend_c_kernel(source=...) must be C++ source text or a path "
-                        f"(pathlib.Path) to a .cpp file, got {type(source).__name__}")
-    if "\n" not in source and source.endswith((".cpp", ".cc", ".cxx", ".h", ".hpp")) and \
-            os.path.isfile(source):
-        with open(source) as f:
-            return f.read(), filename or os.path.abspath(source)
-    return source, filename or f"<ascend_c {name}>"
-
-
-def _roles(signature, inputs, rule) -> tuple[list, list]:
-    tensors = [p.name for p in signature.tensors]
-    kernel = signature.name
-    if inputs is not None:
-        if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)) or len(set(inputs)) \
-                != len(inputs) or not all(n in tensors for n in inputs):
-            raise ValueError(f"pypto.ascend_c_kernel({kernel!r}, inputs=...) must list distinct "
-                             f"pointer parameters of {kernel} ({', '.join(tensors)}), got "
-                             f"{inputs!r}")
-        chosen = list(inputs)
-    elif any(p.role for p in signature.tensors):
-        chosen = [p.name for p in signature.tensors if p.role != "out"]
-    elif callable(rule):
-        names = _rule_params(rule)
-        if names is None or not all(n in tensors for n in names):
-            raise ValueError(
-                f"pypto.ascend_c_kernel({kernel!r}): which pointer parameters "
-                f"({', '.join(tensors)}) are inputs? Name them with inputs=[...], mark them "
-                f"__in__/__out__ in the C++, or name the output rule's parameters after them "
-                f"(its parameters are {names})")
-        chosen = names
-    else:
-        count = len(rule) if isinstance(rule, (list, tuple)) else 1
-        chosen = tensors[:len(tensors) - count]
-    outputs = [n for n in tensors if n not in chosen]
-    if not outputs:
-        raise ValueError(f"pypto.ascend_c_kernel({kernel!r}): every pointer parameter is an "
-                         f"input; a kernel needs at least one output parameter to write")
-    return chosen, outputs
-
-
-def _rule_params(rule):
-    try:
-        params = list(inspect.signature(rule).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY) for p in params):
-        return None
-    return [p.name for p in params]
-
-
-def _declared_dtypes(signature, dtypes, inputs) -> dict:
-    dtypes = dict(dtypes or {})
-    tensors = {p.name: p for p in signature.tensors}
-    for n in dtypes:
-        if n not in tensors:
-            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, dtypes=...): {n!r} is "
-                             f"no pointer parameter ({', '.join(tensors)})")
-    out = {}
-    for n, p in tensors.items():
-        given = dt.from_any(dtypes[n]) if n in dtypes else None
-        if p.dtype is not None and given is not None and given != p.dtype:
-            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, dtypes=...): {n!r} is "
-                             f"`{p.text}` ({p.dtype}), not {given}")
-        out[n] = p.dtype or given
-        if out[n] is None and n in inputs:
-            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}): input `{p.text}` is "
-                             f"untyped; give its dtype with dtypes={{{n!r}: 'float16'}} (say)")
-    return out
-
-
-def _declared_ranks(signature, ranks) -> dict:
-    ranks = dict(ranks or {})
-    names = {p.name for p in signature.tensors}
-    for n, r in ranks.items():
-        if n not in names or not isinstance(r, int) or r < 1:
-            raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, ranks=...): want "
-                             f"{{pointer parameter: rank >= 1}}, got {n!r}: {r!r}")
-    return ranks
-
-
-def _declared_scalars(signature, scalars) -> dict:
-    scalars = dict(scalars or {})
-    names = {p.name for p in signature.scalars}
-    unknown = sorted(set(scalars) - names)
-    if unknown:
-        raise ValueError(f"pypto.ascend_c_kernel({signature.name!r}, scalars=...): "
-                         f"{', '.join(unknown)} are no scalar parameters of {signature.name} "
-                         f"({', '.join(sorted(names)) or 'none'})")
-    return scalars

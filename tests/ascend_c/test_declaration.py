@@ -123,6 +123,11 @@ def test_scalar_errors():
         op(x, x, n=4, q=1)
     with pytest.raises(TypeError, match=r"scalar 'n' \(`int64_t n`\) takes an int, got 4.5"):
         op(x, x, n=4.5)
+    matmul = declare_matmul()
+    a = np.zeros((64, 64), np.float16)
+    with pytest.raises(ValueError, match=r"scalar 'm' \(`int32_t m`\) holds "
+                                         r"-2147483648..2147483647, got 2147483648"):
+        matmul(a, a, m=2 ** 31)
 
 
 def test_graph_calls_are_checked_where_written():
