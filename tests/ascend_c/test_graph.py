@@ -108,3 +108,14 @@ def test_cpp_errors_come_out_at_compile():
     pypto.tile_map(relu, [pypto.call_ascend_c(op, [x, x])], 64)
     with pytest.raises(AscendCCompileError, match="expected ';'"):
         pypto.compile(g)
+
+
+def test_a_graph_with_an_ascend_c_call_is_a_torch_operator(optimized_matmul):
+    torch = pytest.importorskip("torch")
+    g, _ = _seed_graph(optimized_matmul)
+    op = pypto.register_op("ascend_c_seed_graph", pypto.compile(g))
+    a = torch.randn(128, 256)
+    b = torch.randn(256, 192).half()
+    got = op(a, b)
+    want = torch.relu((a * 0.5).half().double() @ b.double())
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=2e-3)
