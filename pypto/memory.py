@@ -278,6 +278,10 @@ def _analyze_graph(graph_or_module) -> GraphMemoryReport:
     module = graph_or_module if isinstance(graph_or_module, Module) else \
         compile_graph(graph_or_module, target=current_target().name)
     reports = [analyze(k.compiled, grid=k.grid) for k in module.kernels]
+    if not reports:
+        raise ValueError(f"pypto.memory.analyze: graph {module.graph.name!r} has no generated "
+                         "kernels, only Ascend C calls, whose on-chip memory is the C++'s own "
+                         "(TASSIGN addresses) and not planned by PyPTO")
     return GraphMemoryReport(module, reports)
 
 

@@ -97,6 +97,8 @@ def test_an_ascend_c_output_can_be_the_graphs_output(optimized_matmul):
     bv = np.arange(128 * 64, dtype=np.float16).reshape(128, 64) / 64
     out = module.run({"a": av, "b": bv}).to_numpy()
     np.testing.assert_array_equal(out, bv[:64].astype(np.float32))
+    with pytest.raises(ValueError, match="has no generated kernels, only Ascend C calls"):
+        pypto.memory.analyze(module)
 
 
 def test_cpp_errors_come_out_at_compile():
