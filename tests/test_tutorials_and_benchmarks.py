@@ -41,6 +41,8 @@ SCRIPTS = {
     "benchmarks/startup.py": GOAL_TABLE,
     "benchmarks/scaling.py": GOAL_TABLE,
     "benchmarks/machine.py": GOAL_TABLE,
+    "benchmarks/conv2d.py":
+        r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
     # modelled NPU time, not the goal table: run_all.py does not run it
     "benchmarks/tuning_table.py":
         r"^tuning\s+before\s+after\s+NPU before\s+NPU after\s+gain\s+ours\s+seed's figure$",

@@ -12,7 +12,7 @@ from .module import OPTIONS, Module, compile  # noqa: A004 - the seed's pypto.co
 from .tile_map import STRATEGIES, tile_map
 from .tile_op import TileOp, tile_op
 from ..ascend_c import call_ascend_c
-from .unsupported import conv2d
+from .convolution import conv2d
 
 __all__ = ["TensorGraph", "GraphTensor", "placeholder", "get_default_graph",
            "reset_default_graph", "tile_op", "TileOp", "tile_map", "compile", "Module",

@@ -28,6 +28,12 @@ def tile_graph_text(module) -> str:
 
 
 def _node(node, kernel) -> list[str]:
+    if not getattr(node, "fusible", True):          # a kernel node (kernel_node.py)
+        out = node.output
+        inputs = ", ".join(f"%{x.name}" for x in node.inputs)
+        return [f"  %{node.name}: {out.dtype}{list(out.shape)} layout {out.layout} = "
+                f"{node.role}([{inputs}])",
+                f"    {'cube' if node.uses_cube else 'vector'}; kernel: {kernel.name}"]
     t = node.tiling
     inputs = ", ".join(f"%{x.name}" for x in node.inputs)
     grid = " x ".join(map(str, t.grid))
@@ -50,7 +56,7 @@ def _node(node, kernel) -> list[str]:
 
 
 def _kernel(k, module) -> list[str]:
-    tiles = k.group.tiling.num_tiles
+    tiles = "its" if k.form == "kernel" else k.group.tiling.num_tiles
     meta = k.compiled.metadata
     lines = ["", f"kernel {k.name}: node(s) {', '.join(n.name for n in k.group.nodes)}; "
              f"form {k.form!r}, grid {k.grid} for {tiles} tile(s); "

@@ -20,8 +20,10 @@ from ..device import Context, Tensor, empty
 from ..jit import _dtype_of
 from ..tensor_args import as_array, standin
 from .ascend_c_node import AscendCStep
+from .. import language as pl_module
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
+from .kernel_node import KernelNode
 from .plan import Group, choose_form, plan_groups
 
 # option -> default. tile_fusion: fuse chains of tile_maps into one kernel (plan.py).
@@ -43,6 +45,13 @@ class Kernel:
     jit: object
     params: list
     compiled: object = None
+    views: object = None        # a kernel node's (inputs, output) -> kernel arguments
+
+    def arguments(self, inputs: list, outs: list) -> list:
+        """The kernel's arguments for the graph tensors' arrays ``inputs`` and ``outs``."""
+        if self.views is None:
+            return inputs + outs
+        return self.views([as_array(a) for a in inputs], as_array(outs[0]))
 
     @property
     def output(self):
@@ -110,6 +119,9 @@ def build_kernels(module, debug: bool) -> list:
         if getattr(group.last, "external", False):
             kernels.append(AscendCStep(group.last.name, group.last))
             continue
+        if isinstance(group.last, KernelNode):
+            kernels.append(_node_kernel(group, chip))
+            continue
         cores = chip.cores_for(group.uses_cube)
         form, grid = choose_form(group, cores, debug)
         name = kernel_name(graph.name, group)
@@ -119,10 +131,19 @@ def build_kernels(module, debug: bool) -> list:
     return kernels
 
 
+def _node_kernel(group: Group, chip) -> Kernel:
+    """The kernel of a ``KernelNode`` (its source is given, its grid fixed)."""
+    node = group.last
+    jitfn = make_kernel(node.source, {"pl": pl_module, **node.scope}, node.fn_name, chip.name)
+    return Kernel(node.fn_name, group, "kernel", node.grid, node.source, jitfn,
+                  group.external_inputs(), views=node.views)
+
+
 def _standins(kernel: Kernel) -> list:
     """Arrays with the kernel's argument shapes and dtypes over one element of memory:
     compiling reads only those, so nothing of the tensors' size is allocated."""
-    return [standin(t.shape, t.dtype) for t in kernel.params + [kernel.output]]
+    return kernel.arguments([standin(t.shape, t.dtype) for t in kernel.params],
+                            [standin(kernel.output.shape, kernel.output.dtype)])
 
 
 def _compile_kernel(kernel: Kernel) -> None:
@@ -200,9 +221,9 @@ class Module:
             if isinstance(step, AscendCStep):       # on pto-isa's simulator, also in debug mode
                 step.run(args, outs)
             elif interpret:
-                debug.interpret(step, args + outs)
+                debug.interpret(step, step.arguments(args, outs))
             else:
-                step.jit[step.grid](*args, *outs)
+                step.jit[step.grid](*step.arguments(args, outs))
             values.update((id(t), o) for t, o in zip(step.outputs, outs))
         outputs = tuple(values[id(t)] for t in self.outputs)
         return outputs[0] if len(outputs) == 1 else outputs

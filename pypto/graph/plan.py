@@ -99,6 +99,8 @@ def plan_groups(nodes, fuse: bool) -> list[Group]:
 
 
 def _fusible(producer, consumer, readers) -> bool:
+    if not getattr(producer, "fusible", True) or not getattr(consumer, "fusible", True):
+        return False
     p, c = producer.tiling, consumer.tiling
     if readers.get(id(producer.output)) != [consumer]:
         return False

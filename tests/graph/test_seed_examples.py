@@ -398,10 +398,15 @@ def test_nc1hwc0_placeholder(fresh_default_graph):
         layout="NC1HWC0"
     )
     assert input_tensor.name == "input_tensor" and input_tensor.layout == "NC1HWC0"
-    weight = pypto.placeholder(shape=(16, 16, 3, 3), dtype=pypto.float16, layout="NCHW")
-    with pytest.raises(NotImplementedError, match="pypto.conv2d"):
-        # 编译时自动推断输出布局
-        output = pypto.conv2d(input_tensor, weight)
+    # the article never defines `weight`: a 1x1 convolution from its 256 channels to 32, in
+    # the cube's weight layout (FRACTAL_Z: (C1*KH*KW, Cout/16, 16, C0))
+    weight = pypto.placeholder(shape=(16, 2, 16, 16), dtype=pypto.float16, layout="FRACTAL_Z")
+
+    # 编译时自动推断输出布局
+    output = pypto.conv2d(input_tensor, weight)
+    assert output.layout == "NC1HWC0" and output.shape == (1, 2, 224, 224, 16)
+    module = pypto.compile(fresh_default_graph)
+    assert [k.name for k in module.kernels] == ["default_conv2d"]
 
 
 def test_barrier_and_fused_tile_ops():

@@ -532,6 +532,28 @@ def _graph_pto(which: str) -> str:
     return module.kernels[0].compiled.asm["pto"]
 
 
+def _conv_pto(which: str, index: int) -> str:
+    """Kernel ``index`` of a pypto.conv2d graph (graph/convolution.py writes the kernels)."""
+    graph = pypto.TensorGraph(name=f"conv_{which}")
+    f16 = pypto.float16
+    if which == "nc1hwc0":       # FRACTAL_Z read directly; strided views; bias
+        x = graph.placeholder((2, 2, 9, 8, 16), f16, layout="NC1HWC0")
+        w = graph.placeholder((2 * 9, 2, 16, 16), f16, layout="FRACTAL_Z")
+        b = graph.placeholder((32,), f16)
+        pypto.conv2d(x, w, b, stride=2, padding=1)
+    elif which == "nchw_f32":     # NCHW in and out, OIHW weights, groups, dilation
+        x = graph.placeholder((2, 12, 8, 8), pypto.float32)
+        w = graph.placeholder((6, 4, 3, 3), pypto.float32)
+        pypto.conv2d(x, w, padding=2, dilation=2, groups=3, output_layout="NCHW")
+    else:                         # float32 FRACTAL_Z: transposed to K x N first
+        x = graph.placeholder((1, 2, 6, 6, 8), pypto.float32, layout="NC1HWC0")
+        w = graph.placeholder((2, 1, 16, 8), pypto.float32, layout="FRACTAL_Z")
+        pypto.conv2d(x, w)
+    with _compile_env():
+        module = pypto.compile(graph, target="ascend910b1")
+    return module.kernels[index].compiled.asm["pto"]
+
+
 def _entries() -> list[Entry]:
     e = []
 
@@ -595,6 +617,21 @@ def _entries() -> list[Entry]:
     add("tut07_graph_axpy_silu", "tutorial unary binary-ts tail-cols",
         lambda: _graph_pto("silu"))
     add("tut07_graph_matmul", "tutorial matmul-f16 grid-2d", lambda: _graph_pto("matmul"))
+
+    # pypto.conv2d's kernels (graph/conv_kernels.py) ---------------------------------------------
+    add("conv_fmap_pad_nc1hwc0", "testsuite f16 if-else", lambda: _conv_pto("nc1hwc0", 0))
+    add("conv_f16_fractal_z_stride2_bias", "testsuite matmul-f16 k-loop grid-3d",
+        lambda: _conv_pto("nc1hwc0", 1))
+    add("conv_fmap_nchw_f32", "testsuite f32 transpose where arange",
+        lambda: _conv_pto("nchw_f32", 0))
+    add("conv_weight_groups_dense", "testsuite f32 zeros", lambda: _conv_pto("nchw_f32", 1))
+    add("conv_weight_oihw_to_kn", "testsuite f32 transpose reshape slice",
+        lambda: _conv_pto("nchw_f32", 2))
+    add("conv_f32_dilated", "testsuite matmul-f32 k-loop", lambda: _conv_pto("nchw_f32", 3))
+    add("conv_to_nchw_f32", "testsuite f32 transpose slice if-else",
+        lambda: _conv_pto("nchw_f32", 4))
+    add("conv_weight_fractal_z_to_kn_f32", "testsuite f32 transpose",
+        lambda: _conv_pto("fz_f32", 0))
 
     # benchmarks -------------------------------------------------------------------------------
     add("bench_vector_add", "benchmark binary-tt f32",
