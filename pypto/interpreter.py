@@ -286,6 +286,15 @@ def _load(run, op, ins):
     ty = _result(op)
     out = np.full(ty.shape, convert(op.attrs.get("padding", 0), ty.dtype),
                   dtype=ty.dtype.to_numpy())
+    layout = op.operands[0].type
+    if layout.layout != "ND":            # logical coordinates over the physical array
+        from .layout import load_window
+        try:
+            where, values = load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
+        except IndexError as e:
+            raise IndexError(f"pl.load: {e}") from None
+        out[where] = convert(values, ty.dtype)
+        return out
     if run.watch is not None:
         run.watch.access("load", op, run.pid, tensor, offsets, ty.shape)
     w = window(tensor.shape, offsets, ty.shape)
@@ -634,7 +643,8 @@ def _argument(param: Value, args: dict):
     if isinstance(param.type, TensorType):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"parameter '{param.hint}' is a tensor; got {type(value).__name__}")
-        if value.ndim != param.type.rank or dtype_of(value) != param.type.dtype:
+        rank = param.type.rank if param.type.layout == "ND" else value.ndim  # physical
+        if value.ndim != rank or dtype_of(value) != param.type.dtype:
             raise TypeError(f"parameter '{param.hint}' is a {param.type}; got a {value.ndim}-D "
                             f"{value.dtype} array")
         return value

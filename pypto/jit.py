@@ -33,6 +33,7 @@ from .language import dtypes as dt
 from .language.core import constexpr
 from .binder import (NoFastPath, make_caller, make_launcher, note_torch, read_only,
                      requires_grad_refused, torch_tensor_type)
+from .layout import LayoutTensor
 from .tensor_args import as_array
 
 __version__ = "0.1.0"
@@ -298,7 +299,7 @@ class JITFunction:
             for name in written:
                 if not bound[name].flags.writeable:
                     raise read_only(self.__name__, name)
-            args = {n: bound[n] for n, _, _ in kernel.runtime_params}
+            args = {n: _physical(bound[n]) for n, _, _ in kernel.runtime_params}
             t0 = time.perf_counter()
             simulated.launch(grid, args)
             if profile.ACTIVE:
@@ -323,7 +324,7 @@ class JITFunction:
             raise ValueError(f"{self.__name__}: grid {tuple(grid)!r} has more blocks than the "
                              f"{cores} cores of {target.name}; a kernel that uses "
                              "pl.barrier/pl.wait needs every block running at once")
-        args = {name: bound[name] for name, _, _ in runtime_params}
+        args = {name: _physical(bound[name]) for name, _, _ in runtime_params}
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         watch = None
         if sanitized:
@@ -380,6 +381,8 @@ class JITFunction:
             v = bound[name]
             if name in self.constexprs:
                 key.append(("c", _hashable(v)))
+            elif isinstance(v, LayoutTensor):
+                key.append(("l", _dtype_of(v.data).name, v.layout, v.shape))
             elif isinstance(v, np.ndarray):
                 dynamic = self.dynamic.get(name, ())
                 shape = tuple(None if i in dynamic else s for i, s in enumerate(v.shape))
@@ -455,6 +458,12 @@ class JITFunction:
             v = bound[name]
             if s[0] == "c":
                 spec_args[name] = v
+            elif s[0] == "l":
+                arr = v._data                 # the physical array as the kernel receives it
+                dtype = _dtype_of(arr)
+                spec_args[name] = tensor_param(name, dtype, len(v.shape), v.layout, v.shape)
+                tensor_specs[name] = (arr.shape, _layout_strides(v.layout, arr.shape))
+                runtime_params.append((name, "tensor", arr.ndim))
             elif s[0] == "t":
                 dtype = _dtype_of(v)
                 spec_args[name] = tensor_param(name, dtype, v.ndim)
@@ -510,6 +519,14 @@ def _static_strides(shape: tuple, contiguous: bool) -> tuple:
     return tuple(reversed(strides))
 
 
+def _layout_strides(layout: str, shape: tuple) -> tuple:
+    """A layout tensor's element strides as the compiled code knows them: all constants
+    (the array is C-contiguous), except an NZ tensor's outermost one, which is read at run
+    time so that PTOAS does not infer (wrongly) the layout of its view (docs/pto.md)."""
+    strides = _static_strides(shape, True)
+    return (None,) + strides[1:] if layout == "NZ" else strides
+
+
 def _dynamic_dims(dynamic, arg_names) -> dict:
     """``dynamic=["x"]`` (every dimension of x) or ``{"x": (0,)}`` → {name: set of dims}."""
     if isinstance(dynamic, (list, tuple, set)):
@@ -531,6 +548,11 @@ def _kernel_from_files(files: dict, runtime_params, key: str) -> CompiledKernel:
     kernel = CompiledKernel(asm, metadata, runtime_params)
     kernel.cache_key = key            # the pto-isa engine's key extends it
     return kernel
+
+
+def _physical(value):
+    """What a launch passes for an argument: a layout tensor's physical array."""
+    return value._data if isinstance(value, LayoutTensor) else value
 
 
 def _hashable(v):
@@ -557,6 +579,8 @@ def _normalise_arg(fn_name: str, name: str, value):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
+    if isinstance(value, LayoutTensor):
+        return value
     try:
         arr = as_array(value)
     except TypeError as e:

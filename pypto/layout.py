@@ -155,3 +155,140 @@ def from_fractal_z(x, shape):
     x = _permute(x.reshape(c1, kh, kw, n1, n0, c0), (3, 4, 0, 5, 1, 2))
     x = x.reshape(n1 * n0, c1 * c0, kh, kw)
     return _contiguous(x[:cout, :cin])
+
+
+# -- layout-tagged kernel arguments ---------------------------------------------------------------
+#
+# A kernel meets a tensor in a non-ND layout through a LayoutTensor: the physical array (what
+# the converters above return) tagged with its layout and its logical shape. Inside the kernel
+# ``x.shape`` is the logical shape and ``pl.load`` takes logical coordinates; the compiled code
+# reads the physical array the way the chip's transfers do (docs/language.md, "Layouts").
+
+KERNEL_LAYOUTS = ("NZ", "NC1HWC0")
+
+
+def physical_shape(layout: str, shape, dtype) -> tuple:
+    """The shape of the array that holds a tensor of logical ``shape`` in ``layout``."""
+    c0 = c0_for(dtype)
+    if layout == "NZ":
+        m, n = shape
+        return (math.ceil(n / c0), math.ceil(m / M0), M0, c0)
+    if layout == "NC1HWC0":
+        n, c, h, w = shape
+        return (n, math.ceil(c / c0), h, w, c0)
+    raise ValueError(f"layout must be one of {', '.join(KERNEL_LAYOUTS)}, got {layout!r}")
+
+
+class LayoutTensor:
+    """A physical array in ``layout`` holding a tensor of logical ``shape``.
+
+    ``data`` is the physical array (C-contiguous, as ``to_nz``/``to_nc1hwc0`` return it);
+    the launcher passes it to the kernel, so the kernel reads the caller's memory. For
+    NC1HWC0 the array is handed over as its ``(N, C1, 1, H*W, C0)`` view: one image's pixels
+    of one channel group are one contiguous run, which is how the load's window is cut
+    (``pl.load`` over pixels that wrap from one row of the image to the next)."""
+
+    __slots__ = ("data", "layout", "shape", "_data")
+
+    def __init__(self, data, layout: str, shape):
+        self.data, self.layout, self.shape = data, layout, tuple(int(s) for s in shape)
+        if layout == "NC1HWC0":
+            n, c1, h, w, c0 = data.shape
+            self._data = data.reshape(n, c1, 1, h * w, c0)      # a view: same memory
+        else:
+            self._data = data
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __repr__(self) -> str:
+        return (f"LayoutTensor({self.layout}, logical shape {self.shape}, physical "
+                f"{tuple(self.data.shape)} {self.data.dtype})")
+
+
+def as_layout(data, layout: str, shape) -> LayoutTensor:
+    """Tag the physical array ``data`` (numpy or a torch CPU tensor) as holding a tensor of
+    logical ``shape`` in ``layout`` ("NZ": shape (M, K), data (K1, M1, 16, C0);
+    "NC1HWC0": shape (N, C, H, W), data (N, C1, H, W, C0)), for passing to a kernel."""
+    from .tensor_args import as_array
+    if not isinstance(layout, str) or layout.upper() not in KERNEL_LAYOUTS:
+        raise ValueError(f"as_layout(layout=...) must be one of {', '.join(KERNEL_LAYOUTS)}, "
+                         f"got {layout!r}")
+    layout = layout.upper()
+    rank = 2 if layout == "NZ" else 4
+    if not isinstance(shape, (tuple, list)) or len(shape) != rank or not all(
+            isinstance(s, (int, np.integer)) and s > 0 for s in shape):
+        what = "(M, K)" if layout == "NZ" else "(N, C, H, W)"
+        raise ValueError(f"as_layout({layout!r}, shape=...) takes the logical shape {what} as "
+                         f"{rank} positive ints, got {shape!r}")
+    arr = as_array(data)
+    if arr is None:
+        raise TypeError(f"as_layout: data must be an array, got {type(data).__name__}")
+    want = physical_shape(layout, shape, arr.dtype)
+    if tuple(arr.shape) != want:
+        raise ValueError(f"as_layout: a {layout} tensor of logical shape {tuple(shape)} and "
+                         f"dtype {arr.dtype} is held in an array of shape {want}, got "
+                         f"{tuple(arr.shape)} (convert it with pypto.layout.to_"
+                         f"{layout.lower()}(x))")
+    if not arr.flags.c_contiguous:
+        raise ValueError(f"as_layout: the {layout} array must be C-contiguous (what "
+                         f"pypto.layout.to_{layout.lower()} returns), got strides {arr.strides}")
+    return LayoutTensor(arr, layout, shape)
+
+
+def nz(x) -> LayoutTensor:
+    """``x`` (an (M, K) matrix) converted to NZ and tagged for a kernel."""
+    return as_layout(to_nz(x), "NZ", tuple(x.shape))
+
+
+def nc1hwc0(x) -> LayoutTensor:
+    """``x`` (an (N, C, H, W) tensor) converted to NC1HWC0 and tagged for a kernel."""
+    return as_layout(to_nc1hwc0(x), "NC1HWC0", tuple(x.shape))
+
+
+def load_window(layout: str, data: np.ndarray, shape, offsets, tile_shape):
+    """The meaning of ``pl.load`` from a layout tensor (the interpreter's definition; the
+    native lowering and the chip's transfers do the same): ``(tile_index, values)`` pairs of
+    numpy index arrays, positions outside the tensor left out (they get the padding value).
+
+    NZ, logical (M, K), offsets (r, k), tile (BM, BK): element (i, j) is logical
+    (r + i, k + j), read from ``data[(k+j) // C0, (r+i) // 16, (r+i) % 16, (k+j) % C0]``
+    where it lies inside the physical array (rows up to M1 * 16, columns up to K1 * C0: the
+    padding of a converted tensor, zeros, is read as stored). r must be a multiple of 16 and
+    k of C0: the transfer moves whole fractals.
+
+    NC1HWC0, logical (N, C, H, W), offsets (n, c, h, w), tile (P, CB): row i is pixel
+    q = h * W + w + i of image n (pixels run along W, then on to the next row), column j is
+    channel c + j; they must stay in c's group of C0 channels (c % C0 + j < C0: one 32-byte
+    block per pixel). Pixels outside [0, H * W) are padding."""
+    rows, cols = tile_shape
+    i = np.arange(rows)[:, None]
+    j = np.arange(cols)[None, :]
+    if layout == "NZ":
+        r, k = (int(o) for o in offsets)
+        k1, m1, m0, c0 = data.shape
+        if r % m0 or k % c0:
+            raise IndexError(f"load from an NZ tensor at offsets ({r}, {k}): an NZ transfer "
+                             f"moves whole {m0} x {c0} fractals, so the row offset must be a "
+                             f"multiple of {m0} and the column offset of {c0}")
+        gr, gc = r + i, k + j
+        inside = (gr >= 0) & (gr < m1 * m0) & (gc >= 0) & (gc < k1 * c0)
+        inside = np.broadcast_to(inside, (rows, cols))
+        ti = np.nonzero(inside)
+        gr, gc = np.broadcast_to(gr, (rows, cols))[ti], np.broadcast_to(gc, (rows, cols))[ti]
+        return ti, data[gc // c0, gr // m0, gr % m0, gc % c0]
+    if layout == "NC1HWC0":
+        n, c, h, w = (int(o) for o in offsets)
+        width = shape[3]
+        pixels = data.reshape(data.shape[0], data.shape[1], -1, data.shape[-1])
+        nn, c1s, hw, c0 = pixels.shape
+        group, cc = c // c0, c % c0
+        q = h * width + w + i
+        ch = cc + j
+        inside = (q >= 0) & (q < hw) & (ch < c0) & (0 <= n < nn) & (0 <= group < c1s)
+        inside = np.broadcast_to(inside, (rows, cols))
+        ti = np.nonzero(inside)
+        q, ch = np.broadcast_to(q, (rows, cols))[ti], np.broadcast_to(ch, (rows, cols))[ti]
+        return ti, pixels[n, group, q, ch]
+    raise ValueError(f"no kernel loads from layout {layout!r}")

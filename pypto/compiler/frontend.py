@@ -843,8 +843,9 @@ def build_function(source: KernelSource, spec_args: dict, name: str) -> Function
     return Function(name, params, body)
 
 
-def tensor_param(name: str, dtype: dt.dtype, rank: int) -> Value:
-    return Value(TensorType(dtype, rank), name)
+def tensor_param(name: str, dtype: dt.dtype, rank: int, layout: str = "ND",
+                 shape: tuple = ()) -> Value:
+    return Value(TensorType(dtype, rank, layout, tuple(shape)), name)
 
 
 def scalar_param(name: str, dtype: dt.dtype) -> Value:

@@ -32,10 +32,17 @@ class ScalarType:
 
 @dataclass(frozen=True)
 class TensorType:
+    """``rank`` counts the logical axes (what loads index). A tensor in a non-ND layout
+    (``pypto.layout.LayoutTensor``) also has its logical ``shape``, always specialised."""
     dtype: dtype
     rank: int
+    layout: str = "ND"
+    shape: tuple = ()
 
     def __str__(self) -> str:
+        if self.layout != "ND":
+            dims = "x".join(map(str, self.shape))
+            return f"tensor<{dims}x{self.dtype.mlir}, {self.layout}>"
         return f"tensor<{'x'.join('?' * self.rank)}x{self.dtype.mlir}>"
 
 

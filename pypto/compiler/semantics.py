@@ -350,6 +350,8 @@ def value_attribute(b, v: Value, attr: str):
         if attr in TILE_METHODS:
             return BoundMethod(attr, v)
     if v.is_tensor:
+        if attr == "shape" and v.type.layout != "ND":
+            return v.type.shape          # a layout tensor's logical shape: always specialised
         if attr == "shape":
             return tuple(b.emit("tensor.dim", [v], [ScalarType(INDEX)], {"axis": i}).result
                          for i in range(v.type.rank))
@@ -677,7 +679,9 @@ def _offsets(b, tensor, offsets, fn):
 def load(b, tensor, offsets, shape, padding=0):
     tensor = _tensor(tensor, "load")
     shape = _shape(shape)
-    if len(shape) != tensor.type.rank:
+    if tensor.type.layout != "ND":
+        _layout_window(tensor.type, shape)
+    elif len(shape) != tensor.type.rank:
         raise ValueError(f"load(): tile shape {shape} has rank {len(shape)} but the tensor has "
                          f"rank {tensor.type.rank}")
     if not _is_number(padding):
@@ -688,12 +692,37 @@ def load(b, tensor, offsets, shape, padding=0):
                   {"shape": shape, "padding": padding}).result
 
 
+def _layout_window(ty, shape):
+    """The tile shapes a load from a layout tensor can have (pypto.layout.load_window says
+    what they mean): NZ, whole 16 x C0 fractals; NC1HWC0, (pixels, channels) with at most
+    C0 channels, one 32-byte block per pixel."""
+    from ..layout import M0, c0_for
+    c0 = c0_for(ty.dtype)
+    if len(shape) != 2:
+        raise ValueError(f"load(): a load from a {ty.layout} tensor gives a 2-D tile, got "
+                         f"shape {shape}")
+    if ty.layout == "NZ" and (shape[0] % M0 or shape[1] % c0):
+        raise ValueError(f"load(): a tile loaded from an NZ tensor is made of whole "
+                         f"{M0} x {c0} fractals ({ty.dtype}), got shape {shape}; use a "
+                         f"multiple of {M0} rows and of {c0} columns")
+    if ty.layout == "NC1HWC0" and shape[1] > c0:
+        raise ValueError(f"load(): a tile loaded from an NC1HWC0 tensor is (pixels, "
+                         f"channels) with at most C0 = {c0} channels (one group of the C1 "
+                         f"axis), got shape {shape}; load each group of {c0} channels "
+                         "separately")
+
+
 ATOMICS = (None, "add")
 ATOMIC_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int64)
 
 
 def store(b, tensor, offsets, value, atomic=None):
     tensor = _tensor(tensor, "store")
+    if tensor.type.layout != "ND":
+        raise ValueError(f"store(): the tensor is in the {tensor.type.layout} layout, and "
+                         "kernels store into ND tensors only; store into an ND tensor and "
+                         "convert it on the host (pypto.layout.to_"
+                         f"{tensor.type.layout.lower()})")
     if atomic not in ATOMICS:
         raise ValueError(f"store(): atomic must be None or 'add', got {atomic!r}")
     if atomic and tensor.type.dtype not in ATOMIC_DTYPES:

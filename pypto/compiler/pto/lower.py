@@ -268,7 +268,8 @@ def lower_to_pto(module: Module, tensor_specs: dict) -> Program:
     for p in fn.params:
         if p.is_tensor:
             dims, strides = tensor_specs[p.hint]
-            arg = TensorArg(p.hint, p.type.dtype, tuple(dims), tuple(strides))
+            arg = TensorArg(p.hint, p.type.dtype, tuple(dims), tuple(strides),
+                            layout=p.type.layout, logical=p.type.shape)
             lw.values[p.id] = arg
             params.append(arg)
         else:

@@ -143,10 +143,17 @@ class _Printer:
         strides = [entry(s, f"{a.name}_s{i}") for i, s in enumerate(a.strides)]
         if a.rank == 1:
             dims, strides = [self.const(1, "index")] + dims, [self.const(0, "index")] + strides
+        attr = ""
+        if a.layout == "NZ":        # pto-isa's NZ GlobalTensor: (1, K1, M1, 16, C0)
+            dims = [self.const(1, "index")] + dims
+            strides = [self.const(math.prod(a.dims), "index")] + strides
+            attr = " {layout = #pto.layout<nz>}"
+        elif a.layout == "NC1HWC0":  # an ND view; the explicit attribute marks the layout
+            attr = " {layout = #pto.layout<nd>}"
         for axis, d in enumerate(dims[-a.rank:]):
             self.extents[(a.name, axis)] = d
         self.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape = ["
-                  f"{', '.join(dims)}], strides = [{', '.join(strides)}] : "
+                  f"{', '.join(dims)}], strides = [{', '.join(strides)}]{attr} : "
                   f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{gm_type(a.dtype)}>", 2)
 
     # -- control flow -----------------------------------------------------------------------
@@ -237,6 +244,63 @@ class _Printer:
                   f"{ty}", depth)
         return name, ty, sizes
 
+    def clip(self, name: str, extent: str, offset: str, full: int, depth) -> str:
+        """``min(max(extent - offset, 0), full)`` as index lines named ``name.e/m/v``."""
+        self.emit(f"{name}.e = arith.subi {extent}, {offset} : index", depth)
+        self.emit(f"{name}.m = arith.maxsi {name}.e, {self.const(0, 'index')} : index", depth)
+        self.emit(f"{name}.v = arith.minsi {name}.m, {self.const(full, 'index')} : index",
+                  depth)
+        return f"{name}.v"
+
+    def layout_partition(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple:
+        """The window of a load from a layout tensor (pypto.layout.load_window): the 5-D
+        partition of its physical view and the tile's valid (rows, cols). NZ: whole
+        fractals, clipped in fractals. NC1HWC0: one image's channel group, the pixels from
+        h * W + w (clipped to H * W) and the channels from c % C0 (clipped to C0); an image
+        or group past the tensor's end gives no rows."""
+        name = self.fresh("pv")
+        offs = [self.index(o, f"{name}.o{axis}", depth) for axis, o in enumerate(offsets)]
+        idx = lambda v: self.const(v, "index")        # noqa: E731
+        if t.layout == "NZ":
+            k1, m1, m0, c0 = t.dims
+            self.emit(f"{name}.f1 = arith.divsi {offs[1]}, {idx(c0)} : index", depth)
+            self.emit(f"{name}.f2 = arith.divsi {offs[0]}, {idx(m0)} : index", depth)
+            cols = self.clip(f"{name}.k", idx(k1), f"{name}.f1", tile.cols // c0, depth)
+            rows = self.clip(f"{name}.m", idx(m1), f"{name}.f2", tile.rows // m0, depth)
+            p_offs = [idx(0), f"{name}.f1", f"{name}.f2", idx(0), idx(0)]
+            sizes = [idx(1), cols, rows, idx(m0), idx(c0)]
+            self.emit(f"{name}.r = arith.muli {rows}, {idx(m0)} : index", depth)
+            self.emit(f"{name}.c = arith.muli {cols}, {idx(c0)} : index", depth)
+            valid = [f"{name}.r", f"{name}.c"]
+        else:
+            nn, c1s, _, hw, c0 = t.dims
+            self.emit(f"{name}.g = arith.floordivsi {offs[1]}, {idx(c0)} : index", depth)
+            self.emit(f"{name}.gc = arith.muli {name}.g, {idx(c0)} : index", depth)
+            self.emit(f"{name}.ch = arith.subi {offs[1]}, {name}.gc : index", depth)
+            self.emit(f"{name}.hw = arith.muli {offs[2]}, {idx(t.logical[3])} : index", depth)
+            self.emit(f"{name}.px = arith.addi {name}.hw, {offs[3]} : index", depth)
+            image = self.clip(f"{name}.n", idx(nn), offs[0], 1, depth)
+            group = self.clip(f"{name}.c1", idx(c1s), f"{name}.g", 1, depth)
+            pixels = self.clip(f"{name}.p", idx(hw), f"{name}.px", tile.rows, depth)
+            chans = self.clip(f"{name}.c0", idx(c0), f"{name}.ch", tile.cols, depth)
+            p_offs = [offs[0], f"{name}.g", idx(0), f"{name}.px", f"{name}.ch"]
+            sizes = [image, group, idx(1), pixels, chans]
+            self.emit(f"{name}.r0 = arith.muli {image}, {group} : index", depth)
+            self.emit(f"{name}.r = arith.muli {name}.r0, {pixels} : index", depth)
+            valid = [f"{name}.r", chans]
+        gm = gm_type(t.dtype)
+        ty = f"!pto.partition_tensor_view<?x?x?x?x?x{gm}>"
+        self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(p_offs)}], "
+                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x?x?x?x{gm}> -> {ty}",
+                  depth)
+        return name, ty, valid
+
+    def window(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple:
+        """What a load (or its tfillpad) reads: (partition, its type, the valid sizes)."""
+        if t.layout != "ND":
+            return self.layout_partition(t, offsets, tile, depth)
+        return self.partition(t, offsets, tile, depth)
+
     def window_tile(self, tile: Tile, view: str, sizes: list, depth, pad: int = 0) -> str:
         """The clipped tile of a window: ``tile``'s bytes with the window's valid sizes."""
         name = f"%{tile.name}.{view[1:]}"
@@ -252,7 +316,12 @@ class _Printer:
         tensor, *offs = i.ins
         tile = i.outs[0]
         kind = (pad_kind(i.attrs["pad"], tile.dtype) if tile.loc == "vec" else None) or PAD_NULL
-        pv, ty, sizes = self.partition(tensor, offs, tile, depth)
+        if tensor.layout == "NZ" and tile.loc != "mat":
+            raise NotOnChip("a load from an NZ tensor into a vector (UB) tile: A2/A3's TLOAD "
+                            "copies NZ fractals only into NZ tiles, and the vector unit "
+                            "computes on row-major ones; use the tile as a pl.matmul operand "
+                            "(it is then loaded into L1), or pass the tensor in ND")
+        pv, ty, sizes = self.window(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
         self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
                   f"{tile.type_text(dynamic=True, pad=kind)})", depth)
@@ -264,7 +333,7 @@ class _Printer:
         tensor, *offs = i.ins
         tile = i.outs[0]
         kind = pad_kind(i.attrs["pad"], tile.dtype)
-        pv, _, sizes = self.partition(tensor, offs, tile, depth)
+        pv, _, sizes = self.window(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
         full = f"{clipped}f"
         self.emit(f"{full} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "

@@ -101,6 +101,11 @@ class TensorArg:
     dims: tuple
     strides: tuple
     workspace: bool = False      # the hidden GM workspace of a cube/vector split (WORKSPACE)
+    # "NZ" / "NC1HWC0": dims and strides are the physical array's (NZ: (K1, M1, 16, C0);
+    # NC1HWC0: (N, C1, 1, H*W, C0)) and ``logical`` is the tensor's logical shape
+    # (pypto.layout.load_window says how a load's logical window maps onto the array)
+    layout: str = "ND"
+    logical: tuple = ()
 
     @property
     def rank(self) -> int:

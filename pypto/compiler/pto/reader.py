@@ -49,7 +49,10 @@ _FUNC = re.compile(r"func\.func @([\w$.]+)\((.*)\)(?: attributes \{(.*)\})? \{")
 _KIND = re.compile(r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>")
 _CONST = re.compile(rf"({_N}) = arith\.constant (\S+) : (\w+)")
 _VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
-                   rf"strides = \[(.*)\] : !pto\.tensor_view<.*>")
+                   rf"strides = \[(.*?)\](?: \{{layout = #pto\.layout<(nd|nz)>\}})? : "
+                   rf"!pto\.tensor_view<.*>")
+# a view's explicit layout attribute → the PyPTO layout it marks (printer.tensor_view)
+_VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "NC1HWC0"}
 _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
 _INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
@@ -425,9 +428,10 @@ class _Parser:
                 scope.aliases[res] = src
             elif _VIEW.fullmatch(line):
                 self.next()
-                tv, ptr, shape, strides = _VIEW.fullmatch(line).groups()
+                tv, ptr, shape, strides, layout = _VIEW.fullmatch(line).groups()
                 scope.views[ptr] = (tv, [scope.aliases.get(e, e) for e in _split(shape)],
-                                    [scope.aliases.get(e, e) for e in _split(strides)])
+                                    [scope.aliases.get(e, e) for e in _split(strides)],
+                                    _VIEW_LAYOUTS[layout])
             elif " = pto.alloc_tile" in line:
                 self.next()
                 name, addr, _, _, type_text = self.match(_ALLOC, line, "pto.alloc_tile").groups()
@@ -496,7 +500,7 @@ class _Parser:
     def params(self, args: list[str], scope: _Scope, shared) -> list:
         """Kernel parameters in call order; the i64 extents and strides that tensor views
         name are not parameters of their own."""
-        extents = {e for _, shape, strides in scope.views.values() for e in shape + strides}
+        extents = {e for _, shape, strides, _ in scope.views.values() for e in shape + strides}
         params = []
         for arg in args:
             name, _, ty = (s.strip() for s in arg.partition(":"))
@@ -524,17 +528,26 @@ class _Parser:
     def tensor(self, name: str, dtype: dt.dtype, scope: _Scope) -> TensorArg:
         if name not in scope.views:
             raise self.error(f"tensor parameter {name} has no pto.make_tensor_view")
-        _, shape, strides = scope.views[name]
+        _, shape, strides, layout = scope.views[name]
         dims = [self.static(e, scope) for e in shape]
         steps = [self.static(e, scope) for e in strides]
         if len(dims) == 2 and dims[0] == 1 and steps[0] == 0:     # a 1-D tensor as 1 x n
             dims, steps = dims[1:], steps[1:]
         workspace = re.fullmatch(rf"{WORKSPACE}\d*", name[1:]) is not None   # one per slot
-        return TensorArg(name[1:], dtype, tuple(dims), tuple(steps), workspace=workspace)
+        logical = ()
+        if layout == "NZ":                       # printed with the batch axis of 1 in front
+            dims, steps = dims[1:], steps[1:]
+            logical = (dims[1] * dims[2], dims[0] * dims[3])
+        elif layout == "NC1HWC0":                # W is read from the loads (s_partition)
+            logical = (dims[0], dims[1] * dims[4], 1, dims[3])
+        if layout != "ND" and (len(dims) != (4 if layout == "NZ" else 5) or None in dims):
+            raise self.error(f"the {layout} tensor {name} needs a static 5-D view")
+        return TensorArg(name[1:], dtype, tuple(dims), tuple(steps), workspace=workspace,
+                         layout=layout, logical=logical)
 
     def extents(self, tensor: TensorArg, scope: _Scope) -> None:
         """Record which argument carries which dynamic extent (for ``tensor.dim``)."""
-        _, shape, _ = scope.views["%" + tensor.name]
+        _, shape, _, _ = scope.views["%" + tensor.name]
         for axis, e in enumerate(shape[len(shape) - tensor.rank:]):
             if e not in scope.consts:
                 scope.extents[e] = (tensor, axis)
@@ -726,11 +739,35 @@ class _Parser:
             raise self.error("pto.partition_view of an unknown tensor view")
         tensor = scope.tensor_views[m.group(1)]
         offsets = _split(m.group(2))
-        if tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
+        if tensor.layout != "ND":
+            offsets = self.layout_offsets(tensor, results[0], offsets, scope)
+        elif tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
             offsets = offsets[1:]
         offsets = [self.value(o, scope) for o in offsets]
         scope.derived.pop(results[0], None)      # the clipped sizes: derived again
         scope.partitions[results[0]] = (tensor, offsets)
+
+    def layout_offsets(self, tensor: TensorArg, view: str, offsets: list, scope) -> list:
+        """A layout tensor's logical offsets, read back from the lines printer.layout_partition
+        derives the physical ones with (NZ: the fractal divisions; NC1HWC0: the channel
+        group's division and the pixel's h * W + w, which also gives W)."""
+        lines = {ln.strip().split(" = ", 1)[0]: ln.strip().split(" = ", 1)[1]
+                 for ln in scope.derived.get(view, [])}
+
+        def operand(tag, op, index=0):
+            text = lines.get(f"{view}.{tag}", "")
+            m = re.fullmatch(rf"{op} ({_N}), ({_N}) : index", text)
+            if m is None:
+                raise self.error(f"{view}: the {tensor.layout} window's line {view}.{tag} is "
+                                 "not as the printer writes it")
+            return m.group(1 + index)
+        if tensor.layout == "NZ":
+            return [operand("f2", "arith.divsi"), operand("f1", "arith.divsi")]
+        width = self.static(operand("hw", "arith.muli", 1), scope)
+        n, c1s, _, hw, c0 = tensor.dims
+        tensor.logical = (n, c1s * c0, hw // width, width)
+        return [offsets[0], operand("g", "arith.floordivsi"), operand("hw", "arith.muli"),
+                operand("px", "arith.addi", 1)]
 
     def s_misplaced(self, op, results, rest, scope, out):
         raise self.error(f"{op} belongs at the top of a function, before its instructions")

@@ -14,13 +14,60 @@ from ..lowering_utils import (I64, clamp, const, convert, counted_loop,
 
 
 def _window(cg, tensor, offsets):
-    """Row-major view of the GM window a tile covers: base pointer, per-axis offset, extent
-    and stride, with 1-D tensors seen as one row."""
+    """The GM window a tile covers, seen as rows and columns: base pointer, the window's
+    first row and column, the extents they index, and ``index(row, col)``, the element
+    offset of a (row, column) inside those extents. 1-D tensors are one row; a layout
+    tensor's logical window maps onto its physical array as ``pypto.layout.load_window``
+    defines."""
     ptr, dims, strides = cg.get(tensor)
     offs = [cg.get(o) for o in offsets]
+    b = cg.b
+    if tensor.layout == "NZ":
+        return _nz_window(b, ptr, offs, dims, strides)
+    if tensor.layout == "NC1HWC0":
+        return _nc1hwc0_window(cg, tensor, ptr, offs, dims, strides)
     if tensor.rank == 1:
-        return ptr, (i64(0), offs[0]), (i64(1), dims[0]), (i64(0), strides[0])
-    return ptr, tuple(offs), tuple(dims), tuple(strides)
+        offs, dims, strides = [i64(0), offs[0]], [i64(1), dims[0]], [i64(0), strides[0]]
+    s0, s1 = strides
+
+    def index(row, col):
+        return b.add(b.mul(row, s0), b.mul(col, s1))
+    return ptr, tuple(offs), tuple(dims), index
+
+
+def _nz_window(b, ptr, offs, dims, strides):
+    """NZ (K1, M1, 16, C0): logical (row, col) lies in fractal (col // C0, row // 16)."""
+    k1, m1, m0, c0 = dims
+
+    def index(row, col):
+        parts = (b.sdiv(col, c0), b.sdiv(row, m0), b.srem(row, m0), b.srem(col, c0))
+        total = i64(0)
+        for part, stride in zip(parts, strides):
+            total = b.add(total, b.mul(part, stride))
+        return total
+    return ptr, tuple(offs), (b.mul(m1, m0), b.mul(k1, c0)), index
+
+
+def _nc1hwc0_window(cg, tensor, ptr, offs, dims, strides):
+    """NC1HWC0 as (N, C1, 1, H*W, C0): the window's rows are the pixels h * W + w + i of
+    image n's channel group c // C0 (floor division), its columns the channels from
+    c % C0; an image or group outside the tensor leaves no row inside."""
+    b = cg.b
+    n, c, h, w = offs
+    nn, c1s, _, hw, c0 = dims
+    neg = b.icmp_signed("<", c, i64(0))
+    group = b.sdiv(b.sub(c, b.select(neg, b.sub(c0, i64(1)), i64(0))), c0)
+    first_channel = b.sub(c, b.mul(group, c0))
+    ok = b.and_(b.and_(b.icmp_signed(">=", n, i64(0)), b.icmp_signed("<", n, nn)),
+                b.and_(b.icmp_signed(">=", group, i64(0)), b.icmp_signed("<", group, c1s)))
+    base = b.select(ok, b.add(b.mul(n, strides[0]), b.mul(group, strides[1])), i64(0))
+    gm = cg.elem_ptr(ptr, tensor.dtype, base)
+    pixel = b.add(b.mul(h, i64(tensor.logical[3])), w)
+    sp, sc = strides[3], strides[4]
+
+    def index(row, col):
+        return b.add(b.mul(row, sp), b.mul(col, sc))
+    return gm, (pixel, first_channel), (b.select(ok, hw, i64(0)), c0), index
 
 
 def _valid_range(b, off, extent, size):
@@ -32,7 +79,7 @@ def _valid_range(b, off, extent, size):
 
 def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
     b = cg.b
-    gm, (o0, o1), (d0, d1), (s0, s1) = _window(cg, tensor, offsets)
+    gm, (o0, o1), (d0, d1), index = _window(cg, tensor, offsets)
     tptr = cg.tile_ptr(tile)
     r_lo, r_hi = _valid_range(b, o0, d0, tile.rows)
     c_lo, c_hi = _valid_range(b, o1, d1, tile.cols)
@@ -49,9 +96,9 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
             with then:
                 if to_tile:
                     fill(row_base, i64(0), c_lo)
-                gm_row = b.mul(b.add(o0, r), s0)
+                grow = b.add(o0, r)
                 with counted_loop(b, c_lo, c_hi, name="c") as c:
-                    g = b.add(gm_row, b.mul(b.add(o1, c), s1))
+                    g = index(grow, b.add(o1, c))
                     t = b.add(row_base, c)
                     if to_tile:
                         v = cg.load_elem(gm, tensor.dtype, g)
@@ -113,13 +160,13 @@ def direct_window(cg, tensor, offsets, tile):
     wider than the tensor); ``index(r, c)``: the element offset of tile position (r, c) in
     global memory."""
     b = cg.b
-    gm, (o0, o1), (d0, d1), (s0, s1) = _window(cg, tensor, offsets)
+    gm, (o0, o1), (d0, d1), gm_index = _window(cg, tensor, offsets)
     rows_inside = b.and_(b.and_(b.icmp_signed(">=", o0, i64(0)), b.icmp_signed(">=", o1, i64(0))),
                          b.icmp_signed("<=", b.add(o0, i64(tile.rows)), d0))
     valid_cols = clamp(b, b.sub(d1, o1), i64(0), i64(tile.cols))
 
     def index(r, c):
-        return b.add(b.mul(b.add(o0, r), s0), b.mul(b.add(o1, c), s1))
+        return gm_index(b.add(o0, r), b.add(o1, c))
     return gm, rows_inside, valid_cols, index
 
 
