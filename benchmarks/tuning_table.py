@@ -24,8 +24,12 @@ table, labelled as what they are (host threads simulating the cores).
   (one core) and with one block per core (no grid: 48 blocks).
 * memory layout: a channel reduction y[n, h, w] = sum_c x[n, c, h, w] over fp16 activations,
   one block per (image, tile of P pixels). Over NCHW the channels of a pixel tile lie in C
-  separate planes: one strided transfer of P x 2 bytes per channel. Over NC1HWC0 (packed on
-  the host with numpy, C0 = 16 fp16 = 32 bytes) they are C/C0 contiguous runs of P x 32 bytes.
+  separate planes: one transfer of P x 2 bytes per channel. Over NC1HWC0 (pypto.layout.nc1hwc0,
+  C0 = 16 fp16 = 32 bytes; the kernel loads in logical (n, c, h, w) coordinates) they are C/C0
+  contiguous runs of P x 32 bytes.
+* memory layout (cube): a tiled fp16 matmul with ND operands against the same kernel given
+  pypto.layout.nz tensors (the cube's fractal layout): the same transfers, one GM run per tile
+  row (converted to NZ on the way into L1) against one per column of 16 x 32-byte fractals.
 * sync: a row softmax in advanced mode (@pypto.jit(auto_sync=False)) that orders its pipes
   with flags inside a tile and pl.pipe_barrier("ALL") after every tile, against the same
   softmax with the compiler's automatic flags and pl.range(..., num_stages=2).
@@ -96,17 +100,33 @@ def chsum_nchw_one_load(x, y, C: pl.constexpr, P: pl.constexpr):
 
 
 @pypto.jit(target=TARGET)
-def chsum_nc1hwc0(x, y, C1: pl.constexpr, HW: pl.constexpr, C0: pl.constexpr,
-                  P: pl.constexpr):
-    """x: NC1HWC0 viewed as (N*C1*H*W, C0); y: (N*H*W, 1). One contiguous (P, C0) transfer
-    (P x 32 bytes) per group of C0 channels."""
+def chsum_nc1hwc0(x, y, P: pl.constexpr):
+    """x: an NC1HWC0 tensor (pypto.layout.nc1hwc0), loaded in logical (n, c, h, w)
+    coordinates; y: (N*H*W, 1). One contiguous (P pixels, C0 channels) transfer (P x 32
+    bytes) per group of C0 channels."""
+    N, C, H, W = x.shape
     p0 = pl.program_id(0) * P
     n = pl.program_id(1)
     acc = pl.zeros((P, 1), dtype=pl.float32)
-    for c1 in range(C1):
-        t = pl.load(x, offsets=((n * C1 + c1) * HW + p0, 0), shape=(P, C0)).to(pl.float32)
+    for c in range(0, C, 16):               # C0 = 16 fp16 channels: 32 bytes a pixel
+        t = pl.load(x, offsets=(n, c, 0, p0), shape=(P, 16)).to(pl.float32)
         acc = acc + pl.sum(t, axis=1, keepdims=True)
-    pl.store(y, offsets=(n * HW + p0, 0), value=acc)
+    pl.store(y, offsets=(n * H * W + p0, 0), value=acc)
+
+
+@pypto.jit(target=TARGET)
+def matmul_tiles(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    """c = a @ b, one (BM, BN) block per program; a and b are ND arrays or NZ tensors
+    (pypto.layout.nz), loaded in the same logical coordinates either way."""
+    M, K = a.shape
+    i = pl.program_id(0)
+    j = pl.program_id(1)
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in range(0, K, BK):
+        x = pl.load(a, offsets=(i * BM, k), shape=(BM, BK))
+        w = pl.load(b, offsets=(k, j * BN), shape=(BK, BN))
+        acc = pl.matmul(x, w, acc)
+    pl.store(c, offsets=(i * BM, j * BN), value=acc)
 
 
 @pypto.jit(target=TARGET, auto_sync=False)
@@ -140,21 +160,6 @@ def softmax_async(x, out, BM: pl.constexpr, BN: pl.constexpr, STAGES: pl.constex
 # ----------------------------------------------------------------------------------------------
 # Helpers
 # ----------------------------------------------------------------------------------------------
-
-def pack_nc1hwc0(x: np.ndarray, c0: int) -> np.ndarray:
-    """NCHW -> NC1HWC0: channels padded with zeros to C1 * C0, then each group of C0 channels
-    of a pixel made contiguous (32 bytes for fp16)."""
-    n, c, h, w = x.shape
-    c1 = -(-c // c0)
-    padded = np.zeros((n, c1 * c0, h, w), x.dtype)
-    padded[:, :c] = x
-    return np.ascontiguousarray(padded.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2))
-
-
-def unpack_nc1hwc0(x5: np.ndarray, c: int) -> np.ndarray:
-    n, c1, h, w, c0 = x5.shape
-    return x5.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, :c]
-
 
 def us(model) -> float:
     return model.time_ms * 1e3
@@ -198,10 +203,12 @@ class Row:
 def sizes(quick: bool) -> dict:
     if quick:
         return {"n": 48 * 8192, "tiles": (256, 512, 8192), "nchw": (4, 32, 16, 16), "p": 128,
-                "softmax": (48 * 16 * 2, 256), "bm": 16}
+                "softmax": (48 * 16 * 2, 256), "bm": 16, "matmul": (256, 256, 256),
+                "mm_tiles": (64, 64, 32)}
     # n = 48 x 32768: every TILE of the sweep gives a whole number of tiles per core
     return {"n": 48 * 32768, "tiles": (256, 512, 1024, 2048, 4096, 8192),
-            "nchw": (12, 64, 32, 32), "p": 256, "softmax": (48 * 16 * 8, 256), "bm": 16}
+            "nchw": (12, 64, 32, 32), "p": 256, "softmax": (48 * 16 * 8, 256), "bm": 16,
+            "matmul": (1024, 1024, 1024), "mm_tiles": (128, 128, 32)}
 
 
 def tile_size_row(s, rng) -> tuple[Row, int]:
@@ -290,20 +297,18 @@ def layout_row(s, rng) -> Row:
     grid = (HW // P, N)
     x2 = x.reshape(N * C, HW)                         # NCHW as the kernel sees it
     y = np.empty((N, HW), np.float32)
-    x5 = pack_nc1hwc0(x, C0)
-    assert np.array_equal(unpack_nc1hwc0(x5, C), x)
-    C1 = x5.shape[1]
-    x5v = x5.reshape(N * C1 * HW, C0)                 # NC1HWC0 as the kernel sees it
+    x5 = pypto.layout.nc1hwc0(x)                      # NC1HWC0, loaded in (n, c, h, w)
+    C1 = x5.data.shape[1]
     y5 = np.empty((N * HW, 1), np.float32)
     tol = {"rtol": 1e-5, "atol": 1e-4}
     chsum_nchw[grid](x2, y, C=C, P=P)
     np.testing.assert_allclose(y, ref, **tol, err_msg="chsum over NCHW")
-    chsum_nc1hwc0[grid](x5v, y5, C1=C1, HW=HW, C0=C0, P=P)
+    chsum_nc1hwc0[grid](x5, y5, P=P)
     np.testing.assert_allclose(y5.reshape(N, HW), ref, **tol, err_msg="chsum over NC1HWC0")
     chsum_nchw_one_load[grid](x2, y, C=C, P=P)
     np.testing.assert_allclose(y, ref, **tol, err_msg="chsum over NCHW, one load")
     before = model_kernel(chsum_nchw, grid, x2, y, C=C, P=P)
-    after = model_kernel(chsum_nc1hwc0, grid, x5v, y5, C1=C1, HW=HW, C0=C0, P=P)
+    after = model_kernel(chsum_nc1hwc0, grid, x5, y5, P=P)
     one = model_kernel(chsum_nchw_one_load, grid, x2, y, C=C, P=P)
     useful = x.nbytes + y.nbytes                      # the same data either way (C % C0 == 0)
     bw_b, bw_a = useful / (before.time_ms * 1e-3) / 1e9, useful / (after.time_ms * 1e-3) / 1e9
@@ -312,19 +317,66 @@ def layout_row(s, rng) -> Row:
               f"bandwidth use {bw_b:.0f} -> {bw_a:.0f} GB/s ({bw_a / bw_b - 1:+.0%})",
               "bandwidth use +40 %",
               host=(lambda: chsum_nchw[grid](x2, y, C=C, P=P),
-                    lambda: chsum_nc1hwc0[grid](x5v, y5, C1=C1, HW=HW, C0=C0, P=P)))
-    half = T.costs.saturating[("gm", "vec")][1]
+                    lambda: chsum_nc1hwc0[grid](x5, y5, P=P)))
+    c = T.costs
+    half = c.saturating[("gm", "vec")][1]
     row.note = [
-        (f"Channel sum of fp16 {N}x{C}x{H}x{W}, one block per (image, {P} pixels). The model "
-         "charges a transfer by its bytes plus the fixed cost of the saturating GM->UB form "
-         f"({half / 1024:.1f} KiB-equivalent per tload), and nothing for its shape: the NCHW "
-         f"kernel pays that fixed cost {C} times per tile, the NC1HWC0 one {C1} times, hence a "
-         "gain far above the seed's. What the chip would also charge NCHW -- many short "
-         "strided DMA bursts, a pixel's channels scattered over C planes -- is not modelled, "
-         "so the same NCHW kernel written with ONE strided "
-         f"(C, P) tload ({C} bursts of {P * 2} B) is modelled at {us(one):.2f} us, "
-         f"{'faster than' if one.cycles < after.cycles else 'as fast as'} NC1HWC0: read "
-         "this row as 'fewer, larger transfers', not as a burst-level layout effect."),
+        (f"Channel sum of fp16 {N}x{C}x{H}x{W}, one block per (image, {P} pixels); the "
+         "NC1HWC0 kernel takes a pypto.layout.nc1hwc0 tensor and loads (pixels, C0 channels) "
+         "windows in logical (n, c, h, w) coordinates. The model charges a GM transfer its "
+         f"bytes plus the fixed cost of the saturating GM->UB form ({half / 1024:.1f} "
+         "KiB-equivalent per tload), and per burst (contiguous run of GM) whole "
+         f"{c.burst_block_bytes}-byte blocks plus {c.burst_overhead_bytes} bytes of start-up "
+         "(a chosen figure: none is published). The NCHW kernel pays the fixed cost "
+         f"{C} times per tile ({C} runs of {P * 2} B), the NC1HWC0 one {C1} times (one run of "
+         f"{P * C0 * 2} B each): the gain is fewer transfers far more than longer bursts. The "
+         f"same NCHW kernel written with ONE strided (C, P) tload ({C} bursts of {P * 2} B) "
+         f"is modelled at {us(one):.2f} us, "
+         f"{'faster than' if one.cycles < after.cycles else 'as fast as or slower than'} "
+         f"NC1HWC0 ({us(after):.2f} us): at {P * 2}-byte bursts the burst cost is small, "
+         "and the NC1HWC0 kernel issues more tloads. The layout pays where NCHW's runs are "
+         "short (a few pixels of a row, as convolution windows read) -- see the cube row."),
+    ]
+    return row
+
+
+def nz_row(s, rng) -> Row:
+    """ND -> NZ for the cube's operands: the same tiled matmul over ND arrays and over
+    pypto.layout.nz tensors; the same transfers, only their burst shape differs."""
+    M, K, N = s["matmul"]
+    BM, BN, BK = s["mm_tiles"]
+    a = rng.standard_normal((M, K), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((K, N), dtype=np.float32).astype(np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    out = np.empty((M, N), np.float32)
+    grid = (M // BM, N // BN)
+    an, bn = pypto.layout.nz(a), pypto.layout.nz(b)
+    tol = {"rtol": 1e-3, "atol": 1e-2}
+    for lhs, rhs, what in ((a, b, "ND"), (an, bn, "NZ")):
+        out.fill(np.nan)
+        matmul_tiles[grid](lhs, rhs, out, BM=BM, BN=BN, BK=BK)
+        np.testing.assert_allclose(out, ref, **tol, err_msg=f"matmul over {what}")
+    before = model_kernel(matmul_tiles, grid, a, b, out, BM=BM, BN=BN, BK=BK)
+    after = model_kernel(matmul_tiles, grid, an, bn, out, BM=BM, BN=BN, BK=BK)
+    row = Row("memory layout (cube)", f"ND operands, {BM} x {BK * 2} B runs",
+              f"NZ operands, {BK // 16} x {BM * 32} B runs", before, after,
+              f"bandwidth use {gm_gbps(before):.0f} -> {gm_gbps(after):.0f} GB/s "
+              f"({gm_gbps(after) / gm_gbps(before) - 1:+.0%})",
+              "(not in the seed)",
+              host=(lambda: matmul_tiles[grid](a, b, out, BM=BM, BN=BN, BK=BK),
+                    lambda: matmul_tiles[grid](an, bn, out, BM=BM, BN=BN, BK=BK)))
+    c = T.costs
+    row.note = [
+        (f"fp16 {M}x{K} @ {K}x{N}, ({BM}, {BN}) blocks, K step {BK}. An ND operand tile is "
+         f"read as one run per row ({BM} runs of {BK * 2} B for a, {BK} of {BN * 2} B for b) "
+         "and converted to NZ on the way into L1; an NZ tensor's tile is whole 16 x 32-byte "
+         f"fractals, one run per column of fractals ({BK // 16} runs of {BM * 32} B for a, "
+         f"{BN // 16} of {BK * 32} B for b). Same transfers, same bytes: what differs is the "
+         f"burst cost ({c.burst_block_bytes}-byte blocks plus a chosen "
+         f"{c.burst_overhead_bytes} B per run) -- the conversion itself is free in the model, "
+         "as in pto-isa's cost model (nd2nz at the plain GM->L1 rate). Both kernels are "
+         f"bound by {before.bound_pipe()} -> {after.bound_pipe()}; the gain is the ND runs' "
+         "overhead, so it grows as BK shrinks and vanishes for long rows."),
     ]
     return row
 
@@ -408,7 +460,8 @@ def main(argv=None) -> None:
           f"{' (--quick: small sizes, the figures mean little)' if args.quick else ''}")
 
     row1, best = tile_size_row(s, rng)
-    rows = [row1, multicore_row(s, rng, best), layout_row(s, rng), sync_row(s, rng)]
+    rows = [row1, multicore_row(s, rng, best), layout_row(s, rng), nz_row(s, rng),
+            sync_row(s, rng)]
 
     print(f"\nThe seed's tuning table on {T.name}: modelled NPU time (cycle model of each "
           "kernel's PTO program; not a measurement), every kernel's result checked against "
@@ -428,7 +481,7 @@ def main(argv=None) -> None:
         for text in texts:
             lines = textwrap.wrap(text, 96)
             for line in lines:
-                print(f"  {label:<15}{line}")
+                print(f"  {label:<22}{line}")
                 label = ""
 
     print(f"\nThe same launches on this host (measured, median of {args.reps} after a warm-up; "

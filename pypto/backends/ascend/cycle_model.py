@@ -115,11 +115,24 @@ def is_transfer(inst, pipe: str) -> bool:
         and inst.outs[0].loc == "vec"
 
 
-def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
-                    active_cores: int = 1) -> float:
-    """Cycles to move ``nbytes`` on one path. Paths touching global memory get at most their
-    share of the chip's HBM bandwidth (``hbm_gbps`` over the active cores)."""
+def burst_bytes(bursts: tuple, target: Target) -> int:
+    """Path bytes of a GM transfer made of ``bursts = (count, length in bytes)``: whole DMA
+    blocks per burst plus the burst's start-up (``CostModel.burst_*``)."""
     costs = target.costs
+    count, length = bursts
+    blocks = -(-length // costs.burst_block_bytes)
+    return count * (blocks * costs.burst_block_bytes + costs.burst_overhead_bytes)
+
+
+def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
+                    active_cores: int = 1, bursts: tuple | None = None) -> float:
+    """Cycles to move ``nbytes`` on one path. Paths touching global memory get at most their
+    share of the chip's HBM bandwidth (``hbm_gbps`` over the active cores). ``bursts``
+    (count, length) is the GM side's shape (``gm_bursts``); without it the bytes count as
+    one contiguous run with no burst cost (the per-instruction figures of the reference)."""
+    costs = target.costs
+    if bursts is not None and bursts[0]:
+        nbytes = burst_bytes(bursts, target)
     path = (src, dst)
     if path in costs.saturating:
         peak, half = costs.saturating[path]
@@ -166,9 +179,11 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
 
 
 def instruction_cycles(inst, target, *, nbytes: int | None = None,
-                       active_cores: int = 1) -> tuple[float, int, int]:
+                       active_cores: int = 1, bursts: tuple | None = None
+                       ) -> tuple[float, int, int]:
     """(cycles, flops, bytes) of one instruction on ``target``. ``nbytes`` overrides a
-    transfer's size (the part of the tile inside the tensor); ``active_cores`` share HBM."""
+    transfer's size (the part of the tile inside the tensor), ``bursts`` gives its shape in
+    global memory; ``active_cores`` share HBM."""
     target = _target(target)
     costs = target.costs
     if is_sync(inst):
@@ -179,7 +194,7 @@ def instruction_cycles(inst, target, *, nbytes: int | None = None,
     if is_transfer(inst, pipe):
         src, dst, tile = transfer_path(inst)
         moved = tile_bytes(tile) if nbytes is None else nbytes
-        return transfer_cycles(src, dst, moved, target, active_cores), 0, moved
+        return transfer_cycles(src, dst, moved, target, active_cores, bursts), 0, moved
     if inst.op in ("tmatmul", "tmatmul.acc"):
         left, right = inst.ins[-2], inst.ins[-1]
         cycles, flops = matmul_cycles(left, right, target)
@@ -291,9 +306,59 @@ def eval_scalar(inst, get) -> object:
     return convert(apply_binary(name, ins[0], ins[1], out), out)
 
 
+def gm_bursts(tensor, dims: tuple, strides: tuple, window: tuple, itemsize: int) -> tuple:
+    """(count, bytes) of the contiguous runs of global memory a transfer of the valid
+    ``window`` (rows, cols) touches. ND: one run per row of the window, merged into one when
+    the rows are whole and back to back; a column stride other than 1 makes every element a
+    run. NZ: one run per column of fractals (16 rows x 32 bytes each, consecutive down the
+    rows), one in all when the window spans every row. NC1HWC0: one run of pixels x 32 bytes
+    when the window takes the whole channel group, else one per pixel."""
+    rows, cols = window
+    if not rows or not cols:
+        return (0, 0)
+    layout = getattr(tensor, "layout", "ND")
+    if layout == "NZ":
+        k1, m1, m0, c0 = dims
+        if rows >= m1 * m0:
+            return (1, rows * cols * itemsize)
+        return (-(-cols // c0), rows * c0 * itemsize)
+    if layout == "NC1HWC0":
+        c0 = dims[-1]
+        return (1, rows * cols * itemsize) if cols == c0 else (rows, cols * itemsize)
+    if len(dims) == 1:
+        return (1, cols * itemsize) if strides[0] == 1 else (cols, itemsize)
+    s0, s1 = strides[-2], strides[-1]
+    if s1 != 1:
+        return (rows * cols, itemsize)
+    if rows == 1 or (cols == dims[-1] and s0 == cols):
+        return (1, rows * cols * itemsize)
+    return (rows, cols * itemsize)
+
+
 def _inside(extent: int, dim: int, offset: int) -> int:
     """How much of ``extent`` elements from ``offset`` lies inside ``0 .. dim``."""
     return max(0, min(extent, dim - offset, extent + offset))
+
+
+def _contiguous_strides(dims: tuple) -> tuple:
+    strides, step = [], 1
+    for d in reversed(dims):
+        strides.insert(0, step)
+        step *= d
+    return tuple(strides)
+
+
+def _layout_valid(tensor, dims: tuple, offs: list, rows: int, cols: int) -> tuple:
+    """The valid (rows, cols) of a load from a layout tensor (pypto.layout.load_window)."""
+    if tensor.layout == "NZ":
+        k1, m1, m0, c0 = dims
+        return _inside(rows, m1 * m0, offs[0]), _inside(cols, k1 * c0, offs[1])
+    nn, c1s, _, hw, c0 = dims
+    n, c, h, w = offs
+    group = c // c0
+    if not (0 <= n < nn and 0 <= group < c1s):
+        return 0, 0
+    return _inside(rows, hw, h * tensor.logical[3] + w), _inside(cols, c0, c - group * c0)
 
 
 def _as_python(value, d: dt.dtype):
@@ -324,12 +389,16 @@ class _Part:
 
     def _bind(self, env: BlockEnv) -> dict:
         from ...interpreter import convert
-        shapes = {}
+        shapes, self.strides = {}, {}
         for p in env.params:
             if isinstance(p, TensorArg):
                 value = env.args.get(p.name)
+                value = getattr(value, "_data", value)    # a LayoutTensor's physical array
                 dims = tuple(value.shape) if value is not None else p.dims
                 shapes[p.name] = tuple(int(d) for d in dims)
+                steps = getattr(value, "strides", None)
+                if steps is not None and hasattr(value, "itemsize"):
+                    self.strides[p.name] = tuple(int(st) // value.itemsize for st in steps)
             elif p.name in env.args:
                 self.vals[p.name] = _as_python(convert(env.args[p.name], p.dtype), p.dtype)
         return shapes
@@ -375,7 +444,8 @@ class _Part:
 
     def _cost(self, inst: Inst, sharing: int = 1):
         if inst.op in ("tload", "tstore"):
-            return instruction_cycles(inst, self.target, nbytes=self._moved(inst),
+            nbytes, bursts = self._moved(inst)
+            return instruction_cycles(inst, self.target, nbytes=nbytes, bursts=bursts,
                                       active_cores=self.env.active_cores * sharing)
         key = id(inst)
         cost = self._static.get(key)
@@ -384,21 +454,34 @@ class _Part:
                 inst, self.target, active_cores=self.env.active_cores)
         return cost
 
-    def _moved(self, inst: Inst) -> int:
-        """Bytes a load or store really moves: its tile clamped to the tensor at the
-        instruction's offsets (ragged edges move less, a prefetch past the end nothing)."""
+    def _moved(self, inst: Inst) -> tuple:
+        """(bytes, bursts) a load or store really moves: its tile clamped to the tensor at
+        the instruction's offsets (ragged edges move less, a prefetch past the end nothing),
+        and the runs of global memory that takes (``gm_bursts``)."""
         if inst.op == "tload":
             tensor, offsets, tile = inst.ins[0], inst.ins[1:], inst.outs[0]
         else:
             tile, tensor, offsets = inst.ins[0], inst.outs[0], inst.outs[1:]
         rows, cols = _valid(tile)
-        dims = self.shapes.get(getattr(tensor, "name", None), ())
-        offs = [int(self.get(o)) for o in offsets] if len(dims) == len(offsets) else []
-        if len(offs) == 1:
+        name = getattr(tensor, "name", None)
+        dims = self.shapes.get(name, ())
+        layout = getattr(tensor, "layout", "ND")
+        offs = [int(self.get(o)) for o in offsets]
+        if layout != "ND":
+            rows, cols = _layout_valid(tensor, dims, offs, rows, cols)
+        elif len(dims) != len(offs):
+            offs = []
+        elif len(offs) == 1:
             rows, cols = min(rows, 1), _inside(cols, dims[0], offs[0])
         elif len(offs) == 2:
             rows, cols = _inside(rows, dims[0], offs[0]), _inside(cols, dims[1], offs[1])
-        return rows * cols * tile.dtype.itemsize
+        size = tile.dtype.itemsize
+        if not dims:
+            return rows * cols * size, None
+        strides = self.strides.get(name) or getattr(tensor, "strides", ())
+        if None in strides or len(strides) != len(dims):
+            strides = _contiguous_strides(dims)
+        return rows * cols * size, gm_bursts(tensor, dims, strides, (rows, cols), size)
 
     def _reach(self, pipe: str) -> float:
         """When ``pipe`` gets to an instruction issued now: after its earlier work."""

@@ -55,6 +55,17 @@ class CostModel:
     # paths whose bandwidth saturates with size: bw(B) = peak * B / (K + B), i.e. a transfer
     # takes (K + B) / peak. Value: (peak GiB/s, K bytes), K = 30.6 KB read as KiB
     saturating: dict = field(default_factory=lambda: {("gm", "vec"): (247.0, 30.6 * KiB)})
+    # GM transfers as the DMA runs them: a window is a number of bursts (contiguous runs of
+    # global memory), and each burst moves whole ``burst_block_bytes`` blocks (the DMA
+    # intrinsics count a burst's length in 32-byte blocks: pto-isa's
+    # costmodel/a2a3/cce_costmodel/cce_costmodel_memory.hpp, copy_gm_to_cbuf) plus
+    # ``burst_overhead_bytes`` of path time for starting it. The overhead is CHOSEN, not
+    # published (neither the reference page nor pto-isa's cost model charges bursts): one
+    # block per burst, so a 32-byte run moves at half the path's rate and a 1 KiB run at 97 %.
+    # ND -> NZ conversion into L1 costs nothing beyond its bursts (one per row of the window),
+    # as pto-isa's cost model charges copy_gm_to_cbuf_multi_nd2nz at the plain GM -> L1 rate.
+    burst_block_bytes: int = 32
+    burst_overhead_bytes: int = 32
     # scalar unit: one instruction, one cycle; a loop iteration's increment and compare-branch
     # (approx.); each tile instruction takes one issue slot on the scalar unit (approx.);
     # flags and barriers are waits, not work
