@@ -22,10 +22,11 @@ import numpy as np
 from . import envs, profile, runtime
 from .compiler.cache import STATS as cache_stats
 from .device import Tensor, _current_target
+from .layout import LayoutTensor
 from .tensor_args import as_array
 
 
-_RESERVED = {"_nd", "_T", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
+_RESERVED = {"_nd", "_T", "_L", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
              "_normalise", "_run", "_explain", "_ctypes_error", "_read_only"}
 ENTRY_LEADING_ARGS = 6
 
@@ -77,9 +78,11 @@ def _param_key(name: str, jitfn) -> str:
         torch_layout = f"({name}.dtype, {shape}, {name}.is_contiguous(), {name}.is_cpu)"
     else:
         torch_layout = f"({name}.dtype, {name}.shape, {name}.stride(), {name}.is_cpu)"
+    layout = (f"({name}.layout, {name}.shape, {name}._data.dtype, {name}._data.shape, "
+              f"{name}._data.strides)")
     return (f"({tensor} if type({name}) is _nd else {scalar} if type({name}) is int "
             f"else {device} if type({name}) is _T else {torch_layout} if type({name}) in _TT "
-            f"else _other({name}))")
+            f"else {layout} if type({name}) is _L else _other({name}))")
 
 
 class _TorchNotImported:
@@ -132,7 +135,7 @@ def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
     _stats["memory_hits"] += 1
     return _pypto_k(_pypto_grid, {call_args})
 """
-    scope = {"_nd": np.ndarray, "_T": Tensor, "_TT": torch_tensor_type(), "_other": other_key, "_target": _current_target, "_env": ENVIRON, "_table": jitfn._fast,
+    scope = {"_nd": np.ndarray, "_T": Tensor, "_L": LayoutTensor, "_TT": torch_tensor_type(), "_other": other_key, "_target": _current_target, "_env": ENVIRON, "_table": jitfn._fast,
              "_slow": slow_path, "_stats": cache_stats, **defaults}
     exec(compile(source, f"<pypto launcher for {jitfn.__name__}>", "exec"), scope)
     return scope[kernel], scope["key"], scope

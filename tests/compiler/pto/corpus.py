@@ -121,6 +121,16 @@ def _z(*shape, dtype=F32):
     return np.zeros(shape, dtype)
 
 
+def _nc1hwc0(*shape, dtype=F16):
+    """An NC1HWC0 layout tensor of logical shape (N, C, H, W)."""
+    return pypto.layout.nc1hwc0(_r(*shape, dtype=dtype))
+
+
+def _nz(*shape, dtype=F16):
+    """An NZ layout tensor of logical shape (M, K)."""
+    return pypto.layout.nz(_r(*shape, dtype=dtype))
+
+
 def _r(*shape, dtype=F32):
     rng = np.random.default_rng(0)
     return rng.random(shape).astype(dtype)
@@ -665,9 +675,12 @@ def _entries() -> list[Entry]:
     add("bench_tuning_chsum_nchw_one_load", "benchmark reduce-sum reduce-axis0 cast",
         lambda: _pto(tt().chsum_nchw_one_load, _r(2 * 4, 64, dtype=F16), _z(2, 64), C=4,
                      P=64))
-    add("bench_tuning_chsum_nc1hwc0", "benchmark reduce-sum reduce-axis1 for-tile-iter",
-        lambda: _pto(tt().chsum_nc1hwc0, _r(2 * 2 * 16, 16, dtype=F16), _z(2 * 16, 1),
-                     C1=2, HW=16, C0=16, P=16))
+    add("bench_tuning_chsum_nc1hwc0", "benchmark reduce-sum reduce-axis1 for-tile-iter "
+        "layout-nc1hwc0", lambda: _pto(tt().chsum_nc1hwc0, _nc1hwc0(2, 32, 4, 4),
+                                       _z(2 * 16, 1), P=16))
+    add("bench_tuning_matmul_nz", "benchmark matmul-f16 k-loop grid-2d layout-nz",
+        lambda: _pto(tt().matmul_tiles, _nz(64, 64), _nz(64, 32), _z(64, 32),
+                     BM=32, BN=32, BK=32))
     add("bench_tuning_softmax_sync_per_tile", "benchmark manual-sync",
         lambda: _pto(tt().softmax_sync_per_tile, _r(32, 128), _z(32, 128), BM=8, BN=128))
     add("bench_tuning_softmax_async", "benchmark num-stages",
@@ -823,6 +836,16 @@ def _entries() -> list[Entry]:
     add("matmul_f32_kloop_tails", "matmul-f32 k-loop tail-rows tail-cols grid-2d",
         lambda: _pto(mm().matmul_kernel, _r(37, 40), _r(40, 50), _z(37, 50), 37, 50, 40,
                      BM=16, BN=32, BK=16))
+    lk = lambda: _tests("test_layout_kernels")                  # noqa: E731
+    add("layout_nc1hwc0_window_tails", "layout-nc1hwc0 tail-rows tail-cols f32",
+        lambda: _pto(lk().nc1hwc0_window, _nc1hwc0(2, 20, 5, 7, dtype=F32),
+                     _z(2 * 8 * 40, 8), C=20, P=16, CB=8))
+    add("layout_nz_matmul_f32_tails", "layout-nz matmul-f32 k-loop tail-rows tail-cols",
+        lambda: _pto(lk().nz_matmul, _nz(40, 24, dtype=F32), _nz(24, 40, dtype=F32),
+                     _z(40, 40), BM=16, BN=16, BK=16))
+    add("layout_nz_into_ub", "layout-nz", lambda: _pto(lk().nz_vector_load,
+                                                       _nz(32, 32), _z(32, 32, dtype=F16)),
+        refused="a load from an NZ tensor into a vector (UB) tile")
     add("matmul_softmax_mixed", "mixed matmul-f16 k-loop reduce-max reduce-sum unary",
         lambda: _pto(matmul_softmax, _r(32, 64, dtype=F16), _r(64, 32, dtype=F16),
                      _z(32, 32), 64, BM=16, BN=32, BK=32))

@@ -1,0 +1,212 @@
+"""Kernels that load NZ and NC1HWC0 tensors (pypto.layout.LayoutTensor) in logical
+coordinates: results against numpy on the native engine and the interpreter, the errors for
+bad layouts and windows, the layout in the launch key, and what the cycle model charges."""
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+from pypto import layout
+from pypto.backends.ascend.cycle_model import gm_bursts, model_kernel
+from pypto.compiler.errors import CompilationError
+
+
+@pypto.jit
+def nc1hwc0_window(x, out, C: pl.constexpr, P: pl.constexpr, CB: pl.constexpr):
+    """Every (P pixels, CB channels) window of image n, copied to rows of ``out``."""
+    N, _, H, W = x.shape
+    p0 = pl.program_id(0) * P
+    n = pl.program_id(1)
+    groups = (C + CB - 1) // CB
+    rows = pl.num_programs(0) * P
+    for g in range(groups):
+        t = pl.load(x, offsets=(n, g * CB, 0, p0), shape=(P, CB))
+        pl.store(out, offsets=((n * groups + g) * rows + p0, 0), value=t)
+
+
+@pypto.jit
+def nz_matmul(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    M, K = a.shape
+    i = pl.program_id(0)
+    j = pl.program_id(1)
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in range(0, K, BK):
+        acc = pl.matmul(pl.load(a, offsets=(i * BM, k), shape=(BM, BK)),
+                        pl.load(b, offsets=(k, j * BN), shape=(BK, BN)), acc)
+    pl.store(c, offsets=(i * BM, j * BN), value=acc)
+
+
+@pypto.jit
+def nz_vector_load(a, out):
+    """Refused on the chip: NZ fractals cannot be loaded into a row-major UB tile."""
+    pl.store(out, offsets=(0, 0), value=pl.load(a, offsets=(0, 0), shape=(32, 32)) * 2)
+
+
+@pypto.jit
+def nz_store(a, out):
+    pl.store(a, offsets=(0, 0), value=pl.load(out, offsets=(0, 0), shape=(16, 16)))
+
+
+def _nc1hwc0_reference(x, P, CB, tiles):
+    """What nc1hwc0_window writes, from the logical NCHW array (zeros outside it)."""
+    n, c, h, w = x.shape
+    groups = -(-c // CB)
+    rows = tiles * P
+    out = np.zeros((n * groups * rows, CB), x.dtype)
+    pixels = x.reshape(n, c, h * w)
+    for i in range(n):
+        for g in range(groups):
+            chans = pixels[i, g * CB:(g + 1) * CB].T        # (HW, <= CB)
+            base = (i * groups + g) * rows
+            out[base:base + h * w, :chans.shape[1]] = chans
+    return out
+
+
+ENGINES = ["native", "interpreter"]
+
+
+def _launch(engine, monkeypatch, kernel, grid, *args, **kwargs):
+    if engine == "interpreter":
+        monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    kernel[grid](*args, **kwargs)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype,cb", [(np.float16, 16), (np.float16, 8), (np.float32, 8)])
+def test_nc1hwc0_windows_equal_numpy(engine, dtype, cb, monkeypatch):
+    """Pixels wrap from one image row to the next, the last tile runs past H*W (padding),
+    and C = 20 leaves a partly filled last channel group (its padding channels read 0)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 20, 5, 7)).astype(dtype)
+    P = 16
+    tiles = -(-35 // P)
+    out = np.full((2 * -(-20 // cb) * tiles * P, cb), np.nan, dtype)
+    _launch(engine, monkeypatch, nc1hwc0_window, (tiles, 2), layout.nc1hwc0(x), out,
+            C=20, P=P, CB=cb)
+    np.testing.assert_array_equal(out, _nc1hwc0_reference(x, P, cb, tiles))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_nz_matmul_equals_numpy(engine, dtype, monkeypatch):
+    """Tails in every dimension: the NZ tensors' padding (zeros) fills the last fractals."""
+    rng = np.random.default_rng(2)
+    m, k, n = 40, 24 if dtype == np.float32 else 40, 40
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = np.full((m, n), np.nan, np.float32)
+    _launch(engine, monkeypatch, nz_matmul, (3, 3), layout.nz(a), layout.nz(b), c,
+            BM=16, BN=16, BK=16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_nz_and_nd_operands_mix():
+    """One operand NZ, the other ND: each load reads its own layout."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    c = np.zeros((32, 32), np.float32)
+    nz_matmul[(2, 2)](layout.nz(a), b, c, BM=16, BN=16, BK=16)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_layout_is_part_of_the_launch_key():
+    """The same physical array as a plain ND tensor and as an NZ tensor: two kernels, each
+    right, and the warm path keeps them apart."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    eye = np.eye(32, dtype=np.float16)
+    an = layout.nz(a)
+    c1, c2 = np.zeros((32, 32), np.float32), np.zeros((32, 32), np.float32)
+    for _ in range(2):                                     # the second round is warm
+        nz_matmul[(2, 2)](an, eye, c1, BM=16, BN=16, BK=16)
+        nz_matmul[(2, 2)](a, eye, c2, BM=16, BN=16, BK=16)
+        np.testing.assert_array_equal(c1, a.astype(np.float32))
+        np.testing.assert_array_equal(c2, a.astype(np.float32))
+
+
+def test_as_layout_checks_the_physical_array():
+    x = np.zeros((1, 2, 3, 4, 16), np.float16)
+    with pytest.raises(ValueError, match=r"held in an array of shape \(1, 2, 3, 4, 16\), "
+                                         r"got \(1, 2, 3, 4, 8\).*to_nc1hwc0"):
+        layout.as_layout(x[..., :8].copy(), "NC1HWC0", (1, 20, 3, 4))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        layout.as_layout(np.zeros((1, 2, 4, 3, 16), np.float16).transpose(0, 1, 3, 2, 4),
+                         "NC1HWC0", (1, 20, 3, 4))
+    with pytest.raises(ValueError, match="must be one of NZ, NC1HWC0"):
+        layout.as_layout(x, "NHWC", (1, 20, 3, 4))
+    with pytest.raises(ValueError, match=r"logical shape \(M, K\)"):
+        layout.as_layout(x, "NZ", (1, 20, 3))
+    t = layout.as_layout(x, "nc1hwc0", (1, 20, 3, 4))
+    assert t.shape == (1, 20, 3, 4) and t._data.shape == (1, 2, 1, 12, 16)
+    assert np.shares_memory(t._data, x)
+
+
+def test_bad_windows_are_compile_errors():
+    x = layout.nc1hwc0(np.zeros((1, 32, 4, 4), np.float16))
+    out = np.zeros((64, 32), np.float16)
+    with pytest.raises(CompilationError, match="at most C0 = 16 channels"):
+        nc1hwc0_window[(1, 1)](x, out, C=32, P=16, CB=32)
+    a = layout.nz(np.zeros((32, 32), np.float16))
+    c = np.zeros((32, 32), np.float32)
+    with pytest.raises(CompilationError, match=r"whole 16 x 16 fractals.*\(16, 8\)"):
+        nz_matmul[(1, 1)](a, a, c, BM=16, BN=16, BK=8)
+    with pytest.raises(CompilationError, match="kernels store into ND tensors only"):
+        nz_store(a, np.zeros((16, 16), np.float16))
+    with pytest.raises(CompilationError, match="NZ tensor into a vector"):
+        nz_vector_load(a, np.zeros((32, 32), np.float16))
+
+
+def test_misaligned_nz_offset_is_an_error_in_the_interpreter(monkeypatch):
+    """An NZ transfer moves whole fractals; the interpreter (the definition) refuses a
+    window that starts inside one."""
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+
+    @pypto.jit
+    def shifted(a, b, c):
+        acc = pl.matmul(pl.load(a, offsets=(8, 0), shape=(16, 16)),
+                        pl.load(b, offsets=(0, 0), shape=(16, 16)))
+        pl.store(c, offsets=(0, 0), value=acc)
+
+    a = layout.nz(np.zeros((32, 16), np.float16))
+    with pytest.raises(IndexError, match="row offset must be a multiple of 16"):
+        shifted[(1,)](a, np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float32))
+
+
+def test_bursts_follow_the_layout():
+    class ND:
+        layout = "ND"
+
+    class NZ:
+        layout = "NZ"
+
+    class NC:
+        layout = "NC1HWC0"
+    # ND: one run per row of a window narrower than the tensor, one run when rows are whole
+    assert gm_bursts(ND, (64, 256), (256, 1), (32, 64), 2) == (32, 128)
+    assert gm_bursts(ND, (64, 64), (64, 1), (32, 64), 2) == (1, 32 * 64 * 2)
+    assert gm_bursts(ND, (64, 64), (1, 64), (32, 64), 2) == (32 * 64, 2)   # transposed view
+    # NZ (K1, M1, 16, C0): one run per column of fractals, one when every row is taken
+    assert gm_bursts(NZ, (4, 8, 16, 16), None, (32, 64), 2) == (4, 32 * 32)
+    assert gm_bursts(NZ, (4, 2, 16, 16), None, (32, 64), 2) == (1, 32 * 64 * 2)
+    # NC1HWC0: the whole channel group is one run of pixels x 32 bytes
+    assert gm_bursts(NC, (2, 4, 1, 64, 16), None, (64, 16), 2) == (1, 64 * 32)
+    assert gm_bursts(NC, (2, 4, 1, 64, 16), None, (64, 8), 2) == (64, 16)
+
+
+def test_cycle_model_charges_nd_rows_more_than_nz_fractals():
+    """The same matmul, the same transfers and bytes: ND operands are read as one short run
+    per row (64 B at BK = 32), NZ ones as runs of whole fractals, so MTE2 is busy less."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    c = np.zeros((128, 128), np.float32)
+    nd = model_kernel(nz_matmul, (2, 2), a, b, c, BM=64, BN=64, BK=32)
+    nz = model_kernel(nz_matmul, (2, 2), layout.nz(a), layout.nz(b), c, BM=64, BN=64, BK=32)
+    moved = [sum(r.bytes for blk in m.blocks for r in blk.records if r.name == "tload")
+             for m in (nd, nz)]
+    assert moved[0] == moved[1]
+    assert nz.pipe_busy["MTE2"] < 0.9 * nd.pipe_busy["MTE2"]
+    assert nz.cycles < nd.cycles
