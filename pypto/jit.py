@@ -382,6 +382,10 @@ class JITFunction:
             if name in self.constexprs:
                 key.append(("c", _hashable(v)))
             elif isinstance(v, LayoutTensor):
+                if name in self.dynamic:
+                    raise ValueError(f"{self.__name__}(): argument '{name}' is a "
+                                     f"{v.layout} layout tensor, whose shape is always "
+                                     "specialised; remove it from dynamic=")
                 key.append(("l", _dtype_of(v.data).name, v.layout, v.shape))
             elif isinstance(v, np.ndarray):
                 dynamic = self.dynamic.get(name, ())

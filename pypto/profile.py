@@ -53,7 +53,8 @@ KINDS = ("compute", "memory", "sync")
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor argument as the model needs it: shape, dtype and strides (in bytes), no data."""
+    """A tensor argument as the model needs it: shape, dtype and strides (in bytes), no data;
+    ``model_launch`` takes it in place of the launch's array (the strides shape its bursts)."""
     shape: tuple
     dtype: np.dtype
     strides: tuple
@@ -61,11 +62,6 @@ class TensorSpec:
     @property
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.itemsize
-
-    def standin(self) -> np.ndarray:
-        """A read-only, zero-filled array of this shape and dtype that owns one element (a
-        broadcast view): what ``model_launch`` gets in place of the launch's array."""
-        return np.broadcast_to(np.zeros((), self.dtype), self.shape)
 
 
 def _arg_spec(value):
@@ -124,8 +120,7 @@ def _model_of(kernel, grid, args):
     from .backends.ascend.targets import get_target
     program = pto_program(kernel)
     target = get_target(kernel.metadata["target"])
-    model = model_launch(program, grid, {n: v.standin() if isinstance(v, TensorSpec) else v
-                                         for n, v in args.items()}, target)
+    model = model_launch(program, grid, args, target)   # TensorSpecs: shape, dtype, strides
     with _lock:
         cache[key] = model
     return model

@@ -31,6 +31,7 @@ SCRIPTS = {
     "tutorials/11_autotune.py": r"^\s*config\s+NPU \(model\)\s+host\s*$",
     "tutorials/14_ascend_c_and_pto.py":
         r"^\s*shape\s+call_ascend_c\s+graph\s+numpy\s+graph/numpy\s*$",
+    "tutorials/13_layouts_and_conv.py": r"^layout\s+kernel\s+host\s+NPU \(model\)\s+max err$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -84,8 +85,12 @@ SHOWS = {
         "--npu-arch=dav-2201", "call_optimized_matmul(6, stream, a, b, c, m=128, n=192, k=256)",
         "is refused before anything runs", "the edit drops 4", "modelled NPU time: ",
         "results bit-identical", "refused by the hazard checker"],
+    "tutorials/13_layouts_and_conv.py": [
+        "LayoutTensor(NC1HWC0, logical shape", "{layout = #pto.layout<nz>}",
+        "as_layout with the wrong array"],
     "benchmarks/tuning_table.py": [
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
+        "memory layout (cube)", "NZ operands",
         "core utilization 2.1% ->", "Why ours differ from the seed's figures",
         "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in"],
 }

@@ -48,6 +48,8 @@ import inspect
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...compiler.elementwise import BINARY, UNARY
 from ...compiler.pto.isa import PIPES, is_scalar, is_sync, pipe_of
 from ...compiler.pto import For, If, Inst, Scalar, TensorArg, Tile, While
@@ -396,9 +398,10 @@ class _Part:
                 value = getattr(value, "_data", value)    # a LayoutTensor's physical array
                 dims = tuple(value.shape) if value is not None else p.dims
                 shapes[p.name] = tuple(int(d) for d in dims)
-                steps = getattr(value, "strides", None)
-                if steps is not None and hasattr(value, "itemsize"):
-                    self.strides[p.name] = tuple(int(st) // value.itemsize for st in steps)
+                steps = getattr(value, "strides", None)       # bytes (numpy's, a TensorSpec's)
+                if steps is not None and getattr(value, "dtype", None) is not None:
+                    size = np.dtype(value.dtype).itemsize
+                    self.strides[p.name] = tuple(int(st) // size for st in steps)
             elif p.name in env.args:
                 self.vals[p.name] = _as_python(convert(env.args[p.name], p.dtype), p.dtype)
         return shapes

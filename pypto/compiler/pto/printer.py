@@ -320,7 +320,8 @@ class _Printer:
             raise NotOnChip("a load from an NZ tensor into a vector (UB) tile: A2/A3's TLOAD "
                             "copies NZ fractals only into NZ tiles, and the vector unit "
                             "computes on row-major ones; use the tile as a pl.matmul operand "
-                            "(it is then loaded into L1), or pass the tensor in ND")
+                            "(it is then loaded into L1), or pass the tensor in ND",
+                            i.attrs.get("_loc"))
         pv, ty, sizes = self.window(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth, pad=kind)
         self.emit(f"pto.tload ins({pv} : {ty}) outs({clipped} : "
