@@ -210,3 +210,16 @@ def test_cycle_model_charges_nd_rows_more_than_nz_fractals():
     assert moved[0] == moved[1]
     assert nz.pipe_busy["MTE2"] < 0.9 * nd.pipe_busy["MTE2"]
     assert nz.cycles < nd.cycles
+
+
+def test_torch_tensors_in_a_layout():
+    """pypto.layout.nz of a torch CPU tensor: the kernel reads the converted tensor's memory."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(32, 32, dtype=torch.float16)
+    b = torch.randn(32, 32, dtype=torch.float16)
+    c = torch.zeros(32, 32, dtype=torch.float32)
+    an = layout.nz(a)
+    assert isinstance(an.data, np.ndarray)          # a view of the converted torch tensor
+    nz_matmul[(2, 2)](an, layout.nz(b), c, BM=16, BN=16, BK=16)
+    ref = a.float() @ b.float()
+    assert torch.allclose(c, ref, rtol=1e-3, atol=1e-3)
