@@ -161,7 +161,7 @@ def test_bad_windows_are_compile_errors():
 
 def test_misaligned_nz_offset_is_an_error_in_the_interpreter(monkeypatch):
     """An NZ transfer moves whole fractals; the interpreter (the definition) refuses a
-    window that starts inside one."""
+    window that starts inside one, and compiled code reads the chip's (unchecked) window."""
     monkeypatch.setenv("PYPTO_INTERPRET", "1")
 
     @pypto.jit
@@ -170,9 +170,15 @@ def test_misaligned_nz_offset_is_an_error_in_the_interpreter(monkeypatch):
                         pl.load(b, offsets=(0, 0), shape=(16, 16)))
         pl.store(c, offsets=(0, 0), value=acc)
 
-    a = layout.nz(np.zeros((32, 16), np.float16))
+    x = np.random.default_rng(6).standard_normal((32, 16)).astype(np.float16)
+    a, eye = layout.nz(x), np.eye(16, dtype=np.float16)
+    c = np.zeros((16, 16), np.float32)
     with pytest.raises(IndexError, match="row offset must be a multiple of 16"):
-        shifted[(1,)](a, np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float32))
+        shifted[(1,)](a, eye, c)
+    # compiled code reads what the chip's partition (offset / 16 fractals) reads: rows 0-15
+    monkeypatch.delenv("PYPTO_INTERPRET")
+    shifted[(1,)](a, eye, c)
+    np.testing.assert_array_equal(c, x[:16].astype(np.float32))
 
 
 def test_bursts_follow_the_layout():

@@ -36,8 +36,12 @@ def _window(cg, tensor, offsets):
 
 
 def _nz_window(b, ptr, offs, dims, strides):
-    """NZ (K1, M1, 16, C0): logical (row, col) lies in fractal (col // C0, row // 16)."""
+    """NZ (K1, M1, 16, C0): logical (row, col) lies in fractal (col // C0, row // 16). The
+    window starts at the fractal holding its offsets, as the chip's partition (offset / 16,
+    offset / C0, printer.layout_partition) does: an offset inside a fractal (an error, which
+    the interpreter reports) reads what the chip would."""
     k1, m1, m0, c0 = dims
+    offs = [b.mul(b.sdiv(offs[0], m0), m0), b.mul(b.sdiv(offs[1], c0), c0)]
 
     def index(row, col):
         parts = (b.sdiv(col, c0), b.sdiv(row, m0), b.srem(row, m0), b.srem(col, c0))
