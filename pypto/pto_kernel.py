@@ -49,29 +49,34 @@ class PtoKernel:
     def __init__(self, text: str, path: str, target=None, engine=None):
         from .compiler.pto.passes.hazards import check_program
         from .compiler.pto.printer import print_program
-        from .compiler.pto.reader import PtoParseError, parse_program
+        from .compiler.pto.reader import PtoParseError
+        from .compiler.pto.reader_ptoas import read
+        from .device import current_target
         from .jit import _check_engine
         self.engine = engine and _check_engine(engine, "load_pto")
         try:
-            program = parse_program(text, get_target(target) if target else None)
+            program = read(text, get_target(target) if target else None, current_target)
         except PtoParseError as e:
             raise CompilationError(e.message, SourceLoc(path, e.line or 0, 0,
                                                         source_line=e.text)) from None
         self.cpp = _assemble(text, path)
         check_program(program)
-        self.program, self.path, self.__name__ = program, path, program.name
+        self.program, self.path, self.text, self.__name__ = program, path, text, program.name
         self.params = [(p.name, "tensor", p.rank) if isinstance(p, TensorArg) else
                        (p.name, "float" if p.dtype.is_floating else "int", 0)
                        for p in program.params if not (isinstance(p, TensorArg) and
                                                        p.workspace)]
-        self.compiled = self._compile(print_program(program))
+        self.compiled = self._compile(print_program(program), text)
 
-    def _compile(self, pto: str):
+    def _compile(self, pto: str, text: str):
+        from .backends.ascend import ptoas
         from .backends.ascend.llvm_driver import host_identity
         from .jit import __version__, _kernel_from_files, compiler_hash
         opt = envs.PTO_OPT_LEVEL.get().upper()
-        key = cache_mod.digest(("load_pto", pto, self.program.target.name, opt, __version__,
-                                compiler_hash(), host_identity()))
+        # the text itself too: its C++ (the pto-isa engine's) is PTOAS's reading of it
+        key = cache_mod.digest(("load_pto", pto, text, self.program.target.name, opt,
+                                __version__, compiler_hash(), host_identity(),
+                                ptoas.identity()))
         files = cache_mod.fetch_or_build(key, REQUIRED, lambda: self._build(pto, opt))
         return _kernel_from_files(files, self.params, key)
 
@@ -79,7 +84,7 @@ class PtoKernel:
         from .backends.ascend.codegen import generate_llvm_ir
         from .backends.ascend.llvm_driver import compile_to_object
         from .compiler.pipeline import program_metadata
-        from .compiler.pto import walk_insts
+        from .compiler.pto import Inst, walk_insts
         program = self.program
         try:
             llir = generate_llvm_ir(program)
@@ -88,11 +93,11 @@ class PtoKernel:
             if unknown is None:
                 raise
             raise _at_line(f"no PTO instruction '{unknown.group(1)}' (on A2/A3, as PyPTO "
-                           "knows them: docs/pto.md)", pto, f"pto.{unknown.group(1)}",
+                           "knows them: docs/pto.md)", self.text, f"pto.{unknown.group(1)} ",
                            self.path) from None
         obj, optimized = compile_to_object(llir, opt)
         written = sorted({i.outs[0].name for _, body in program.parts
-                          for i in walk_insts(body) if i.op == "tstore"
+                          for i in walk_insts(body) if isinstance(i, Inst) and i.op == "tstore"
                           and isinstance(i.outs[0], TensorArg)})
         metadata = program_metadata(program, written, opt)
         files = {} if self.cpp is None else {"cpp.txt": self.cpp.encode()}
@@ -195,8 +200,9 @@ def _assemble(text: str, path: str):
     """The assembler's C++ for ``text`` when PTOAS is installed (else None); its rejection is
     the user's error, at the line it names."""
     from .backends.ascend import ptoas
+    from .compiler.pto.reader_ptoas import needs_level2
     try:
-        return ptoas.lower(text)
+        return ptoas.lower(text, level3=not needs_level2(text))
     except InternalError as e:
         found = re.search(r"\.pto\"?:(\d+):(\d+)\)?: error: (.*)", str(e))
         if found is None:

@@ -53,9 +53,10 @@ def identity() -> tuple[str, str] | None:
     return None if path is None else (path, _version(path))
 
 
-def lower(pto_text: str, path: str | None = None) -> str | None:
+def lower(pto_text: str, path: str | None = None, level3: bool = True) -> str | None:
     """The C++ of ``pto_text`` (by ``path``, else the configured assembler), or None when no
-    assembler is installed."""
+    assembler is installed. ``level3=False`` lowers at PTOAS's default level 2, where the
+    assembler plans the tiles' addresses (text that gives none: ``pypto.load_pto``)."""
     path = path or find()
     if path is None:
         return None
@@ -64,7 +65,8 @@ def lower(pto_text: str, path: str | None = None) -> str | None:
         with open(src, "w") as f:
             f.write(pto_text)
         try:
-            done = subprocess.run([path, src, "-o", out, LEVEL], capture_output=True,
+            done = subprocess.run([path, src, "-o", out] + ([LEVEL] if level3 else []),
+                                  capture_output=True,
                                   text=True, timeout=TIMEOUT_SECONDS)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise InternalError(f"the assembler {path} could not run: {e}", pto_text) from None

@@ -57,7 +57,7 @@ _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
 _INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
 _FOR = re.compile(rf"\s*({_N}) = ({_N}) to ({_N}) step ({_N})"
-                  rf"(?: iter_args\((.*)\) -> \((.*)\))? : (\w+) \{{")
+                  rf"(?: iter_args\((.*)\) -> \((.*)\))?(?: : (\w+))? \{{")
 _IF = re.compile(rf"\s*({_N})(?: -> \((.*)\))? \{{")
 _WHILE = re.compile(r"\s*\((.*)\) : \((.*)\) -> \((.*)\) \{")
 _BB = re.compile(r"\^bb\d*\((.*)\):")
@@ -575,16 +575,21 @@ class _Parser:
             if op in ("scf.yield", "scf.condition"):
                 term = (op, self.terminator(op, rest, scope))
                 continue
-            if results and all("." in r for r in results):
-                self.derived(op, results, rest, line, scope, insts)
-                continue
-            if op == "pto.tmov" and rest.strip()[4:].split(" ", 1)[0] in scope.reshape_views:
-                continue                        # the copy half of a treshape (printer)
-            if len(results) == 1 and results[0] in scope.derived and \
-                    op != "pto.partition_view":
-                self.macro_end(results[0], line, scope, insts)
-                continue
-            self.statement(op, results, rest, scope, insts)
+            if not self.printer_form(op, results, rest, line, scope, insts):
+                self.statement(op, results, rest, scope, insts)
+
+    def printer_form(self, op, results, rest, line, scope: _Scope, out: list) -> bool:
+        """Is this line one of the printer's own spellings (derived names, macros), read
+        here? (``reader_ptoas`` reads text no printer wrote and has none.)"""
+        if results and all("." in r for r in results):
+            self.derived(op, results, rest, line, scope, out)
+            return True
+        if op == "pto.tmov" and rest.strip()[4:].split(" ", 1)[0] in scope.reshape_views:
+            return True                         # the copy half of a treshape (printer)
+        if len(results) == 1 and results[0] in scope.derived and op != "pto.partition_view":
+            self.macro_end(results[0], line, scope, out)
+            return True
+        return False
 
     def derived(self, op, results, rest, line, scope: _Scope, out: list) -> None:
         """A statement whose results are printer-derived names (``%<base>.<tag>``)."""
@@ -680,7 +685,7 @@ class _Parser:
         if len(pairs) != len(types) or len(results) != len(pairs):
             raise self.error("scf.for: iter_args, their types and the results differ in number")
         inits = [self.value(p.partition("=")[2].strip(), scope) for p in pairs]
-        iv = self.define(iv_name, self.dtype(iv_type), scope)
+        iv = self.define(iv_name, self.dtype(iv_type or "index"), scope)
         iter_args = [self.define(p.partition("=")[0].strip(), d, scope)
                      for p, d in zip(pairs, types)]
         body, term, closer = self.block(scope)
@@ -1008,10 +1013,10 @@ class _Parser:
                     raise self.error(f"{op}: unbalanced parentheses in {key}(...)")
                 names = _split(text[len(key) + 1:end].split(" : ", 1)[0])
                 for k, n in enumerate(names):
-                    if "{" in n:
-                        n, _, attr = n.partition(" ")
-                        inner.update(self.attrs(attr.strip()))
-                        names[k] = n
+                    if "{" in n:            # "%x {a = b}", or "%x{a = b}" as others write
+                        n, _, attr = n.partition("{")
+                        inner.update(self.attrs("{" + attr.strip()))
+                        names[k] = n.strip()
                 groups[key] = names
                 text = text[end + 1:].strip()
         return groups.get("ins", []), groups.get("outs", []), inner, text

@@ -1,0 +1,165 @@
+"""PTOAS's own ``test/samples`` kernels through ``pypto.load_pto``, on both engines.
+
+    python tools/ptoas_samples.py [SAMPLES_DIR] [--only SUBSTRING] [--verbose]
+
+``SAMPLES_DIR`` (or ``PTOAS_SAMPLES``) is a directory holding the samples' ``.pto`` files,
+searched recursively: a copy of PTOAS's ``test/samples`` (never commit them), e.g.
+
+    git -C <PTOAS mirror> archive a56b18c3 test/samples | tar -x -C /tmp/ptoas
+
+Each sample is loaded (PyPTO's reader, PTOAS's check, the hazard checker, the native
+compile), given random inputs of each parameter's dtype (floats as normal numbers, integers
+in [-8, 8), integer scalars 0, float scalars 1.5) and run on one block on the native engine
+and on the pto-isa engine (the sample's own text lowered by PTOAS, its C++ run by pto-isa's
+CPU simulator), each on its own copy of the inputs; every tensor must come out equal within
+the dtype's tolerance. The table says, per sample, how far it got and why it stopped.
+
+A tool, not a benchmark: nothing is timed; it measures how much of the dialect PyPTO reads
+and whether PyPTO's meaning of each instruction is the vendor's. PTO_ORACLE (the packaged
+ptoas, pto-isa headers and clang) is needed for the pto-isa column; without it that column
+says what is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pypto  # noqa: E402
+from pypto.language import dtypes as dt  # noqa: E402
+
+# (rtol, atol) of one engine against the other, per dtype: a few ulps of each format
+TOLERANCE = {"float32": (1e-5, 1e-6), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2),
+             "float64": (1e-12, 1e-14)}
+
+
+@dataclass
+class Row:
+    sample: str
+    loaded: bool = False
+    native: bool = False
+    ptoisa: bool = False
+    equal: bool = False
+    reason: str = ""
+
+
+def inputs(kernel, rng) -> dict:
+    """Random arrays of each tensor parameter's declared shape and dtype; scalars fixed."""
+    tensors = {p.name: p for p in kernel.program.params if hasattr(p, "dims")}
+    values = {}
+    for name, kind, _ in kernel.params:
+        if kind == "tensor":
+            p = tensors[name]
+            values[name] = _array(p.dtype, tuple(p.dims), rng)
+        else:
+            values[name] = 1.5 if kind == "float" else 0
+    return values
+
+
+def _array(dtype: dt.dtype, shape: tuple, rng) -> np.ndarray:
+    if dtype == dt.bfloat16:
+        import ml_dtypes
+        return rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+    np_type = dtype.to_numpy()
+    if dtype.is_floating:
+        return rng.standard_normal(shape).astype(np_type)
+    if dtype in (dt.bool_, dt.uint8):
+        return rng.integers(0, 2, shape).astype(np_type)
+    return rng.integers(-8, 8, shape).astype(np_type)
+
+
+def close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal integers; floats within a few ulps of the element or of the tensor's largest
+    magnitude (a sum in another order is off by ulps of its partial sums, not of its result)."""
+    if a.dtype.kind in "iub":
+        return np.array_equal(a, b)
+    rtol, atol = TOLERANCE.get(str(a.dtype), (1e-5, 1e-6))
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    finite = np.isfinite(y)
+    scale = float(np.max(np.abs(y[finite]))) if finite.any() else 0.0
+    return np.allclose(x, y, rtol=rtol, atol=atol + rtol * scale, equal_nan=True)
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"
+
+
+def run_sample(path: str, root: str, seed: int = 0) -> Row:
+    row = Row(os.path.relpath(path, root))
+    try:
+        kernel = pypto.load_pto(path)
+    except Exception as e:                  # noqa: BLE001 - the reason is the table's point
+        row.reason = _first_line(e)
+        return row
+    row.loaded = True
+    args = inputs(kernel, np.random.default_rng(seed))
+    results = {}
+    for engine in ("native", "pto-isa"):
+        copy = {n: v.copy() if isinstance(v, np.ndarray) else v for n, v in args.items()}
+        try:
+            kernel.engine = engine
+            kernel[(1,)](**copy)
+        except Exception as e:              # noqa: BLE001
+            row.reason = row.reason or f"{engine}: {_first_line(e)}"
+            continue
+        results[engine] = copy
+        setattr(row, "native" if engine == "native" else "ptoisa", True)
+    if len(results) == 2:
+        differ = [n for n, v in results["native"].items() if isinstance(v, np.ndarray)
+                  and not close(v, results["pto-isa"][n])]
+        row.equal = not differ
+        if differ:
+            row.reason = f"differ in {', '.join(differ)}"
+    return row
+
+
+def sample_paths(root: str, only: str | None = None) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        found += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith(".pto")]
+    return [p for p in found if only is None or only in p]
+
+
+def table(rows: list[Row]) -> str:
+    width = max([len(r.sample) for r in rows] + [6])
+    mark = {True: "yes", False: "no"}
+    lines = [f"{'sample':<{width}}  loaded  native  pto-isa  equal  reason"]
+    for r in rows:
+        lines.append(f"{r.sample:<{width}}  {mark[r.loaded]:<6}  {mark[r.native]:<6}  "
+                     f"{mark[r.ptoisa]:<7}  {mark[r.equal]:<5}  {r.reason}")
+    lines.append(f"{len(rows)} samples: {sum(r.loaded for r in rows)} loaded, "
+                 f"{sum(r.native for r in rows)} ran natively, "
+                 f"{sum(r.ptoisa for r in rows)} ran on pto-isa, "
+                 f"{sum(r.equal for r in rows)} equal on both engines")
+    return "\n".join(lines)
+
+
+def run_all(root: str, only: str | None = None) -> list[Row]:
+    oracle = os.environ.get("PTO_ORACLE")
+    if oracle and not os.environ.get("PYPTO_PTOAS"):      # the sample's own text, assembled
+        os.environ["PYPTO_PTOAS"] = os.path.join(oracle, "bin", "ptoas")
+    return [run_sample(p, root) for p in sample_paths(root, only)]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("samples", nargs="?", default=os.environ.get("PTOAS_SAMPLES"),
+                   help="directory of PTOAS's test/samples (default: $PTOAS_SAMPLES)")
+    p.add_argument("--only", help="run the samples whose path contains this")
+    args = p.parse_args(argv)
+    if not args.samples or not os.path.isdir(args.samples):
+        p.error("give the samples directory (or set PTOAS_SAMPLES): a copy of PTOAS's "
+                "test/samples, e.g. git -C <mirror> archive a56b18c3 test/samples | tar -x")
+    print(table(run_all(args.samples, args.only)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
