@@ -167,7 +167,8 @@ class PtoKernel:
         strides = tuple(s * arr.itemsize if s is not None else None for s in param.strides)
         if arr.ndim != len(dims) or any(d is not None and d != n
                                         for d, n in zip(dims, arr.shape)) or any(
-                s is not None and s != t for s, t in zip(strides, arr.strides)):
+                s is not None and s != t and n != 1       # a stride over one element: unused
+                for s, t, n in zip(strides, arr.strides, arr.shape)):
             raise ValueError(f"{self.__name__}(): argument '{name}' has shape {arr.shape} and "
                              f"strides {arr.strides}; the program is written for shape "
                              f"{dims} and element strides {tuple(param.strides)}")

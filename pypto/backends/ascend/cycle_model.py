@@ -68,7 +68,9 @@ VECTOR_FAMILY = {
     **{op.pto: "unary" for op in UNARY.values() if op.pto},
     **{op.pto_scalar: "unary" for op in BINARY.values() if op.pto_scalar},
     **{op.pto: "binary" for op in BINARY.values() if op.pto},
-    "tsel": "binary",
+    "tsel": "binary", "taddc": "binary", "tsubc": "binary",
+    **{f"t{d}expand{op}": "binary" for d in ("row", "col")
+       for op in ("add", "sub", "mul", "div", "max", "min")},
     **{op: "transcendental" for op in _TRANSCENDENTAL},
     **{f"t{d}{r}": "reduce" for d in ("row", "col")
        for r in ("sum", "max", "min", "prod", "any", "all")},

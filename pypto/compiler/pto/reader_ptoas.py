@@ -69,9 +69,15 @@ def read(text: str, target, default_target) -> Program:
     """The ``Program`` of any ``.pto`` text: PyPTO's own print through ``reader`` (exactly),
     anything else through this module. ``target`` (or else ``default_target()``) is the chip
     for text that names none; PyPTO's print names its own."""
-    if is_pypto_text(text):
+    if not is_pypto_text(text):
+        return parse_ptoas_text(text, target or default_target())
+    try:
         return reader.parse_program(text, target)
-    return parse_ptoas_text(text, target or default_target())
+    except PtoParseError as exact:      # "pto.device-spec" written by hand: read it freely
+        try:
+            return parse_ptoas_text(text, target or default_target())
+        except PtoParseError as free:  # the reading that got further says what is wrong
+            raise (free if (free.line or 0) > (exact.line or 0) else exact) from None
 
 
 def parse_ptoas_text(text: str, target) -> Program:
@@ -86,6 +92,7 @@ def needs_level2(text: str) -> bool:
 class _PtoasParser(_Parser):
     def __init__(self, text: str):
         super().__init__(text)
+        self.lines = _joined_statements(self.lines)
         self.known: dict[str, object] = {}      # SSA name → its compile-time value
         self.sizes: dict[str, list] = {}        # partition view → its static sizes
         self.views: dict[str, tuple] = {}       # a treshape result → the tile it views
@@ -197,6 +204,8 @@ class _PtoasParser(_Parser):
 
     # -- statements ---------------------------------------------------------------------------
     def s_constant(self, op, results, rest, scope, out):
+        if rest.strip() in ("true", "false"):          # i1, its type implied
+            rest = f"{rest.strip()} : i1"
         value, _, ty = rest.strip().rpartition(" : ")
         if ty == "i1" and value in ("true", "false"):
             rest = f" {int(value == 'true')} : {ty}"
@@ -323,6 +332,13 @@ class _PtoasParser(_Parser):
             out.append(reader.Inst("textract", [src], [dst], {"starts": starts}))
             return
         super().s_tile(op, results, rest, scope, out)
+        inst = out[-1]
+        if name == "tconcat":
+            inst.attrs["axis"] = 1              # pto-isa's TCONCAT joins columns
+        if name == "tcvt" and inst.ins[0].dtype.is_floating and inst.outs[0].dtype.is_floating:
+            # between floats the chip's mode is the precision rounding, which pto-isa's
+            # TCVT does not apply (a static_cast); PyPTO's rmode rounds to an integral value
+            inst.attrs.pop("rmode", None)
 
     def s_sync(self, op, results, rest, scope, out):
         if op == "pto.barrier":
@@ -333,6 +349,31 @@ class _PtoasParser(_Parser):
 
 
 _INT_TEXT = re.compile(r"\d+")
+
+
+def _joined_statements(lines: list) -> list:
+    """A statement written over several lines (a long ``func.func`` header, operands and
+    types on lines of their own), as one line: the grammar is one statement per line. A line
+    continues while its brackets are open, or when the next begins with ``:``, ``outs(``,
+    ``iter_args(`` or ``attributes``."""
+    out = []
+    for no, text in lines:
+        if out and (_open(out[-1][1]) or text.startswith((":", "outs(", "iter_args(",
+                                                           "attributes", "->"))):
+            out[-1] = (out[-1][0], f"{out[-1][1]} {text}")
+        else:
+            out.append((no, text))
+    return [(no, re.sub(r"\( ", "(", re.sub(r" \)", ")", text))) for no, text in out]
+
+
+def _open(text: str) -> bool:
+    """Are brackets of ``text`` left open (a region's ``{`` at the end does not count)?"""
+    body = text[:-1] if text.endswith("{") else text
+    depth = 0
+    for ch in re.sub(r"->", "", body):
+        depth += ch in "([<"
+        depth -= ch in ")]>"
+    return depth > 0
 
 
 def _renamed(name: str) -> str:

@@ -121,7 +121,7 @@ UNARY_RULES = {
 }
 
 ROUNDING_INTRINSICS = {"floor": "llvm.floor", "ceil": "llvm.ceil", "trunc": "llvm.trunc",
-                       "rint": "llvm.rint"}
+                       "rint": "llvm.rint", "round": "llvm.round"}    # round: half away
 
 PTO_UNARY = {spec.pto: name for name, spec in UNARY.items() if spec.pto}
 PTO_BINARY = {spec.pto: name for name, spec in BINARY.items() if spec.pto and spec.pto != "tcmp"}
@@ -173,11 +173,15 @@ def tsel_elem(cg, inst):
 
 
 def tcvt_elem(cg, inst):
-    """A requested ``rmode`` rounds to an integral value first; without one, conversions
-    follow numpy (round to nearest even between floats, truncation to ints)."""
+    """A requested ``rmode`` rounds to an integral value first (PyPTO's ``cast(rounding=)``,
+    the interpreter's rule, between floats too); without one, conversions follow numpy (round
+    to nearest even between floats, truncation to ints)."""
     src, out = inst.ins[0], inst.outs[0]
     mode = inst.attrs.get("rmode")
     b = cg.b
+    if mode is not None and src.dtype.is_floating and mode not in ROUNDING_INTRINSICS:
+        raise ValueError(f"tcvt: no rounding mode {mode!r} (PyPTO has "
+                         f"{', '.join(sorted(ROUNDING_INTRINSICS))})")
 
     def body(x):
         if mode is not None and src.dtype.is_floating:
