@@ -9,7 +9,7 @@ searched recursively: a copy of PTOAS's ``test/samples`` (never commit them), e.
 
 Each sample is loaded (PyPTO's reader, PTOAS's check, the hazard checker, the native
 compile), given random inputs of each parameter's dtype (floats as normal numbers, integers
-in [-8, 8), integer scalars 0, float scalars 1.5) and run on one block on the native engine
+in [-8, 8), integer scalars 0, i1 scalars true, float scalars 1.5) and run on one block on the native engine
 and on the pto-isa engine (the sample's own text lowered by PTOAS, its C++ run by pto-isa's
 CPU simulator), each on its own copy of the inputs; every tensor must come out equal within
 the dtype's tolerance. The table says, per sample, how far it got and why it stopped.
@@ -31,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pypto  # noqa: E402
+from pypto.compiler.errors import CompilationError  # noqa: E402
 from pypto.language import dtypes as dt  # noqa: E402
 
 # (rtol, atol) of one engine against the other, per dtype: a few ulps of each format
@@ -50,14 +51,14 @@ class Row:
 
 def inputs(kernel, rng) -> dict:
     """Random arrays of each tensor parameter's declared shape and dtype; scalars fixed."""
-    tensors = {p.name: p for p in kernel.program.params if hasattr(p, "dims")}
+    params = {p.name: p for p in kernel.program.params}
     values = {}
     for name, kind, _ in kernel.params:
+        p = params[name]
         if kind == "tensor":
-            p = tensors[name]
             values[name] = _strided(_array(p.dtype, tuple(p.dims), rng), p.strides)
-        else:
-            values[name] = 1.5 if kind == "float" else 0
+        else:          # an i1 flag true (its branch loads what it stores), offsets 0
+            values[name] = 1.5 if kind == "float" else int(p.dtype == dt.bool_)
     return values
 
 
@@ -99,6 +100,8 @@ def close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _first_line(e: Exception) -> str:
+    if isinstance(e, CompilationError) and e.loc is not None:
+        return f"line {e.loc.line}: {e.message.splitlines()[0]}"
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}"
 

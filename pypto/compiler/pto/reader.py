@@ -569,7 +569,7 @@ class _Parser:
                 raise self.error("nothing may follow scf.yield or scf.condition in a region")
             m = _STMT.fullmatch(line)
             if m is None:
-                raise self.error("cannot read this line")
+                raise self.unreadable(line)
             results = _split(m.group("res") or "")
             op, rest = m.group("op"), m.group("rest")
             if op in ("scf.yield", "scf.condition"):
@@ -577,6 +577,9 @@ class _Parser:
                 continue
             if not self.printer_form(op, results, rest, line, scope, insts):
                 self.statement(op, results, rest, scope, insts)
+
+    def unreadable(self, line: str) -> PtoParseError:
+        return self.error("cannot read this line")
 
     def printer_form(self, op, results, rest, line, scope: _Scope, out: list) -> bool:
         """Is this line one of the printer's own spellings (derived names, macros), read

@@ -176,7 +176,15 @@ class _PtoasParser(_Parser):
     def printer_form(self, op, results, rest, line, scope, out) -> bool:
         return False
 
+    def unreadable(self, line: str) -> PtoParseError:
+        if re.match(rf"{_N}:\d+ = ", line):
+            return self.error("a multi-result value (%x:N = ...) is not read; name each "
+                              "result")
+        return super().unreadable(line)
+
     def statement(self, op: str, results: list, rest: str, scope, out: list) -> None:
+        if rest.rstrip().endswith("{") and not op.startswith("scf."):
+            raise self.error(f"{op} opens a region: PyPTO reads scf.for/if/while regions only")
         handler = _STATEMENTS.get(op)
         if handler is None and op.startswith("pto.") and not results and \
                 op[len("pto."):] not in SYNC_OPS:
