@@ -92,3 +92,41 @@ def _ascend_c_step(step) -> list[str]:
 def _calls(module) -> str:
     n = len(module.ascend_c_steps)
     return f", {n} Ascend C call(s)" if n else ""
+
+
+def tensor_graph_text(module) -> str:
+    """The Tensor Graph: what the user declared, before tiling, fusion or launches."""
+    graph = module.graph
+    lines = [f'tensor graph "{graph.name}": {len(module.placeholders)} input(s), '
+             f"{len(module.nodes)} node(s)"]
+    lines += [f"  %{t.name}: {t.dtype}{list(t.shape)} = placeholder()"
+              for t in module.placeholders]
+    for node in module.nodes:
+        outs = ", ".join(f"%{t.name}: {t.dtype}{list(t.shape)}" for t in node.outputs)
+        inputs = ", ".join(f"%{x.name}" for x in node.inputs)
+        if getattr(node, "external", False):
+            what = f"call_ascend_c({node.op.name}"
+        elif not getattr(node, "fusible", True):
+            what = f"{node.role}("
+        else:
+            what = f"{node.op.__name__}("
+        lines.append(f"  {outs} = {what}{inputs})" if what.endswith("(") else
+                     f"  {outs} = {what}, [{inputs}])")
+    lines.append("  returns " + ", ".join(f"%{t.name}" for t in module.outputs))
+    return "\n".join(lines) + "\n"
+
+
+def block_graph_text(module) -> str:
+    """The Block Graph: the launch steps (fused groups), each with its form, grid, cores and
+    the steps it waits for."""
+    from .execution import step_unit
+    lines = [f'block graph "{module.graph.name}": {len(module.steps)} launch step(s)']
+    writer = {id(t): s for s in module.steps for t in s.outputs}
+    for step in module.steps:
+        nodes = ", ".join(n.name for n in step.group.nodes) if hasattr(step, "group") \
+            else step.node.name
+        form = getattr(step, "form", "ascend C call")
+        after = list(dict.fromkeys(writer[id(t)].name for t in step.params if id(t) in writer))
+        lines.append(f"  {step.name}: node(s) {nodes}; form {form!r}, grid {tuple(step.grid)} "
+                     f"on {step_unit(step)} cores; after {', '.join(after) or 'inputs'}")
+    return "\n".join(lines) + "\n"

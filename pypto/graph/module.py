@@ -175,6 +175,7 @@ class Module:
         self._np_dtypes = {t.name: t.dtype.to_numpy() for t in self.placeholders + self.outputs}
         self.steps: list = []          # launch order: Kernels and AscendCSteps
         self._debug_kernels = None
+        self._execution_graph = None
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -307,6 +308,35 @@ class Module:
     def tile_graph_ir(self) -> str:
         from .ir_text import tile_graph_text
         return tile_graph_text(self)
+
+    # the four levels: Tensor Graph (what the user wrote), Tile Graph (each node's tiling),
+    # Block Graph (the kernels: fused groups, launch forms, grids), Execution Graph (tasks)
+    @property
+    def tensor_graph_ir(self) -> str:
+        from .ir_text import tensor_graph_text
+        return tensor_graph_text(self)
+
+    @property
+    def block_graph_ir(self) -> str:
+        from .ir_text import block_graph_text
+        return block_graph_text(self)
+
+    @property
+    def execution_graph(self):
+        """The tile tasks of every step and their data dependencies (``execution.py``)."""
+        if self._execution_graph is None:
+            from .execution import build
+            self._execution_graph = build(self)
+        return self._execution_graph
+
+    @property
+    def execution_graph_ir(self) -> str:
+        return self.execution_graph.text()
+
+    def levels(self) -> str:
+        """The four levels, one after another."""
+        return "\n".join([self.tensor_graph_ir, self.tile_graph_ir, self.block_graph_ir,
+                          self.execution_graph_ir])
 
     def __repr__(self) -> str:
         return (f"<pypto.Module {self.graph.name!r} for {self.target.name}: "
