@@ -44,6 +44,8 @@ SCRIPTS = {
     "benchmarks/machine.py": GOAL_TABLE,
     "benchmarks/conv2d.py":
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
+    "benchmarks/conv2d.py":
+        r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
     # modelled NPU time, not the goal table: run_all.py does not run it
     "benchmarks/tuning_table.py":
         r"^tuning\s+before\s+after\s+NPU before\s+NPU after\s+gain\s+ours\s+seed's figure$",
@@ -87,7 +89,12 @@ SHOWS = {
         "results bit-identical", "refused by the hazard checker"],
     "tutorials/13_layouts_and_conv.py": [
         "LayoutTensor(NC1HWC0, logical shape", "{layout = #pto.layout<nz>}",
-        "as_layout with the wrong array"],
+        "as_layout with the wrong array",
+        # pypto.conv2d's part
+        "from_nc1hwc0(x5, 20) == x: True", "round trip exact: True",
+        "FRACTAL_Z -> output (1, 2, 224, 224, 16) NC1HWC0", "nchw_conv_conv3x3_input",
+        "nchw_conv_conv3x3_weight", "nchw_conv_conv3x3_nchw", "converting layouts",
+        "graph                                kernels  PyPTO host  NPU (model)  max error"],
     "benchmarks/tuning_table.py": [
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
         "memory layout (cube)", "NZ operands",
