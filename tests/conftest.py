@@ -32,7 +32,7 @@ HEAVY_MODULES = {
     "backends/ascend/test_forwarding.py", "graph/test_tiling.py", "graph/test_hypothesis.py",
     "language/test_casts.py", "language/test_shapes.py", "language/test_reductions.py",
     "compiler/pto/test_conformance.py", "torch_ops/", "ascend_c/test_run.py",
-    "ascend_c/test_graph.py",
+    "ascend_c/test_graph.py", "graph/test_conv2d.py",
 }
 
 
