@@ -284,10 +284,11 @@ def load_window(layout: str, data: np.ndarray, shape, offsets, tile_shape):
         pixels = data.reshape(data.shape[0], data.shape[1], -1, data.shape[-1])
         nn, c1s, hw, c0 = pixels.shape
         group, cc = c // c0, c % c0
+        if not (0 <= n < nn and 0 <= group < c1s):      # the whole window is padding
+            return (np.zeros(0, np.intp), np.zeros(0, np.intp)), np.zeros(0, data.dtype)
         q = h * width + w + i
         ch = cc + j
-        inside = (q >= 0) & (q < hw) & (ch < c0) & (0 <= n < nn) & (0 <= group < c1s)
-        inside = np.broadcast_to(inside, (rows, cols))
+        inside = np.broadcast_to((q >= 0) & (q < hw) & (ch < c0), (rows, cols))
         ti = np.nonzero(inside)
         q, ch = np.broadcast_to(q, (rows, cols))[ti], np.broadcast_to(ch, (rows, cols))[ti]
         return ti, pixels[n, group, q, ch]

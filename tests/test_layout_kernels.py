@@ -3,6 +3,7 @@ coordinates: results against numpy on the native engine and the interpreter, the
 bad layouts and windows, the layout in the launch key, and what the cycle model charges."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import pypto
 import pypto.language as pl
@@ -229,3 +230,69 @@ def test_torch_tensors_in_a_layout():
     nz_matmul[(2, 2)](an, layout.nz(b), c, BM=16, BN=16, BK=16)
     ref = a.float() @ b.float()
     assert torch.allclose(c, ref, rtol=1e-3, atol=1e-3)
+
+
+@pypto.jit
+def nc1hwc0_at(x, out, n, c, h, w, P: pl.constexpr, CB: pl.constexpr):
+    pl.store(out, offsets=(0, 0), value=pl.load(x, offsets=(n, c, h, w), shape=(P, CB),
+                                                padding=-1))
+
+
+def _window_reference(x, n, c, h, w, P, CB, c0):
+    """pypto.layout.load_window's NC1HWC0 rule from the logical array: padding -1 outside."""
+    N, C, H, W = x.shape
+    padded = np.zeros((N, -(-C // c0) * c0, H * W), x.dtype)
+    padded[:, :C] = x.reshape(N, C, H * W)
+    out = np.full((P, CB), -1, x.dtype)
+    group = c // c0
+    for i in range(P):
+        q = h * W + w + i
+        for j in range(CB):
+            if 0 <= n < N and 0 <= group < padded.shape[1] // c0 and 0 <= q < H * W \
+                    and c - group * c0 + j < c0:
+                out[i, j] = padded[n, c + j, q]
+    return out
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(-1, 2), c=st.integers(-3, 40), h=st.integers(-2, 5), w=st.integers(-9, 9))
+def test_nc1hwc0_windows_at_any_offsets(n, c, h, w):
+    """Runtime offsets anywhere, inside or past the tensor (one compiled kernel): the native
+    code, the interpreter and the rule written out in numpy agree."""
+    x = np.arange(2 * 20 * 5 * 7, dtype=np.float32).reshape(2, 20, 5, 7)
+    xl = layout.nc1hwc0(x)
+    want = _window_reference(x, n, c, h, w, 16, 8, 8)
+    got = np.zeros((16, 8), np.float32)
+    nc1hwc0_at[(1,)](xl, got, n, c, h, w, P=16, CB=8)
+    np.testing.assert_array_equal(got, want)
+    where, values = layout.load_window("NC1HWC0", xl._data, xl.shape, (n, c, h, w), (16, 8))
+    interpreted = np.full((16, 8), -1, np.float32)
+    interpreted[where] = values
+    np.testing.assert_array_equal(interpreted, want)
+
+
+@pypto.jit
+def nz_at(a, eye, out, r, k):
+    """The (16, 8) float32 NZ window at (r, k), through the cube (times the identity)."""
+    pl.store(out, offsets=(0, 0), value=pl.matmul(pl.load(a, offsets=(r, k), shape=(16, 8)),
+                                                  pl.load(eye, offsets=(0, 0), shape=(8, 8))))
+
+
+@settings(max_examples=10, deadline=None)
+@given(ri=st.integers(-2, 4), ki=st.integers(-2, 4))
+def test_nz_windows_at_any_aligned_offsets(ri, ki):
+    """Fractal-aligned runtime offsets inside or past a (40, 20) float32 NZ tensor: the
+    rows and columns inside its physical (48, 24) array are read (the padding as the zeros
+    to_nz wrote), the rest is padding."""
+    x = np.arange(40 * 20, dtype=np.float32).reshape(40, 20) + 1
+    padded = np.zeros((48, 24), np.float32)
+    padded[:40, :20] = x
+    r, k = 16 * ri, 8 * ki
+    want = np.zeros((16, 8), np.float32)
+    for i in range(16):
+        for j in range(8):
+            if 0 <= r + i < 48 and 0 <= k + j < 24:
+                want[i, j] = padded[r + i, k + j]
+    got = np.full((16, 8), np.nan, np.float32)
+    nz_at[(1,)](layout.nz(x), np.eye(8, dtype=np.float32), got, r, k)
+    np.testing.assert_array_equal(got, want)
