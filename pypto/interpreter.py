@@ -289,6 +289,8 @@ def _load(run, op, ins):
     layout = op.operands[0].type
     if layout.layout != "ND":            # logical coordinates over the physical array
         from .layout import load_window
+        if run.watch is not None:
+            run.watch.access("load", op, run.pid, tensor, offsets, ty.shape, layout=layout)
         try:
             where, values = load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
         except IndexError as e:

@@ -93,11 +93,19 @@ class Watch:
         if self.counts[key] <= REPORT_LIMIT:
             self.findings.append(Finding(kind, self.kernel, message))
 
-    def access(self, what: str, op, pid, tensor, offsets, shape, atomic=None) -> None:
-        """A ``pl.load`` (``what="load"``) or ``pl.store`` of ``shape`` at ``offsets``."""
+    def access(self, what: str, op, pid, tensor, offsets, shape, atomic=None,
+               layout=None) -> None:
+        """A ``pl.load`` (``what="load"``) or ``pl.store`` of ``shape`` at ``offsets``;
+        ``layout``: the ``TensorType`` of a layout tensor, whose load is checked against its
+        logical extent (``layout_outside``)."""
         name = self.names.get(id(tensor), "a tensor")
         offsets = [int(o) for o in offsets]
-        outside = any(o < 0 or o + s > n for o, s, n in zip(offsets, shape, tensor.shape))
+        if layout is not None:
+            outside = layout_outside(layout, offsets, shape)
+            extent = f"{layout.layout} {layout.shape}"
+        else:
+            outside = any(o < 0 or o + s > n for o, s, n in zip(offsets, shape, tensor.shape))
+            extent = tuple(tensor.shape)
         with self._lock:
             if outside:
                 window = ", ".join(f"{o}:{o + s}" for o, s in zip(offsets, shape))
@@ -106,7 +114,7 @@ class Watch:
                 self._note("out of range", (what, op.loc), (
                     f"{self.kernel}: block {tuple(int(p) for p in pid)} at {op.loc}: "
                     f"pl.{what} of {name}[{window}] reaches outside {name}'s extent "
-                    f"{tuple(tensor.shape)}; {effect}"))
+                    f"{extent}; {effect}"))
             if what == "store":
                 self._record_write(name, op, pid, tensor, offsets, shape, atomic)
 
@@ -165,3 +173,21 @@ def report(findings: list) -> None:
         raise SanitizerError(text)
     from .jit import _user_stacklevel
     warnings.warn(text, SanitizerWarning, stacklevel=_user_stacklevel())
+
+
+def layout_outside(ty, offsets, shape) -> bool:
+    """Does a load from a layout tensor (pypto.layout.load_window) reach outside its logical
+    extent? NZ: the (rows, cols) window past (M, K); NC1HWC0: an image or pixel outside the
+    tensor, or a channel past C or past the channel group of the window's first channel."""
+    from .layout import c0_for
+    rows, cols = shape
+    if ty.layout == "NZ":
+        (r, k), (m, kk) = offsets, ty.shape
+        return r < 0 or k < 0 or r + rows > m or k + cols > kk
+    n, c, h, w = offsets
+    nn, channels, hh, ww = ty.shape
+    c0 = c0_for(ty.dtype)
+    q = h * ww + w
+    group_end = (c // c0 + 1) * c0
+    return not 0 <= n < nn or c < 0 or c + cols > min(channels, group_end) or q < 0 or \
+        q + rows > hh * ww

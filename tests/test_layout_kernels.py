@@ -296,3 +296,19 @@ def test_nz_windows_at_any_aligned_offsets(ri, ki):
     got = np.full((16, 8), np.nan, np.float32)
     nz_at[(1,)](layout.nz(x), np.eye(8, dtype=np.float32), got, r, k)
     np.testing.assert_array_equal(got, want)
+
+
+def test_sanitizer_reports_layout_loads_past_the_logical_extent():
+    """A window past C (the zero padding channels of the last group) is out of range in the
+    tensor's logical terms; a window inside is not."""
+    from pypto.sanitizer import SanitizerWarning
+    x = layout.nc1hwc0(np.ones((1, 20, 4, 4), np.float32))      # groups of 8: 0-7, 8-15, 16-23
+    out = np.zeros((16, 8), np.float32)
+    watched = pypto.jit(nc1hwc0_at.fn, sanitize=True)
+    with pytest.warns(SanitizerWarning, match=r"reaches outside .* NC1HWC0 \(1, 20, 4, 4\)"):
+        watched[(1,)](x, out, 0, 16, 0, 0, P=16, CB=8)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SanitizerWarning)
+        watched[(1,)](x, out, 0, 8, 0, 0, P=16, CB=8)
+    np.testing.assert_array_equal(out, np.ones((16, 8), np.float32))
