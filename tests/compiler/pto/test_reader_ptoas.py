@@ -342,3 +342,46 @@ def test_conversions_with_modes_written_against_the_operand(assembler, monkeypat
     for _, i, h in runs:
         np.testing.assert_array_equal(i, np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)))
         np.testing.assert_array_equal(h, x.astype(np.float16))
+
+
+@pytest.mark.parametrize("text", [VADD, SPLITK, BROADCASTS], ids=["vadd", "splitk", "bcast"])
+def test_the_reprint_is_pyptos_own_form(text, monkeypatch):
+    """What PyPTO makes of foreign text prints as PyPTO's dialect: it reads back identically,
+    PTOAS accepts it at level 3 (PyPTO's addresses and flags), and the cycle model times it."""
+    from pypto.backends.ascend import ptoas
+    from pypto.compiler.pto.printer import print_program
+    from pypto.compiler.pto.reader import parse_program
+    kernel = pypto.load_pto(text)
+    printed = kernel.compiled.asm["pto"]
+    assert print_program(parse_program(printed)) == printed
+    if ORACLE:
+        assert "TSTORE" in ptoas.lower(printed, os.path.join(ORACLE, "bin", "ptoas"))
+    args = {"vadd": lambda: [*np.ones((3, 32, 32), np.float32), 1.0],
+            "splitk": lambda: [*_mats(32, 32, 128), np.zeros((32, 32), np.float32)],
+            "bcast": lambda: [*_broadcast_inputs(), 0]}[kernel.__name__.split("_")[0]
+                                                      .replace("qk", "splitk")]()
+    with pypto.Profiler() as prof:
+        kernel[(1,)](*args)
+    assert prof.kernels[0].npu_time_ms > 0
+
+
+def test_a_tile_used_in_a_loop_keeps_its_bytes_for_the_whole_loop():
+    """place_tiles: ``x``, read at the top of every iteration, may not share bytes with
+    ``tmp``, first written further down the body (the next iteration reads ``x`` again);
+    after the loop both are dead and ``after`` reuses the lowest bytes."""
+    from pypto.backends.ascend.targets import get_target
+    from pypto.compiler.pto.passes.place_tiles import place_tiles
+    from pypto.compiler.pto.program import For, Scalar, Tile
+    target = get_target("ascend910b1")
+    x, acc, tmp, after = (Tile(n, "vec", pypto.language.float32, 8, 64, -1, 8, 64)
+                          for n in ("x", "acc", "tmp", "after"))
+    i = Scalar("i", pypto.language.int64)
+    loop = For(i, i, i, i, [], [], [], [Inst("tadd", [acc, x], [acc]),
+                                          Inst("texpands", [], [tmp], {"value": 1.0}),
+                                          Inst("tadd", [acc, tmp], [acc])])
+    body = [Inst("texpands", [], [x], {"value": 2.0}), Inst("texpands", [], [acc],
+                                                            {"value": 0.0}),
+            loop, Inst("tmuls", [acc, i], [after])]
+    place_tiles([x, acc, tmp, after], body, {}, target)
+    assert len({x.addr, acc.addr, tmp.addr}) == 3        # all three live through the loop
+    assert after.addr in (x.addr, tmp.addr)              # dead after it: reused

@@ -79,7 +79,7 @@ def _live_ranges(body: list, use, clock: list, loop: tuple | None = None) -> Non
                 if isinstance(x, Tile):
                     use(x, *(loop or (start, start)))
             continue
-        span = [start, start + _count(node)]
+        span = [start, start + _count(node) - 1]
         inner = loop or (tuple(span) if isinstance(node, (For, While)) else None)
         for nested in nested_bodies(node):
             _live_ranges(nested, use, clock, inner)
