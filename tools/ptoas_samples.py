@@ -12,7 +12,9 @@ compile), given random inputs of each parameter's dtype (floats as normal number
 in [-8, 8), integer scalars 0, i1 scalars true, float scalars 1.5) and run on one block on the native engine
 and on the pto-isa engine (the sample's own text lowered by PTOAS, its C++ run by pto-isa's
 CPU simulator), each on its own copy of the inputs; every tensor must come out equal within
-the dtype's tolerance. The table says, per sample, how far it got and why it stopped.
+the dtype's tolerance, and for the samples whose meaning is plain numpy (``NUMPY``: additions,
+concatenation, the attention and FFN matmuls) equal to numpy's result too. The table says, per
+sample, how far it got and why it stopped.
 
 A tool, not a benchmark: nothing is timed; it measures how much of the dialect PyPTO reads
 and whether PyPTO's meaning of each instruction is the vendor's. PTO_ORACLE (the packaged
@@ -39,6 +41,31 @@ TOLERANCE = {"float32": (1e-5, 1e-6), "float16": (2e-3, 1e-3), "bfloat16": (1.6e
              "float64": (1e-12, 1e-14)}
 
 
+# samples whose meaning is plain numpy: outputs from the inputs (by parameter name)
+NUMPY = {
+    "VectorAddition/vadd.pto": lambda a: {"arg2": a["arg0"] + a["arg1"]},
+    "Addc/addc.pto": lambda a: {"arg3": a["arg0"] + a["arg1"] + a["arg2"]},
+    "Concat/concat-pto-ir.pto": lambda a: {"arg2": np.concatenate([a["arg0"], a["arg1"]], 1)},
+    "PyPTOIRParser/orchestration_example_kernel_add.pto":
+        lambda a: {"arg2": a["arg0"] + a["arg1"]},
+    "PyPTOIRParser/orchestration_example_kernel_mul.pto":
+        lambda a: {"arg2": a["arg0"] * a["arg1"]},
+    "PyPTOIRParser/orchestration_example_kernel_add_scalar.pto":
+        lambda a: {"arg2": a["arg0"] + np.float32(a["arg1"])},
+    "PyPTOIRParser/vector_example_dag_kernel_add_scalar.pto":
+        lambda a: {"arg2": a["arg0"] + np.float32(a["arg1"])},
+    **{f"{d}/{d.lower() if d == 'GQA' else 'flash_attention'}_qk{k}.pto":
+       (lambda a: {"scores": a["q"] @ a["kt"]}) for d in ("FlashAttention", "GQA")
+       for k in ("", "_splitk")},
+    **{f"{d}/{d.lower() if d == 'GQA' else 'flash_attention'}_sv{k}.pto":
+       (lambda a: {"out": a["softmax"] @ a["v"]}) for d in ("FlashAttention", "GQA")
+       for k in ("", "_splitk")},
+    **{f"FFN/ffn_fc1{k}.pto": (lambda a: {"h1_s": a["x"] @ a["w1"], "h2_s": a["x"] @ a["w3"]})
+       for k in ("", "_splitk")},
+    "FFN/ffn_fc2.pto": lambda a: {"out": a["h_s"] @ a["w2"]},
+}
+
+
 @dataclass
 class Row:
     sample: str
@@ -46,6 +73,7 @@ class Row:
     native: bool = False
     ptoisa: bool = False
     equal: bool = False
+    numpy: str = "-"            # "yes"/"no" against NUMPY's reference, "-" without one
     reason: str = ""
 
 
@@ -135,6 +163,11 @@ def run_sample(path: str, root: str, seed: int = 0) -> Row:
         row.equal = not differ
         if differ:
             row.reason = f"differ in {', '.join(differ)}"
+    reference = NUMPY.get(row.sample.replace(os.sep, "/"))
+    if reference is not None and results:
+        expected = reference(args)
+        row.numpy = "yes" if all(close(got[n], expected[n]) for got in results.values()
+                                 for n in expected) else "no"
     return row
 
 
@@ -149,14 +182,16 @@ def sample_paths(root: str, only: str | None = None) -> list[str]:
 def table(rows: list[Row]) -> str:
     width = max([len(r.sample) for r in rows] + [6])
     mark = {True: "yes", False: "no"}
-    lines = [f"{'sample':<{width}}  loaded  native  pto-isa  equal  reason"]
+    lines = [f"{'sample':<{width}}  loaded  native  pto-isa  equal  numpy  reason"]
     for r in rows:
         lines.append(f"{r.sample:<{width}}  {mark[r.loaded]:<6}  {mark[r.native]:<6}  "
-                     f"{mark[r.ptoisa]:<7}  {mark[r.equal]:<5}  {r.reason}")
+                     f"{mark[r.ptoisa]:<7}  {mark[r.equal]:<5}  {r.numpy:<5}  {r.reason}")
     lines.append(f"{len(rows)} samples: {sum(r.loaded for r in rows)} loaded, "
                  f"{sum(r.native for r in rows)} ran natively, "
                  f"{sum(r.ptoisa for r in rows)} ran on pto-isa, "
-                 f"{sum(r.equal for r in rows)} equal on both engines")
+                 f"{sum(r.equal for r in rows)} equal on both engines, "
+                 f"{sum(r.numpy == 'yes' for r in rows)} of "
+                 f"{sum(r.numpy != '-' for r in rows)} with a numpy reference equal to it")
     return "\n".join(lines)
 
 
