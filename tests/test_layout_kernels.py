@@ -38,6 +38,19 @@ def nz_matmul(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
 
 
 @pypto.jit
+def conv1x1(x, w, y, P: pl.constexpr, O: pl.constexpr):
+    """A 1x1 convolution: (pixels, channel group) windows as the cube's left operand (L1)."""
+    N, C, H, W = x.shape
+    p0 = pl.program_id(0) * P
+    n = pl.program_id(1)
+    acc = pl.zeros((P, O), dtype=pl.float32)
+    for c in range(0, C, 16):
+        acc = pl.matmul(pl.load(x, offsets=(n, c, 0, p0), shape=(P, 16)),
+                        pl.load(w, offsets=(c, 0), shape=(16, O)), acc)
+    pl.store(y, offsets=(n * H * W + p0, 0), value=acc)
+
+
+@pypto.jit
 def nz_vector_load(a, out):
     """Refused on the chip: NZ fractals cannot be loaded into a row-major UB tile."""
     pl.store(out, offsets=(0, 0), value=pl.load(a, offsets=(0, 0), shape=(32, 32)) * 2)
@@ -312,3 +325,17 @@ def test_sanitizer_reports_layout_loads_past_the_logical_extent():
         warnings.simplefilter("error", SanitizerWarning)
         watched[(1,)](x, out, 0, 8, 0, 0, P=16, CB=8)
     np.testing.assert_array_equal(out, np.ones((16, 8), np.float32))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_nc1hwc0_windows_feed_the_cube(engine, monkeypatch):
+    """NC1HWC0 windows loaded into L1 (ND -> NZ on the way) as a matmul's left operand: a
+    1x1 convolution, against numpy's einsum; 40 channels leave 8 zero padding channels."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 40, 4, 8)).astype(np.float16)
+    w = np.zeros((48, 32), np.float16)
+    w[:40] = rng.standard_normal((40, 32))
+    y = np.full((2 * 32, 32), np.nan, np.float32)
+    _launch(engine, monkeypatch, conv1x1, (1, 2), layout.nc1hwc0(x), w, y, P=32, O=32)
+    ref = np.einsum("nchw,co->nhwo", x.astype(np.float64), w[:40].astype(np.float64))
+    np.testing.assert_allclose(y, ref.reshape(-1, 32), rtol=1e-4, atol=1e-4)

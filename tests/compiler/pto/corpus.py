@@ -843,6 +843,9 @@ def _entries() -> list[Entry]:
     add("layout_nz_matmul_f32_tails", "layout-nz matmul-f32 k-loop tail-rows tail-cols",
         lambda: _pto(lk().nz_matmul, _nz(40, 24, dtype=F32), _nz(24, 40, dtype=F32),
                      _z(40, 40), BM=16, BN=16, BK=16))
+    add("layout_nc1hwc0_conv1x1", "layout-nc1hwc0 matmul-f16 k-loop grid-2d",
+        lambda: _pto(lk().conv1x1, _nc1hwc0(2, 40, 4, 8), _r(48, 32, dtype=F16),
+                     _z(2 * 32, 32), P=32, O=32))
     add("layout_nz_into_ub", "layout-nz", lambda: _pto(lk().nz_vector_load,
                                                        _nz(32, 32), _z(32, 32, dtype=F16)),
         refused="a load from an NZ tensor into a vector (UB) tile")
