@@ -284,8 +284,10 @@ def _load(run, op, ins):
     """Padding everywhere, then the part of the window inside the tensor."""
     tensor, *offsets = ins
     ty = _result(op)
-    out = np.full(ty.shape, convert(op.attrs.get("padding", 0), ty.dtype),
-                  dtype=ty.dtype.to_numpy())
+    padding = op.attrs.get("padding", 0)
+    if padding is None:
+        _check_inside(op, tensor.shape, offsets, ty.shape)
+    out = np.full(ty.shape, convert(padding or 0, ty.dtype), dtype=ty.dtype.to_numpy())
     layout = op.operands[0].type
     if layout.layout != "ND":            # logical coordinates over the physical array
         from .layout import load_window
@@ -303,6 +305,15 @@ def _load(run, op, ins):
     if w is not None:
         out[w[0]] = convert(tensor[w[1]], ty.dtype)
     return out
+
+
+def _check_inside(op, tensor_shape, offsets, tile_shape) -> None:
+    """``pl.load(padding=None)`` promised a window inside the tensor."""
+    offs = tuple(int(o) for o in offsets)
+    if any(o < 0 or o + n > dim for o, n, dim in zip(offs, tile_shape, tensor_shape)):
+        raise IndexError(f"pl.load(padding=None): the window {tuple(tile_shape)} at {offs} "
+                         f"is not inside the tensor of shape {tuple(tensor_shape)}; give a "
+                         "padding value for windows that may cross its edge")
 
 
 ATOMIC = {"add": np.add}

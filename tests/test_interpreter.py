@@ -146,6 +146,24 @@ def test_load_pads_outside_the_tensor(offs):
     np.testing.assert_array_equal(out, expect)
 
 
+@pytest.mark.parametrize("offs", [(2, 2), (0, 0)])
+def test_load_without_padding_reads_a_window_inside(offs):
+    src = np.arange(30, dtype=np.float32).reshape(5, 6)
+    out = np.zeros((3, 4), np.float32)
+    t, o = tensor("t", dt.float32, 2), tensor("o", dt.float32, 2)
+    run([t, o], lambda b, t, o: b.store(o, [0, 0], b.load(t, offs, (3, 4), padding=None)),
+        {"t": src, "o": out})
+    np.testing.assert_array_equal(out, src[offs[0]:offs[0] + 3, offs[1]:offs[1] + 4])
+
+
+@pytest.mark.parametrize("offs", [(3, 0), (0, 3), (-1, 0)])
+def test_load_without_padding_outside_the_tensor_is_an_error(offs):
+    t, o = tensor("t", dt.float32, 2), tensor("o", dt.float32, 2)
+    with pytest.raises(IndexError, match=r"pl.load\(padding=None\): the window \(3, 4\)"):
+        run([t, o], lambda b, t, o: b.store(o, [0, 0], b.load(t, offs, (3, 4), padding=None)),
+            {"t": np.zeros((5, 6), np.float32), "o": np.zeros((3, 4), np.float32)})
+
+
 def test_load_rank1_and_runtime_offsets_and_strided_tensor():
     base = np.arange(20, dtype=np.int32)
     src = base[::2]                      # a strided view: 0, 2, ..., 18

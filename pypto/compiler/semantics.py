@@ -684,9 +684,9 @@ def load(b, tensor, offsets, shape, padding=0):
     elif len(shape) != tensor.type.rank:
         raise ValueError(f"load(): tile shape {shape} has rank {len(shape)} but the tensor has "
                          f"rank {tensor.type.rank}")
-    if not _is_number(padding):
-        raise TypeError(f"load(): padding must be a compile-time number, got "
-                        f"{_describe(padding)}")
+    if padding is not None and not _is_number(padding):
+        raise TypeError(f"load(): padding must be a compile-time number, or None for a "
+                        f"window inside the tensor, got {_describe(padding)}")
     offs = _offsets(b, tensor, offsets, "load")
     return b.emit("tile.load", [tensor] + offs, [TileType(tensor.type.dtype, shape)],
                   {"shape": shape, "padding": padding}).result

@@ -55,7 +55,9 @@ def num_programs(axis=0):
 
 @builtin
 def load(tensor, offsets, shape, padding=0):
-    """Read a tile of ``shape`` at ``offsets``; elements outside the tensor are ``padding``."""
+    """Read a tile of ``shape`` at ``offsets``; elements outside the tensor are ``padding``.
+    ``padding=None`` promises the window lies inside the tensor: no padding is made (on the
+    chip, no fill before the load), and the interpreter raises if the promise is broken."""
 
 
 @builtin

@@ -342,7 +342,8 @@ def _load(op: Op):
         return None
     e = Emitter(op.loc)
     raw = e.emit("tile.load", list(op.operands), TileType(_I8, op.result.type.shape),
-                 dict(op.attrs, padding=int(bool(op.attrs.get("padding", 0)))))
+                 dict(op.attrs, padding=None if op.attrs.get("padding", 0) is None else
+                      int(bool(op.attrs.get("padding", 0)))))
     return e.ops, e.binary("ne", raw, 0)
 
 

@@ -241,7 +241,8 @@ def _cast_rule(op):
 
 # Tile IR op → (PTO opcode, attributes), for ops that map one to one onto an instruction.
 TILE_TO_PTO = {
-    "tile.load": lambda op: ("tload", {"pad": op.attrs["padding"]}),
+    "tile.load": lambda op: ("tload", {"pad": 0, "_inside": True}
+                             if op.attrs["padding"] is None else {"pad": op.attrs["padding"]}),
     "tile.full": lambda op: ("texpands", {} if op.operands else {"value": op.attrs["value"]}),
     "tile.arange": lambda op: ("tci", {"start": op.attrs["start"]}),
     "tile.unary": _unary_rule,

@@ -11,7 +11,9 @@ TLOAD writes a window's valid region only (lower.py clips it to the tensor). Pas
   skips it). In UB that fill is V and the load MTE2; without the sync pass nothing would
   order them, so such a kernel gets a pipe barrier between the two.
 
-It runs after double buffering, so a prefetched load into a pong tile is padded like any.
+It runs after double buffering, so a prefetched load into a pong tile is padded like any. A
+``pl.load(padding=None)`` (``_inside``: the kernel promises the window lies inside the tensor)
+gets neither.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ def _pad(body: list, auto_sync: bool) -> None:
     for k in range(len(body) - 1, -1, -1):        # last first: each fill moves once
         load = body[k]
         if not (isinstance(load, Inst) and load.op == "tload"):
+            continue
+        if load.attrs.get("_inside"):       # pl.load(padding=None): nothing to pad
             continue
         tile, pad = load.outs[0], load.attrs["pad"]
         kind = pad_kind(pad, tile.dtype) if tile.loc == "vec" else None
