@@ -341,6 +341,65 @@ def _store(run, op, ins):
     return []
 
 
+def _coordinates(tensor_shape, indices, axis, offsets):
+    """The tensor coordinates each index element names (torch.gather's rule over the window
+    at ``offsets``) and whether they lie inside the tensor."""
+    idx = np.asarray(indices, dtype=np.int64)
+    coords = []
+    for a, off in enumerate(offsets):
+        along = idx if a == axis else np.indices(idx.shape)[a]
+        coords.append(int(off) + along)
+    inside = np.ones(idx.shape, dtype=bool)
+    for c, dim in zip(coords, tensor_shape):
+        inside &= (c >= 0) & (c < dim)
+    return coords, inside
+
+
+def _gather(run, op, ins):
+    """``padding`` wherever the named element lies outside the tensor."""
+    tensor, indices, *offsets = ins
+    ty = _result(op)
+    out = np.full(ty.shape, convert(op.attrs.get("padding", 0), ty.dtype),
+                  dtype=ty.dtype.to_numpy())
+    coords, inside = _coordinates(tensor.shape, indices, op.attrs["axis"], offsets)
+    picked = tuple(c[inside] for c in coords)
+    out[inside] = convert(tensor[picked], ty.dtype)
+    return out
+
+
+def _scatter(run, op, ins):
+    """Element by element in row-major order, so the last of duplicate indices wins (or, for
+    ``reduce="add"``, each adds in the tensor's compute dtype); elements outside the tensor
+    are dropped."""
+    tensor, indices, value, *offsets = ins
+    coords, inside = _coordinates(tensor.shape, indices, op.attrs["axis"], offsets)
+    d = dtype_of(tensor)
+    cd = compute_dtype(d)
+    values = convert(value, d)
+    add = op.attrs.get("reduce") == "add"
+    for e in zip(*np.nonzero(inside)):
+        at = tuple(int(c[e]) for c in coords)
+        v = values[e]
+        if add:
+            v = convert(np.add(convert(tensor[at], cd), convert(v, cd)), d)
+        tensor[at] = v
+    return []
+
+
+def _getval(run, op, ins):
+    """Element ``e`` (row-major) of a tile: what legalisation reads indices with."""
+    tile, e = ins
+    return np.asarray(tile).reshape(-1)[int(e)]
+
+
+def _setval(run, op, ins):
+    """A copy of the tile with element ``e`` (row-major) replaced."""
+    tile, e, v = ins
+    out = np.array(tile, copy=True)
+    out.reshape(-1)[int(e)] = convert(v, dtype_of(out))
+    return out
+
+
 def _full(run, op, ins):
     """The operand, when present, overrides the ``value`` attribute."""
     ty = _result(op)
@@ -537,7 +596,8 @@ SCALAR_BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max",
                  "and", "or", "xor", "shl", "shr")
 
 HANDLERS = {
-    "tile.load": _load, "tile.store": _store, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
+    "tile.load": _load, "tile.store": _store, "tile.gather": _gather, "tile.scatter": _scatter,
+    "tile.getval": _getval, "tile.setval": _setval, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
     "tile.unary": _unary, "tile.binary": _tile_binary, "tile.where": _where,
     "tile.cast": _cast, "tile.broadcast": _broadcast, "tile.reduce": _reduce,
     "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.transpose": _transpose,

@@ -740,6 +740,95 @@ def store(b, tensor, offsets, value, atomic=None):
     b.emit("tile.store", [tensor] + offs + [value], attrs={"atomic": atomic} if atomic else {})
 
 
+# -- indexed memory access ------------------------------------------------------------------------
+
+# value dtypes gather/scatter move: the ones A2/A3's scalar unit reads and writes in UB
+# (TGETVAL / TSETVAL) and its vector unit keeps in tiles; 64-bit and bool tiles have no form
+INDEXED_DTYPES = (dt.float16, dt.bfloat16, dt.float32, dt.int8, dt.uint8, dt.int16, dt.int32)
+
+
+def _index_tile(indices, tensor, fn):
+    """The index operand: an integer tile (at most 32 bits) of the tensor's rank."""
+    if not _is_tile(indices):
+        raise TypeError(f"{fn}(): indices must be an integer tile, got {_describe(indices)}")
+    d = indices.type.dtype
+    if not d.is_int or d.bits > 32:
+        raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got a {d} tile; "
+                        f"convert them with indices.to(pl.int32)")
+    if len(indices.type.shape) != tensor.type.rank:
+        raise ValueError(f"{fn}(): indices of shape {indices.type.shape} (rank "
+                         f"{len(indices.type.shape)}) for a rank-{tensor.type.rank} tensor; "
+                         "they must have the tensor's rank (torch.gather's rule)")
+    return indices
+
+
+def _indexed_tensor(tensor, fn):
+    tensor = _tensor(tensor, fn)
+    if tensor.type.layout != "ND":
+        raise ValueError(f"{fn}(): the tensor is in the {tensor.type.layout} layout; indexed "
+                         "access takes ND tensors only")
+    if tensor.type.dtype not in INDEXED_DTYPES:
+        raise TypeError(f"{fn}(): a {tensor.type.dtype} tensor; indexed access moves "
+                        f"{', '.join(map(str, INDEXED_DTYPES))} elements")
+    return tensor
+
+
+def _index_axis(axis, tensor, fn) -> int:
+    rank = tensor.type.rank
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise ValueError(f"{fn}(): axis {axis!r} out of range for a rank-{rank} tensor "
+                         f"(use 0{' or 1' if rank == 2 else ''})")
+    return axis % rank
+
+
+def _window_offsets(b, tensor, offsets, fn):
+    if offsets is None:
+        offsets = (0,) * tensor.type.rank
+    return _offsets(b, tensor, offsets, fn)
+
+
+def gather(b, tensor, indices, axis=0, offsets=None, padding=0):
+    tensor = _indexed_tensor(tensor, "gather")
+    indices = _index_tile(indices, tensor, "gather")
+    ax = _index_axis(axis, tensor, "gather")
+    if not _is_number(padding):
+        raise TypeError(f"gather(): padding must be a compile-time number, got "
+                        f"{_describe(padding)}")
+    offs = _window_offsets(b, tensor, offsets, "gather")
+    return b.emit("tile.gather", [tensor, indices] + offs,
+                  [TileType(tensor.type.dtype, indices.type.shape)],
+                  {"axis": ax, "padding": padding}).result
+
+
+SCATTER_REDUCE = (None, "add")
+
+
+def scatter(b, tensor, indices, value, axis=0, offsets=None, reduce=None):
+    tensor = _indexed_tensor(tensor, "scatter")
+    indices = _index_tile(indices, tensor, "scatter")
+    ax = _index_axis(axis, tensor, "scatter")
+    if reduce not in SCATTER_REDUCE:
+        raise ValueError(f"scatter(): reduce must be None or 'add', got {reduce!r}")
+    if reduce and tensor.type.dtype not in ATOMIC_DTYPES:
+        raise TypeError(f"scatter(reduce='add') supports {', '.join(map(str, ATOMIC_DTYPES))} "
+                        f"tensors, not {tensor.type.dtype}")
+    shape = indices.type.shape
+    if _is_tile(value):
+        if value.type.shape != shape:
+            raise ValueError(f"scatter(): value of shape {value.type.shape} for indices of "
+                             f"shape {shape}; they must have one shape")
+    elif _is_number(value) or (isinstance(value, Value) and value.is_scalar):
+        value = full(b, shape, value, tensor.type.dtype)
+    else:
+        raise TypeError(f"scatter(): value must be a tile or a number, got {_describe(value)}")
+    offs = _window_offsets(b, tensor, offsets, "scatter")
+    value = cast(b, value, tensor.type.dtype)      # stores convert to the tensor's dtype
+    attrs = {"axis": ax}
+    if reduce:
+        attrs["reduce"] = reduce
+    b.emit("tile.scatter", [tensor, indices, value] + offs, attrs=attrs)
+
+
 # -- cube ------------------------------------------------------------------------------------------------
 
 def matmul(b, a, c, acc=None, out_dtype=None, a_trans=False, b_trans=False):
@@ -801,6 +890,7 @@ BUILTINS = {
     "static_assert": static_assert, "static_print": static_print,
     "static_range": _loop_only("static_range"), "range": _loop_only("pl.range"),
     "program_id": program_id, "num_programs": num_programs, "load": load, "store": store,
+    "gather": gather, "scatter": scatter,
     "zeros": zeros, "ones": ones, "full": full, "zeros_like": zeros_like,
     "ones_like": ones_like, "full_like": full_like, "arange": arange,
     "cast": cast, "matmul": matmul, "cdiv": cdiv, "where": where, "clamp": clamp,

@@ -101,6 +101,23 @@ def arange(start, end=None):
     """An int32 tile ``start, start+1, ..., end-1`` (compile-time bounds)."""
 
 
+# -- indexed memory access ------------------------------------------------------------------------
+@builtin
+def gather(tensor, indices, axis=0, offsets=None, padding=0):
+    """``out[i, j] = tensor[offsets[0] + indices[i, j], offsets[1] + j]`` for ``axis=0`` (and
+    the other way round for ``axis=1``): torch.gather over the window at ``offsets`` (zeros by
+    default). ``indices`` is an integer tile of the tensor's rank; the result has its shape and
+    the tensor's dtype. An element whose coordinates fall outside the tensor is ``padding``."""
+
+
+@builtin
+def scatter(tensor, indices, value, axis=0, offsets=None, reduce=None):
+    """``tensor[offsets[0] + indices[i, j], offsets[1] + j] = value[i, j]`` for ``axis=0``:
+    torch.scatter into the window at ``offsets``. ``reduce="add"`` adds instead (duplicate
+    indices accumulate); without it the last element in row-major order wins. Elements whose
+    coordinates fall outside the tensor are dropped."""
+
+
 # -- elementwise -------------------------------------------------------------------------------
 @builtin
 def cast(x, dtype, rounding=None):

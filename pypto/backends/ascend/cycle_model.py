@@ -516,6 +516,11 @@ class _Part:
                     yield from self._sync(node)
                 else:
                     self._tile(node)
+                    if node.op == "tgetval":
+                        # tile data is not modelled: an index read from a tile is taken as
+                        # 0, inside the tensor, so each gathered or scattered element is
+                        # charged its full one-element transfer (the most it can cost)
+                        self.set(node.outs[0], 0)
             elif isinstance(node, For):
                 yield from self._for(node)
             elif isinstance(node, If):

@@ -13,6 +13,7 @@ import math
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
+from .legalize_indexed import RULES as INDEXED_RULES
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -240,6 +241,8 @@ def _as_tile(e, v, like):
 def _legalize_op(op: Op):
     """Replacement ops and the value that replaces op's result, or None to keep op."""
     name = op.name
+    if name in INDEXED_RULES:
+        return INDEXED_RULES[name](op)
     if name == "tile.unary" and UNARY[op.attrs["op"]].pto is None:
         rule = UNARY_RULES[op.attrs["op"]]
         return _widened(op, lambda e, x: rule(e, x))

@@ -103,6 +103,9 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
     if owner.name == "tile.matmul":   # the accumulator is updated in place
         if len(owner.operands) != 3 or owner.operands[2] is not arg:
             return False
+    elif owner.name == "tile.setval":  # one element replaced in place
+        if owner.operands[0] is not arg:
+            return False
     elif owner.name in LOOPS or owner.name == "scf.if":
         inits = owner.operands[3:] if owner.name == "scf.for" else owner.operands
         if arg not in inits:
@@ -124,6 +127,8 @@ def plan_memory(module: Module) -> Module:
     for op in walk(fn.body):     # a matmul's result overwrites its accumulator
         if op.name == "tile.matmul" and len(op.operands) == 3:
             classes.union(op.operands[2], op.result)
+        if op.name == "tile.setval":
+            classes.union(op.operands[0], op.result)
     pos: dict = {}
     _positions(fn.body, pos, [0])
     try:

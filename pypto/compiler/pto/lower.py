@@ -10,7 +10,7 @@ from ..errors import InternalError, NotOnChip
 from ..ir import Block, Module, Value
 from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
-                      view2d)
+                      row_pitch, view2d)
 
 # -- Tile IR → PTO -----------------------------------------------------------------------------
 
@@ -171,6 +171,39 @@ class _Lowering:
         src, dst = self.get(op.operands[0]), self.tile(op.result)
         if dst is not src:
             out.append(Inst("tmov", [src], [dst], {**dict(op.attrs), **_host_hints(op)}))
+
+    def _tile_getval(self, op, out):
+        tile = self.get(op.operands[0])
+        at = self._element_offset(tile, self.get(op.operands[1]), out)
+        out.append(Inst("tgetval", [tile, at], [self.scalar(op.result)], _host_hints(op)))
+
+    def _tile_setval(self, op, out):
+        """One element replaced in place (memory planning gives source and result one
+        buffer; a copy first if it did not)."""
+        src, at, value = (self.get(v) for v in op.operands)
+        dst = self.tile(op.result)
+        if dst is not src:
+            out.append(Inst("tmov", [src], [dst], _host_hints(op)))
+        at = self._element_offset(dst, at, out)
+        out.append(Inst("tsetval", [at, value], [dst], _host_hints(op)))
+
+    def _element_offset(self, tile: Tile, e, out: list):
+        """Row-major element ``e`` as TGETVAL/TSETVAL count it: in the chip's layout, whose
+        rows are padded to 32 bytes (program.row_pitch)."""
+        pitch = row_pitch(tile)
+        if tile.rows == 1 or pitch == tile.cols:
+            return e
+        def const(v):
+            c = Scalar(self.fresh("c"), e.dtype)
+            out.append(Inst("arith.constant", [], [c], {"value": v}))
+            return c
+        def arith(name, a, b):
+            r = Scalar(self.fresh("e"), e.dtype)
+            out.append(Inst(f"arith.{name}", [a, b], [r]))
+            return r
+        cols = const(tile.cols)
+        row = arith("floordiv", e, cols)
+        return arith("add", arith("mul", row, const(pitch)), arith("mod", e, cols))
 
     def _tile_matmul(self, op, out):
         ins = [self.get(v) for v in op.operands]

@@ -351,6 +351,24 @@ class _Printer:
         self.emit(f"pto.tstore ins({clipped} : {tile.type_text(dynamic=True)}) "
                   f"outs({pv} : {ty}){_attrs(attrs)}", depth)
 
+    def element(self, i: Inst, depth) -> None:
+        """TGETVAL / TSETVAL: one UB element through the scalar unit, at an ``index`` offset
+        in the chip's layout (lower._element_offset) named after the result or the tile."""
+        if i.op == "tgetval":
+            tile, at = i.ins
+            res = self.ref(i.outs[0])
+            off = self.index(at, f"{res}.ix", depth)
+            name, ty = self.operand(tile, i.op)
+            self.emit(f"{res} = pto.tgetval ins({name}, {off} : {ty}, index) outs : "
+                      f"{_sty(tile.dtype)}", depth)
+            return
+        at, value = i.ins
+        tile = i.outs[0]
+        off = self.index(at, f"%{tile.name}.{self.fresh('ix')[1:]}", depth)
+        name, ty = self.operand(tile, i.op)
+        self.emit(f"pto.tsetval ins({off}, {self.ref(value)} : index, {_sty(value.dtype)}) "
+                  f"outs({name} : {ty})", depth)
+
     # -- instructions -----------------------------------------------------------------------
     def fill(self, tile: Tile, value, depth) -> None:
         """``texpands``: every element of ``tile`` becomes ``value``. A2/A3 fills i16, i32,
@@ -398,6 +416,9 @@ class _Printer:
             return
         if op == "tstore":
             self.store(i, depth)
+            return
+        if op in ("tgetval", "tsetval"):
+            self.element(i, depth)
             return
         wide = next((x for x in i.ins + i.outs if isinstance(x, Tile) and x.dtype.bits == 64),
                     None)

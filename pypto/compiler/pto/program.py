@@ -76,6 +76,13 @@ class Tile:
                 f"pad={self.pad if pad is None else pad}>")
 
 
+def row_pitch(tile: Tile) -> int:
+    """Elements from one row of a UB tile to the next in the chip's layout: its columns
+    rounded up to 32 bytes (a one-column tile's elements are contiguous). TGETVAL/TSETVAL
+    address elements by this layout."""
+    return 1 if tile.is_column else _whole_32_bytes(tile.cols, tile.dtype)
+
+
 def element_type(dtype) -> str:
     """A mask (bool tile) is what A2/A3's TCMP writes and TSEL reads: ui8 bytes holding one
     bit per element, least significant first, each row padded to 32 bytes."""

@@ -976,6 +976,16 @@ class _Parser:
             del attrs["rmode"]
         out.append(inst)
 
+    def s_getval(self, op, results, rest, scope, out):
+        """``%r = pto.tgetval ins(%tile, %r.ix : ...) outs : T``: the scalar has the tile's
+        dtype (the text's type is signless)."""
+        ins, _, _, _ = self.operands(rest, op)
+        if len(ins) != 2:
+            raise self.error("pto.tgetval reads one tile at one offset")
+        tile = self.value(ins[0], scope)
+        res = self.define(self.one(results), tile.dtype, scope)
+        out.append(Inst("tgetval", [tile, self.value(ins[1], scope)], [res]))
+
     def piece(self, src: str, dst: str, scope: _Scope, out: list) -> bool:
         """A ``tmuls`` by 1 from or to a view at an offset (printer.moves): one piece of a UB
         slice (``%<src>.x<n>_0``) or concatenation (``%<dst>.c<n>_<k>``)."""
@@ -1050,7 +1060,7 @@ class _Parser:
 
 _STATEMENTS = {
     "scf.for": _Parser.s_for, "scf.if": _Parser.s_if, "scf.while": _Parser.s_while,
-    "pto.partition_view": _Parser.s_partition,
+    "pto.partition_view": _Parser.s_partition, "pto.tgetval": _Parser.s_getval,
     "pto.make_tensor_view": _Parser.s_misplaced, "pto.alloc_tile": _Parser.s_misplaced,
     "pto.set_ffts": lambda self, op, results, rest, scope, out: None,   # printer-derived
     "pto.get_block_idx": _Parser.s_block_query, "pto.get_block_num": _Parser.s_block_query,

@@ -853,6 +853,26 @@ def _entries() -> list[Entry]:
         lambda: _pto(matmul_softmax, _r(32, 64, dtype=F16), _r(64, 32, dtype=F16),
                      _z(32, 32), 64, BM=16, BN=32, BK=32))
 
+    # indexed memory access -----------------------------------------------------------------------
+    ix = lambda: _tests("language.test_indexed")                 # noqa: E731
+    idx2 = np.array([[0, 3, -1, 9], [2, 2, 40, 1], [5, 0, 0, 7]], I32)
+    add("gather_2d_axis0", "gather testsuite f32 i32 tail-cols",
+        lambda: _pto(ix().gather_2d, _r(9, 6), idx2, _z(3, 4), 0, 1, M=3, K=4, AXIS=0, PAD=0))
+    add("gather_2d_axis1_f16", "gather testsuite f16",
+        lambda: _pto(ix().gather_2d, _r(5, 9, dtype=F16), idx2, _z(3, 4, dtype=F16), 0, 0,
+                     M=3, K=4, AXIS=1, PAD=-1))
+    add("gather_rows_i32", "gather testsuite i32 broadcast",
+        lambda: _pto(ix().gather_rows, _z(12, 20, dtype=I32), idx2[0], _z(4, 20, dtype=I32),
+                     M=4, D=20))
+    add("scatter_2d_add", "scatter atomic testsuite f32",
+        lambda: _pto(ix().scatter_2d, _z(9, 6), idx2, _r(3, 4), 0, 0, M=3, K=4, AXIS=0,
+                     ADD=True))
+    add("scatter_2d_i32", "scatter testsuite i32",
+        lambda: _pto(ix().scatter_2d, _z(9, 6, dtype=I32), idx2, _z(3, 4, dtype=I32), 1, 0,
+                     M=3, K=4, AXIS=1, ADD=False))
+    add("scatter_1d_add", "scatter atomic testsuite f32",
+        lambda: _pto(ix().scatter_1d, _z(7), idx2[1], _r(4), M=4))
+
     # shapes, grids ------------------------------------------------------------------------------
     add("tail_2d_37x100", "tail-rows tail-cols grid-2d",
         lambda: _pto(tail_2d, _r(37, 100), _r(37, 100), _z(37, 100), TR=8, TC=128))

@@ -6,6 +6,7 @@ from llvmlite import ir
 
 from ....language import dtypes as dt
 from ..lowering_utils import (convert, safe_floordiv, safe_mod, safe_shift, storage_type)
+from ....compiler.pto.program import row_pitch
 from .vector import BINARY_RULES, CMP_PREDICATES
 
 
@@ -68,7 +69,33 @@ def tensor_dim(cg, inst):
     _define(cg, inst, dims[inst.attrs["axis"]])
 
 
+def _dense_index(cg, tile, offset):
+    """TGETVAL/TSETVAL's offset is in the chip's layout (rows padded to 32 bytes:
+    program.row_pitch); our tiles are dense row-major."""
+    pitch = row_pitch(tile)
+    if tile.rows == 1 or pitch == tile.cols:
+        return offset
+    b = cg.b
+    row = b.sdiv(offset, ir.Constant(offset.type, pitch))
+    col = b.srem(offset, ir.Constant(offset.type, pitch))
+    return b.add(b.mul(row, ir.Constant(offset.type, tile.cols)), col)
+
+
+def tgetval(cg, inst):
+    tile, at = inst.ins
+    _define(cg, inst, cg.load_elem(cg.tile_ptr(tile), tile.dtype,
+                                   _dense_index(cg, tile, cg.get(at))))
+
+
+def tsetval(cg, inst):
+    at, value = inst.ins
+    tile = inst.outs[0]
+    cg.store_elem(cg.get(value), cg.tile_ptr(tile), tile.dtype,
+                  _dense_index(cg, tile, cg.get(at)))
+
+
 RULES = {
+    "tgetval": tgetval, "tsetval": tsetval,
     "arith.constant": constant, "arith.cast": cast, "arith.cmp": compare,
     "arith.select": select, "pto.program_id": _axis_value("pid"),
     "pto.num_programs": _axis_value("num"), "tensor.dim": tensor_dim,

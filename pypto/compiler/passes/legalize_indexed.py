@@ -1,0 +1,127 @@
+"""Indexed memory access on A2/A3: ``tile.gather`` / ``tile.scatter`` as element loops.
+
+A2/A3 has no instruction that moves elements between global memory and a tile by per-element
+indices (PTO's ``mgather``/``mscatter`` are A5-only: PTOAS a56b18c3 rejects them elsewhere),
+so each element becomes what the chip has: the scalar unit reads its index from the index
+tile (``tile.getval`` → TGETVAL), a one-element window at the computed coordinates is loaded
+or stored (``tile.load``/``tile.store`` → TLOAD/TSTORE, whose clipping makes an index outside
+the tensor read the padding value or write nothing; a negative one is moved to the tensor's
+extent first, since the chip clips windows at the end only), and the element moves between that
+window and the big tile through the scalar unit (TGETVAL / TSETVAL). Slow — one small DMA per
+element — but exact, and what pto-isa's own A2/A3 TSCATTER does inside UB (a scalar loop).
+The loop runs in row-major element order, so of duplicate scatter indices the last wins, and
+``reduce="add"`` stores with the atomic add so duplicates accumulate.
+"""
+from __future__ import annotations
+
+from ...language import dtypes as dt
+from ..ir import Block, Op, ScalarType, TileType, Value
+
+INDEX = dt.int64
+
+
+class _Loop:
+    """Ops of one loop body, built in order."""
+
+    def __init__(self, loc):
+        self.ops: list[Op] = []
+        self.loc = loc
+
+    def emit(self, name, operands, result_types=(), attrs=None) -> Op:
+        op = Op(name, operands, result_types, attrs, loc=self.loc)
+        self.ops.append(op)
+        return op
+
+    def const(self, value: int) -> Value:
+        return self.emit("arith.constant", [], [ScalarType(INDEX)], {"value": value}).result
+
+    def arith(self, name, a, b) -> Value:
+        return self.emit(f"arith.{name}", [a, b], [ScalarType(INDEX)]).result
+
+    def getval(self, tile: Value, at: Value) -> Value:
+        return self.emit("tile.getval", [tile, at], [ScalarType(tile.type.dtype)]).result
+
+
+def _coordinates(body: _Loop, e: Value, op: Op, indices: Value, offsets: list) -> list:
+    """Tensor coordinates of element ``e`` of the index tile: the index along ``axis``, the
+    element's own position along the other axis, each plus the window's offset."""
+    shape = indices.type.shape
+    if len(shape) == 2:
+        cols = body.const(shape[1])
+        position = [body.arith("floordiv", e, cols), body.arith("mod", e, cols)]
+    else:
+        position = [e]
+    ix = body.getval(indices, e)
+    ix = body.emit("arith.cast", [ix], [ScalarType(INDEX)], {"dtype": INDEX}).result
+    axis = op.attrs["axis"]
+    coords = [body.arith("add", off, ix if a == axis else position[a])
+              for a, off in enumerate(offsets)]
+    return [_never_before(body, op.operands[0], a, c) for a, c in enumerate(coords)]
+
+
+def _never_before(body: _Loop, tensor: Value, axis: int, c: Value) -> Value:
+    """A negative coordinate becomes the tensor's extent: the chip's partition view would
+    start before the tensor (its clipping only cuts at the end), while one at the extent
+    is empty, so the load reads padding and the store writes nothing."""
+    extent = body.emit("tensor.dim", [tensor], [ScalarType(INDEX)], {"axis": axis}).result
+    below = body.emit("arith.cmp", [c, body.const(0)], [ScalarType(dt.bool_)],
+                      {"pred": "lt"}).result
+    return body.emit("arith.select", [below, extent, c], [ScalarType(INDEX)]).result
+
+
+def _element_loop(op: Op, carried: Value, build) -> tuple[list, Op]:
+    """``for e in range(numel): carried = build(body, e, carried)``."""
+    pre = _Loop(op.loc)
+    n = op.operands[1].type.numel
+    lb, ub, step = pre.const(0), pre.const(n), pre.const(1)
+    e = Value(ScalarType(INDEX), "e")
+    arg = Value(carried.type, "acc")
+    body = _Loop(op.loc)
+    out = build(body, e, arg)
+    body.emit("scf.yield", [out])
+    loop = Op("scf.for", [lb, ub, step, carried], [carried.type],
+              blocks=[Block([e, arg], body.ops)], loc=op.loc)
+    return pre.ops, loop
+
+
+def gather(op: Op):
+    tensor, indices, *offsets = op.operands
+    ty = op.result.type
+    pad = op.attrs.get("padding", 0)
+    init = Op("tile.full", [], [ty], {"value": _typed(pad, ty.dtype)}, loc=op.loc)
+    one = (1,) * len(ty.shape)
+
+    def build(body, e, acc):
+        coords = _coordinates(body, e, op, indices, offsets)
+        elem = body.emit("tile.load", [tensor] + coords, [TileType(ty.dtype, one)],
+                         {"shape": one, "padding": pad}).result
+        v = body.getval(elem, body.const(0))
+        return body.emit("tile.setval", [acc, e, v], [ty]).result
+
+    pre, loop = _element_loop(op, init.result, build)
+    return [init] + pre + [loop], loop.result
+
+
+def scatter(op: Op):
+    tensor, indices, value, *offsets = op.operands
+    d = value.type.dtype
+    one = TileType(d, (1,) * len(indices.type.shape))
+    init = Op("tile.full", [], [one], {"value": _typed(0, d)}, loc=op.loc)
+    atomic = {"atomic": op.attrs["reduce"]} if op.attrs.get("reduce") else {}
+
+    def build(body, e, elem):
+        coords = _coordinates(body, e, op, indices, offsets)
+        v = body.getval(value, e)
+        elem = body.emit("tile.setval", [elem, body.const(0), v], [one]).result
+        body.emit("tile.store", [tensor] + coords + [elem], attrs=atomic)
+        return elem
+
+    pre, loop = _element_loop(op, init.result, build)
+    return [init] + pre + [loop], None
+
+
+def _typed(value, d):
+    return float(value) if d.is_floating else int(value)
+
+
+RULES = {"tile.gather": gather, "tile.scatter": scatter}
