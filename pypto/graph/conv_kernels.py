@@ -25,10 +25,12 @@ in ``codegen.make_kernel``).
 from __future__ import annotations
 
 # Output pixels per cube tile at most (M of each matmul) and C0 blocks of output channels per
-# kernel block at most (the accumulators held in L0C at once: 8 * 128 * 16 * 4 B = 64 KB of
-# the 128 KB).
+# kernel block at most; rows x NB accumulators are held in L0C at once.
 MAX_TM = 128
 MAX_NB = 8
+MAX_ROWS = 8            # output rows per block at most
+MAX_ACCS = 16           # accumulators per block at most (rows x NB)
+MAX_ACC_BYTES = 64 * 1024   # of L0C's 128 KB
 WEIGHT_TILE = 16        # output channels per weight-conversion tile
 
 
@@ -137,55 +139,63 @@ def fractal_z_to_kn_kernel(name, *, c0, cout_p) -> str:
         f"    pl.store(out, offsets=(tap * {c0}, o0), value=pl.trans(t))"]) + "\n"
 
 
-def conv_kernel(name, *, c1, kh, kw, hp, wp, oh, ow, c1o, c0, sh, sw, dh, dw, tm, nb,
+def conv_kernel(name, *, c1, kh, kw, hp, wp, oh, ow, c1o, c0, sh, sw, dh, dw, tm, nb, rows,
                 fractal_z, bias, cout_p) -> str:
-    """The implicit GEMM. Block ``(n*OH + oh, ow-tile, channel-group)`` computes ``TM`` output
-    pixels of one output row for ``NB`` blocks of C0 output channels: for every input channel
-    block and filter row (a runtime loop) and filter column (unrolled), the window of the TM
-    input pixels that tap reads is loaded (view ``x<s>`` holds every SW-th pixel from pixel s)
-    and multiplied into the NB accumulators; the bias is one more product (a ones column
-    times the bias row, both zero-padded by their loads). The windows and weight blocks lie
-    inside their tensors (the feature map is padded, the weights' extents are whole blocks),
-    so they are loaded with ``padding=None``: no fill of the L1 tile before each load, which
-    was three quarters of the modelled time (layer3 3x3 256 of ResNet-50: 80 -> 21 us)."""
+    """The implicit GEMM. Block ``(n, rows output rows from oh0, ow-tile, channel-group)``
+    computes ``TM`` output pixels of each of ``rows`` output rows for ``NB`` blocks of C0
+    output channels (rows x NB accumulators in L0C): for every input channel block and
+    filter row (a runtime loop) and filter column (unrolled), the windows of the TM input
+    pixels each row reads are loaded (view ``x<s>`` holds every SW-th pixel from pixel s),
+    then each weight block once, and multiplied into the accumulators; several rows share
+    each weight block's load. The bias is one more product (a ones column times the bias
+    row, both zero-padded by their loads). The windows and weight blocks lie inside their
+    tensors (the feature map is padded, the weights' extents are whole blocks), so they are
+    loaded with ``padding=None``: no fill of the L1 tile before each load, which was three
+    quarters of the modelled time (layer3 3x3 256 of ResNet-50: 80 -> 21 us)."""
     views = [f"x{s}" for s in range(sw)]
     params = views + ["w"] + (["ones", "bias"] if bias else []) + ["out"]
     lines = [f"def {name}({', '.join(params)}):",
-             f'    """conv2d as an implicit GEMM: {tm} pixels x {nb} channel block(s) of '
-             f'{c0} per block."""',
+             f'    """conv2d as an implicit GEMM: {rows} row(s) x {tm} pixels x {nb} channel '
+             f'block(s) of {c0} per block."""',
              "    r = pl.program_id(0)",
-             f"    n = r // {oh}",
-             f"    oh = r % {oh}",
+             f"    n = r // {oh // rows}",
+             f"    oh0 = (r % {oh // rows}) * {rows}",
              f"    ow0 = pl.program_id(1) * {tm}",
              f"    cb = pl.program_id(2) * {nb}"]
-    accs = [f"acc{j}" for j in range(nb)]
-    for a in accs:
-        lines.append(f"    {a} = pl.zeros(({tm}, {c0}), dtype=pl.float32)")
+    accs = [[f"acc{i}_{j}" for j in range(nb)] for i in range(rows)]
+    for row in accs:
+        for a in row:
+            lines.append(f"    {a} = pl.zeros(({tm}, {c0}), dtype=pl.float32)")
     if bias:
         # own names: a tile bound before the loop and rebound in it would be loop-carried
         lines.append(f"    ones_t = pl.load(ones, offsets=(0, 0), shape=({tm}, {c0}))")
-        for j, a in enumerate(accs):
-            lines += [f"    bias_t = pl.load(bias, offsets=(0, (cb + {j}) * {c0}), "
-                      f"shape=({c0}, {c0}))",
-                      f"    {a} = pl.matmul(ones_t, bias_t, acc={a})"]
+        for j in range(nb):
+            lines.append(f"    bias_t = pl.load(bias, offsets=(0, (cb + {j}) * {c0}), "
+                         f"shape=({c0}, {c0}))")
+            for row in accs:
+                lines.append(f"    {row[j]} = pl.matmul(ones_t, bias_t, acc={row[j]})")
     lines += [f"    for t in range({c1 * kh}):",
-              f"        base = (((n * {c1} + t // {kh}) * {hp} + oh * {sh} + (t % {kh}) * {dh})"
+              f"        base = (((n * {c1} + t // {kh}) * {hp} + oh0 * {sh} + (t % {kh}) * {dh})"
               f" * {wp} + ow0 * {sw}) // {sw}"]
+    pitch = sh * wp // sw              # view rows from one output row to the next
     for k in range(kw):
         off = k * dw
-        lines.append(f"        a = pl.load(x{off % sw}, offsets=(base + {off // sw}, 0), "
-                     f"shape=({tm}, {c0}), padding=None)")
-        for j, a in enumerate(accs):
+        for i in range(rows):
+            lines.append(f"        a{i} = pl.load(x{off % sw}, offsets=(base + "
+                         f"{off // sw + i * pitch}, 0), shape=({tm}, {c0}), padding=None)")
+        for j in range(nb):
             if fractal_z:
-                lines += [f"        b = pl.load(w, offsets=((t * {kw} + {k}) * {cout_p} + "
-                          f"(cb + {j}) * {c0}, 0), shape=({c0}, {c0}), padding=None)",
-                          f"        {a} = pl.matmul(a, b, acc={a}, b_trans=True)"]
+                lines.append(f"        b = pl.load(w, offsets=((t * {kw} + {k}) * {cout_p} + "
+                             f"(cb + {j}) * {c0}, 0), shape=({c0}, {c0}), padding=None)")
             else:
-                lines += [f"        b = pl.load(w, offsets=((t * {kw} + {k}) * {c0}, "
-                          f"(cb + {j}) * {c0}), shape=({c0}, {c0}), padding=None)",
-                          f"        {a} = pl.matmul(a, b, acc={a})"]
-    lines.append(f"    q = ((n * {c1o} + cb) * {oh} + oh) * {ow} + ow0")
-    for j, a in enumerate(accs):
-        lines.append(f"    pl.store(out, offsets=(q + {j * oh * ow}, 0), "
-                     f"value={a}.to(out.dtype))")
+                lines.append(f"        b = pl.load(w, offsets=((t * {kw} + {k}) * {c0}, "
+                             f"(cb + {j}) * {c0}), shape=({c0}, {c0}), padding=None)")
+            trans = ", b_trans=True" if fractal_z else ""
+            for i, row in enumerate(accs):
+                lines.append(f"        {row[j]} = pl.matmul(a{i}, b, acc={row[j]}{trans})")
+    for i, row in enumerate(accs):
+        lines.append(f"    q = ((n * {c1o} + cb) * {oh} + oh0 + {i}) * {ow} + ow0")
+        for j, a in enumerate(row):
+            lines.append(f"    pl.store(out, offsets=(q + {j * oh * ow}, 0), "
+                         f"value={a}.to(out.dtype))")
     return "\n".join(lines) + "\n"

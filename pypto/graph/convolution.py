@@ -29,6 +29,7 @@ from .graph import GraphTensor, TensorGraph
 from .kernel_node import add_node
 
 DTYPES = (dt.float16, dt.float32)
+CUBE_CORES = 24         # 910B's AI Cube cores (targets.py), for the blocking choice
 OUTPUT_LAYOUTS = ("NC1HWC0", "NCHW")
 
 
@@ -122,6 +123,26 @@ def _largest_divisor(n: int, limit: int) -> int:
     return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
 
 
+def _blocking(n, oh, ow, c1o, c0, taps) -> dict:
+    """TM, NB and rows of the conv kernel's blocks: the choice the cube's pipes favour, by
+    a coarse model of one tap (MTE2: a load of each row's window and each weight block, 8 ns
+    apiece; M: rows x NB products of TM pixels, 3.8 ns per 14 pixels; measured from the
+    cycle model's profile of ResNet-50's layers), times the rounds of blocks over the 24
+    cube cores. At most 16 accumulators and 64 KB of L0C."""
+    tm = _pixel_tile(ow)
+    best = None
+    for nb in (d for d in range(1, min(c1o, ck.MAX_NB) + 1) if c1o % d == 0):
+        for rows in (d for d in range(1, min(oh, ck.MAX_ROWS) + 1) if oh % d == 0):
+            if nb * rows > ck.MAX_ACCS or nb * rows * tm * c0 * 4 > ck.MAX_ACC_BYTES:
+                continue
+            blocks = n * (oh // rows) * (ow // tm) * (c1o // nb)
+            tap = max(8.0 * (rows + nb), 3.8 * rows * nb * tm / 14)
+            cost = -(-blocks // CUBE_CORES) * taps * tap
+            if best is None or cost < best[0]:
+                best = (cost, nb, rows)
+    return {"tm": tm, "nb": best[1], "rows": best[2]}
+
+
 def _pixel_tile(ow: int) -> int:
     """Output pixels per cube tile: a divisor of OW (a tile never reaches into the next
     output row, which follows in the NC1HWC0 view), a multiple of 16 where OW has one (L1
@@ -183,7 +204,7 @@ def _graph_conv(x, wt, bias, stride, padding, dilation, groups, kernel_size, out
     c1o = math.ceil(cout / c0)
     out = _conv_node(graph, base, fmap, weight, bias, dict(
         c1=c1, kh=kh, kw=kw, hp=hp, wp=wp, oh=oh, ow=ow, c1o=c1o, c0=c0, sh=sh, sw=sw, dh=dh,
-        dw=dw, tm=_pixel_tile(ow), nb=_largest_divisor(c1o, ck.MAX_NB),
+        dw=dw, **_blocking(n, oh, ow, c1o, c0, kh * kw * c1),
         fractal_z=fractal_z and x.dtype == dt.float16, bias=bias is not None, cout_p=cout_p),
         n, x.dtype)
     if output_layout == "NCHW":
@@ -251,7 +272,7 @@ def _conv_node(graph, base, fmap, weight, bias, p, n, dtype):
     inputs = [fmap, weight] + ([bias] if bias is not None else [])
     return add_node(graph, base, inputs, (n, p["c1o"], p["oh"], p["ow"], c0), dtype,
                     "NC1HWC0", lambda fn: ck.conv_kernel(fn, **p),
-                    (n * p["oh"], p["ow"] // p["tm"], p["c1o"] // p["nb"]), views,
+                    (n * p["oh"] // p["rows"], p["ow"] // p["tm"], p["c1o"] // p["nb"]), views,
                     f"conv2d {p['kh']}x{p['kw']} stride ({p['sh']}, {sw}) implicit GEMM",
                     uses_cube=True)
 
