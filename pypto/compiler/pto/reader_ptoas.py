@@ -36,7 +36,7 @@ from ...language import dtypes as dt
 from . import reader
 from .passes.place_tiles import place_tiles
 from .passes.sync import insert_sync
-from .program import LAYOUTS, Program, Scalar, TensorArg, Tile, walk_insts
+from .program import LAYOUTS, Inst, Program, Scalar, TensorArg, Tile, walk_insts
 from .reader import _N, PtoParseError, _Parser, _split
 from .isa import SYNC_OPS
 
@@ -90,12 +90,14 @@ def needs_level2(text: str) -> bool:
 
 
 class _PtoasParser(_Parser):
+    """``reader._Parser``'s grammar without the printer's conventions (module docstring)."""
+
     def __init__(self, text: str):
         super().__init__(text)
         self.lines = _joined_statements(self.lines)
         self.known: dict[str, object] = {}      # SSA name → its compile-time value
         self.sizes: dict[str, list] = {}        # partition view → its static sizes
-        self.views: dict[str, tuple] = {}       # a treshape result → the tile it views
+        self.views: dict[str, Tile] = {}        # a treshape result's name → the tile it views
 
     # -- module and function ------------------------------------------------------------------
     def module(self, target) -> Program:
@@ -125,28 +127,26 @@ class _PtoasParser(_Parser):
         except ValueError as e:
             raise self.error(str(e)) from None
         program = self.program(funcs, target)
-        if not any(i.op in SYNC_OPS for _, body in program.parts for i in walk_insts(body)
-                   if hasattr(i, "op")):
+        if not any(isinstance(i, Inst) and i.op in SYNC_OPS
+                   for _, body in program.parts for i in walk_insts(body)):
             insert_sync(program)        # level-2 text: the assembler would insert them
         return program
 
     def kind_of(self, f) -> str:
-        """The declared kernel kind, or the one the tiles' buffers imply."""
+        """The kind the tiles' buffers imply, which a declared ``pto.kernel_kind`` must
+        match."""
         locs = {self.tiles[n].loc for n in f.tiles}
-        inferred = ("mixed" if locs & set(_CUBE) and "vec" in locs else
-                    "cube" if locs & set(_CUBE) else "vector")
-        declared = reader._KIND.search(self.lines_text(f.header))
-        kind = declared.group(1) if declared else inferred
-        if inferred == "mixed" or (declared and kind != inferred and locs):
-            self.at = f.header
+        self.at = f.header
+        if locs & set(_CUBE) and "vec" in locs:
             raise self.error(f"one function uses {sorted(locs)} buffers: PyPTO runs a kernel "
                              "on one kind of core (a mixed kernel as @<name>_cube and "
                              "@<name>_vector functions)")
-        return kind
-
-    @staticmethod
-    def lines_text(header: tuple) -> str:
-        return header[1] or ""
+        inferred = "cube" if locs & set(_CUBE) else "vector"
+        declared = reader._KIND.search(f.header[1] or "")
+        if declared and locs and declared.group(1) != inferred:
+            raise self.error(f"a {declared.group(1)} kernel whose tiles live in "
+                             f"{sorted(locs)}")
+        return declared.group(1) if declared and not locs else inferred
 
     def params(self, args: list[str], scope, shared) -> list:
         """Parameters in call order: pointers become tensors (their shape comes from their
@@ -229,7 +229,7 @@ class _PtoasParser(_Parser):
             scope.aliases[results[0]] = src        # index and i64 are one int64
             return
         res = self.define(self.one(results), self.dtype(b), scope)
-        out.append(reader.Inst("arith.cast", [value], [res], {"dtype": res.dtype}))
+        out.append(Inst("arith.cast", [value], [res], {"dtype": res.dtype}))
 
     def s_tensor_view(self, op, results, rest, scope, out):
         ptr, shape, strides, attrs = self.match(_VIEW, rest, op).groups()
@@ -318,7 +318,7 @@ class _PtoasParser(_Parser):
         self.tiles[name] = tile
         scope.values[name] = tile
         scope.tiles.append(name)
-        out.append(reader.Inst("treshape", [source], [tile]))
+        out.append(Inst("treshape", [source], [tile]))
 
     def s_tile(self, op, results, rest, scope, out):
         ins, outs, _, _ = self.operands(rest, op)
@@ -337,7 +337,7 @@ class _PtoasParser(_Parser):
         if name == "textract" and len(ins) == 3:
             src, dst = self.value(ins[0], scope), self.value(outs[0], scope)
             starts = tuple(self.number(n, "textract's offsets") for n in ins[1:])
-            out.append(reader.Inst("textract", [src], [dst], {"starts": starts}))
+            out.append(Inst("textract", [src], [dst], {"starts": starts}))
             return
         super().s_tile(op, results, rest, scope, out)
         inst = out[-1]
@@ -351,7 +351,7 @@ class _PtoasParser(_Parser):
     def s_sync(self, op, results, rest, scope, out):
         if op == "pto.barrier":
             pipe = self.match(_BARRIER, rest, op).group(1)
-            out.append(reader.Inst("barrier", [], [], {"pipe": pipe}))
+            out.append(Inst("barrier", [], [], {"pipe": pipe}))
             return
         super().s_sync(op, results, rest, scope, out)
 
