@@ -287,8 +287,7 @@ class _PtoasParser(_Parser):
     def tile(self, name: str, addr, text: str) -> Tile:
         """A ``Tile`` of ``!pto.tile_buf<...>`` whose layout is the one PyPTO gives its
         location (or the column-major (M, 1) tile of row reductions)."""
-        fields = dict(item.partition("=")[::2] for item in _split(text[len("!pto.tile_buf<"):-1]))
-        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        fields = _fields(text)
         loc = fields.get("loc")
         if loc not in LAYOUTS:
             raise self.error(f"a tile in loc={loc}: PyPTO's tiles live in "
@@ -302,7 +301,7 @@ class _PtoasParser(_Parser):
         except (KeyError, ValueError) as e:
             raise self.error(f"incomplete tile type ({e})") from None
         printed = tile.type_text()
-        if printed != text:
+        if _fields(printed) != fields:          # the same fields, in any order
             raise self.error(f"tile type {text} is not one PyPTO models (a tile in {loc} is "
                              f"{printed})")
         return tile
@@ -357,6 +356,12 @@ class _PtoasParser(_Parser):
 
 
 _INT_TEXT = re.compile(r"\d+")
+
+
+def _fields(type_text: str) -> dict:
+    """``!pto.tile_buf<k=v, ...>`` as {k: v}."""
+    items = _split(type_text[len("!pto.tile_buf<"):-1])
+    return {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in items)}
 
 
 def _joined_statements(lines: list) -> list:
