@@ -82,6 +82,16 @@ class CompiledKernel:
         self.entry = signature(self._object.address(f"{metadata['name']}_py"))
         self.pointer_entry = signature(self._object.address(f"{metadata['name']}_ptr")) \
             if metadata.get("pointer_entry") else None
+        # blocks lo..hi-1 on the calling thread (codegen._range_function): the Execution
+        # Graph's runtime (graph/mpmd_run.py); absent for kernels whose blocks sync
+        try:
+            address = self._object.address(f"{metadata['name']}_range")
+        except KeyError:
+            self.range_entry = None
+        else:
+            self.range_entry = ctypes.CFUNCTYPE(
+                ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                ctypes.c_int64, ctypes.c_int64, *ctypes_params)(address)
 
 
 def _user_stacklevel() -> int:

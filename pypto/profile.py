@@ -588,3 +588,49 @@ def get_profiling_report() -> ProfileReport:
     called): ``summary()``, ``operations`` (``name``, ``compute_time``, ``memory_time`` in ms
     of modelled NPU time), ``kernels``, ``tiles``, ``core_utilization``."""
     return _global.report() if _global is not None else ProfileReport([])
+
+
+# -- a graph's modelled MPMD run (graph/npu_model.py) ---------------------------------------------
+
+TASK_TID = 100            # the task lane of a core, above its pipes
+
+
+def task_chrome_trace(model) -> dict:
+    """The Chrome trace of a ``task_model.DagModel``: per core (pids as for launches), one
+    "tasks" thread with an event per task (named by its task label, category = its node, so
+    the viewer colours nodes apart) and one thread per pipe with the task's instructions."""
+    us = 1 / (model.target.clock_ghz * 1e3)
+    events, processes, tracks = [], {}, set()
+    for p in model.placed:
+        for kind, core in p.cores:
+            pid, label = _process(core, kind, kind)
+            processes.setdefault(pid, label)
+            tracks.add((pid, TASK_TID, "tasks"))
+            events.append({"name": p.spec.label, "cat": p.spec.node, "ph": "X", "pid": pid,
+                           "tid": TASK_TID, "ts": p.start * us,
+                           "dur": max(0.0, (p.end - p.start) * us),
+                           "args": {"node": p.spec.node, "ready_us": p.ready * us,
+                                    "waited_us": (p.dispatched - p.ready) * us,
+                                    "dispatch_us": (p.start - p.dispatched) * us}})
+        if p.trace is None:
+            continue
+        offset = getattr(p.trace, "offset", 0.0)
+        for r in p.trace.records:
+            kind = r.part if p.spec.unit == "mixed" else p.spec.unit
+            core = next((c for k, c in p.cores if k == kind), p.cores[0][1])
+            pid, _ = _process(core, kind, kind)
+            tracks.add((pid, _tid(r.pipe), r.pipe))
+            events.append({"name": r.name, "cat": r.kind, "ph": "X", "pid": pid,
+                           "tid": _tid(r.pipe), "ts": (r.start + offset) * us,
+                           "dur": max(0.0, (r.end - r.start) * us),
+                           "args": {"task": p.spec.label, "pipe": r.pipe}})
+    meta = []
+    for pid, label in sorted(processes.items()):
+        meta.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                     "args": {"name": label}})
+    for pid, tid, name in sorted(tracks):
+        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                     "args": {"name": name}})
+    return {"traceEvents": meta + events, "displayTimeUnit": "ns",
+            "otherData": {"source": f"PyPTO cycle model, {model.strategy} schedule of a graph "
+                          "(modelled NPU time, not measured)", "targets": [model.target.name]}}

@@ -39,6 +39,9 @@ class Task:
     width: int = 1
     deps: list = field(default_factory=list)       # indices of the tasks it waits for
 
+    def __repr__(self) -> str:
+        return f"<task {self.index} {self.label} on {self.unit}, waits for {self.deps}>"
+
     @property
     def node_name(self) -> str:
         return self.step.name
@@ -152,7 +155,7 @@ def _step_tasks(step, target, first: int) -> list:
     blocks = math.prod(step.grid)
     if step.form == "uniform" or _syncs(step):
         return [Task(first, step, None, None, unit, width=blocks)]
-    if step.form == "kernel":
+    if step.form == "kernel" and getattr(step.group.last, "tile", None) is None:
         return [Task(first + b, step, b, None, unit) for b in range(blocks)]
     return [Task(first + b, step, b, tuple(block_tiles(step, b)), unit) for b in range(blocks)]
 
@@ -167,6 +170,9 @@ def block_tiles(step, block: int) -> list:
     """The output tile coordinates block ``block`` of a tile_map kernel computes (as the
     generated source in ``codegen.kernel_source`` walks them)."""
     tiling = step.group.tiling
+    if step.form == "kernel":               # a kernel node writing one tile per block
+        g0 = step.grid[0]
+        return [(block % g0,) if len(step.grid) == 1 else (block % g0, block // g0)]
     grid = tiling.grid
     if step.form == "tile":                 # pid0 fastest, as the launch numbers blocks
         g0 = step.grid[0]
@@ -200,7 +206,7 @@ def _deps(step, task, writers) -> set:
 def _reads(step, task):
     """(graph tensor, windows or None) per tensor the task reads from global memory: each
     window per axis ``(lo, hi)``; None for an opaque task (it may read anything)."""
-    if isinstance(step, AscendCStep) or task.tiles is None:
+    if isinstance(step, AscendCStep) or task.tiles is None or step.form == "kernel":
         return [(t, None) for t in step.params]
     inside = {id(n.output) for n in step.group.nodes}
     reads = []

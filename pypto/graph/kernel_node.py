@@ -27,6 +27,9 @@ class KernelNode:
     uses_cube: bool = False
     output: GraphTensor = None
     scope: dict = field(default_factory=dict)
+    # the output tile block (i, j) writes, (i, j) = (pid0, pid1), when each block writes one
+    # tile of the output: the Execution Graph then gives its readers tile-level edges
+    tile: tuple | None = None
 
     fusible = False
     strategy = "kernel"
@@ -43,9 +46,15 @@ class KernelNode:
 
 
 def add_node(graph, name, inputs, shape, dtype, layout, source_fn, grid, views, role,
-             uses_cube=False) -> GraphTensor:
+             uses_cube=False, tile=None) -> GraphTensor:
     """Add a kernel node producing a ``shape``/``dtype`` tensor in ``layout``.
-    ``source_fn(kernel_name)`` returns the kernel's source."""
+    ``source_fn(kernel_name)`` returns the kernel's source. ``tile``: the output tile each
+    block (pid0, pid1) writes, if it writes exactly one (``grid`` must be the tile grid)."""
+    if tile is not None:
+        want = tuple(-(-n // e) for n, e in zip(shape, tile))
+        if len(tile) != len(shape) or tuple(grid) != want:
+            raise ValueError(f"kernel node {name!r}: tile={tile} of a {tuple(shape)} output "
+                             f"needs grid {want}, got {tuple(grid)}")
     taken = graph.names()
     base, i = name, 1
     while name in taken:
@@ -53,7 +62,7 @@ def add_node(graph, name, inputs, shape, dtype, layout, source_fn, grid, views, 
         i += 1
     fn_name = _identifier(f"{graph.name}_{name}")[:60]
     node = KernelNode(name, list(inputs), fn_name, source_fn(fn_name), tuple(grid), views,
-                      role, uses_cube)
+                      role, uses_cube, tile=None if tile is None else tuple(tile))
     node.output = GraphTensor(graph, name, tuple(shape), dtype, layout, node)
     graph.add_node(node)
     return node.output

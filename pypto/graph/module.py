@@ -24,6 +24,7 @@ from .. import language as pl_module
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
+from .npu_model import check_strategy
 from .plan import Group, choose_form, plan_groups
 
 # option -> default. tile_fusion: fuse chains of tile_maps into one kernel (plan.py).
@@ -62,12 +63,15 @@ class Kernel:
         return [self.group.output]
 
 
-def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None):  # noqa: A001
+def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None,  # noqa: A001
+            parallel_strategy="auto"):
     """Compile every tile_map node of ``graph`` for ``target`` into a ``Module``.
 
     ``output``: a path to write the kernels' ``.pto`` text to. ``emit_ir``: accepted for the
     seed; ``module.tile_graph_ir`` and ``module.pto_instructions`` are always filled (the
-    compiler produces them anyway). ``options``: see ``OPTIONS``; unknown keys are errors."""
+    compiler produces them anyway). ``options``: see ``OPTIONS``; unknown keys are errors.
+    ``parallel_strategy``: how ``run`` and ``model`` schedule the Execution Graph's tasks
+    (``npu_model.STRATEGIES``: "auto", "mpmd", "data_parallel", "pipelined")."""
     if not isinstance(graph, TensorGraph):
         raise TypeError(f"pypto.compile(graph=...) takes a pypto.TensorGraph, got "
                         f"{type(graph).__name__}")
@@ -76,12 +80,14 @@ def compile(graph, target="ascend910b", output=None, emit_ir=False, options=None
                         f"'ascend910b', got {target!r}")
     chip = get_target(target)
     opts = _check_options(options)
+    check_strategy(parallel_strategy, "pypto.compile")
     if output is not None and not isinstance(output, (str, os.PathLike)):
         raise TypeError(f"pypto.compile(output=...) must be a file path, got {output!r}")
     if not graph.nodes:
         raise ValueError(f"pypto.compile: graph {graph.name!r} has no tile_map nodes (nor "
                          "call_ascend_c calls)")
     module = Module(graph, chip, opts)
+    module.parallel_strategy = parallel_strategy
     module.steps = build_kernels(module, debug=False)
     for step in module.steps:
         if isinstance(step, AscendCStep):
@@ -176,6 +182,8 @@ class Module:
         self.steps: list = []          # launch order: Kernels and AscendCSteps
         self._debug_kernels = None
         self._execution_graph = None
+        self.parallel_strategy = "auto"
+        self.last_task_order = None    # ("start" | "end", task) of the last MPMD host run
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -196,13 +204,18 @@ class Module:
         return [t.name for t in self.outputs]
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, ctx=None, inputs=None, *, out=None):
+    def run(self, ctx=None, inputs=None, *, out=None, parallel_strategy=None):
         """Launch the graph on ``inputs`` ({placeholder name: pypto.Tensor or array}). Returns
         the output as a ``pypto.Tensor``, or a tuple of them in node creation order when the
         graph has several outputs. ``out``: arrays (or one array) of the outputs' shapes and
         dtypes to write the outputs into instead (what ``pypto.register_op`` passes: the
         torch tensors it returns). In debug mode (``pypto.debug.enable()``) the kernels run in
-        the reference interpreter, one block per tile."""
+        the reference interpreter, one block per tile. ``parallel_strategy`` (default: the
+        module's): "data_parallel" launches the kernels one after another, each over all the
+        host threads; "mpmd" and "pipelined" run the Execution Graph's tasks as their inputs
+        complete (``mpmd_run``; on the host both share the threads); "auto" does that when
+        there is more than one step and nothing asks for in-order launches (debug mode, a
+        profiler, the interpreter, another engine, the sanitizer)."""
         if isinstance(ctx, dict) and inputs is None:      # module.run({"a": ...})
             ctx, inputs = None, ctx
         if ctx is None:
@@ -214,6 +227,12 @@ class Module:
         given = self._check_out(out)
         debug = sys.modules.get("pypto.debug")    # debug mode is on only once it is imported
         interpret = debug is not None and debug.is_enabled()
+        strategy = self.parallel_strategy if parallel_strategy is None else \
+            check_strategy(parallel_strategy, "Module.run")
+        if not interpret and self._tasks_on_host(strategy) and \
+                self._run_tasks(ctx, values, given):
+            outputs = tuple(values[id(t)] for t in self.outputs)
+            return outputs[0] if len(outputs) == 1 else outputs
         for step in (self._debug() if interpret else self.steps):
             outs = [given.get(id(t)) for t in step.outputs]
             outs = [empty(t.shape, t.dtype, ctx) if o is None else o
@@ -230,6 +249,36 @@ class Module:
         return outputs[0] if len(outputs) == 1 else outputs
 
     __call__ = run
+
+    def _tasks_on_host(self, strategy: str) -> bool:
+        from .. import envs, profile, runtime
+        if strategy == "data_parallel" or len(self.steps) < 2 or runtime.pool().threads < 2:
+            return False
+        if profile.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
+                envs.sanitize_mode() or envs.PYPTO_ENGINE.get() not in ("", "native"):
+            return False
+        return all(k.jit.engine in (None, "native") and not k.jit.sanitize
+                   for k in self.kernels)
+
+    def _run_tasks(self, ctx, values: dict, given: dict) -> bool:
+        """Every output allocated first, then the Execution Graph run on the host threads;
+        False (nothing run) if an array does not match the compiled layouts."""
+        from .. import runtime
+        from .mpmd_run import run
+        produced = dict(values)
+        step_args = {}
+        for step in self.steps:
+            outs = [given.get(id(t)) for t in step.outputs]
+            outs = [empty(t.shape, t.dtype, ctx) if o is None else o
+                    for t, o in zip(step.outputs, outs)]
+            step_args[step] = ([produced[id(t)] for t in step.params], outs)
+            produced.update((id(t), o) for t, o in zip(step.outputs, outs))
+        log = run(self, step_args, runtime.pool().threads)
+        if log is None:
+            return False
+        self.last_task_order = [(what, self.execution_graph.tasks[i]) for what, i in log]
+        values.update(produced)
+        return True
 
     def _check_inputs(self, inputs) -> dict:
         expected = self.input_names
@@ -332,6 +381,13 @@ class Module:
     @property
     def execution_graph_ir(self) -> str:
         return self.execution_graph.text()
+
+    def model(self, parallel_strategy: str = "auto"):
+        """The modelled NPU run of the graph under ``parallel_strategy`` ("auto", "mpmd",
+        "data_parallel", "pipelined"; ``npu_model.py``): a ``DagModel`` with ``cycles``,
+        ``time_us``, the placed tasks and ``bubbles()``."""
+        from .npu_model import model
+        return model(self, parallel_strategy)
 
     def levels(self) -> str:
         """The four levels, one after another."""

@@ -31,8 +31,10 @@ def colsum(t):
     return pypto.sum(t, axis=0, keepdims=True)
 
 
-def three_node(m=256, k=256, n=256, mt=(128, 128), vt=(32, 256), st=(16, 256)):
-    """matmul -> bias + GELU -> row softmax (the issue's graph, at any size)."""
+def three_node(m=256, k=256, n=256, mt=(128, 128), vt=None, st=None):
+    """matmul -> bias + GELU -> row softmax (the issue's graph, at any size); by default
+    GELU tiles are (32, 256) and softmax tiles whole rows of 8192 elements in all."""
+    vt, st = vt or (32, min(n, 256)), st or (max(1, 8192 // n), n)
     g = pypto.TensorGraph(name="three")
     a = g.placeholder((m, k), pypto.float16)
     b = g.placeholder((k, n), pypto.float16)

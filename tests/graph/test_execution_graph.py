@@ -12,7 +12,7 @@ def _deps(module, step_index):
 
 
 def test_consumer_tiles_wait_only_for_the_producer_tiles_they_read():
-    m = pypto.compile(three_node(m=256, k=128, n=256))
+    m = pypto.compile(three_node(m=256, k=128, n=256, vt=(32, 256), st=(16, 256)))
     eg = m.execution_graph
     assert [len(eg.tasks_of(s)) for s in m.steps] == [4, 8, 16]
     gelu = _deps(m, 1)
@@ -66,7 +66,7 @@ def test_grid_stride_blocks_hold_their_runs_of_tiles():
 
 
 def test_levels_print_and_the_dot_export_names_every_task_and_edge():
-    m = pypto.compile(three_node(m=256, k=128, n=256))
+    m = pypto.compile(three_node(m=256, k=128, n=256, vt=(32, 256), st=(16, 256)))
     text = m.levels()
     for head in ('tensor graph "three"', 'tile graph "three"', 'block graph "three"',
                  'execution graph "three": 28 task(s), 32 edge(s)'):

@@ -104,11 +104,35 @@ class Codegen:
 
     # -- module ------------------------------------------------------------------------------
     def build(self) -> str:
-        start = self._start_function(self._launch_function(self._block_function()))
+        block = self._block_function()
+        start = self._start_function(self._launch_function(block))
         self._python_entry(start, by_pointer=False)
         if has_pointer_entry(self.p):
             self._python_entry(start, by_pointer=True)
+        if not uses_cross_core(self.p):
+            self._python_entry(self._range_function(block), by_pointer=False, blocks=True)
         return str(self.mod)
+
+    def _range_function(self, block_fn):
+        """``i32 range(pool_state, g0, g1, g2, lo, hi, args)``: blocks ``lo`` to ``hi - 1``
+        (linear, pid0 fastest, as ``_launch_function`` numbers them) of a launch over the
+        grid, on the calling thread with its own scratch (``pool_state`` is that scratch
+        here): the Execution Graph's runtime runs one task per call. Only for kernels whose
+        blocks never wait for each other."""
+        fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, I64, PTR])
+        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_range_start")
+        fn.linkage = "internal"
+        scratch, g0, g1, g2, lo, hi, args = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        counter = self._counter_array(b, i64(1))
+        n = (g0, g1, g2)
+        with counted_loop(b, lo, hi, name="blk") as blk:
+            pid0 = b.urem(blk, g0)
+            rest = b.udiv(blk, g0)
+            pid1, pid2 = b.urem(rest, g1), b.udiv(rest, g1)
+            b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + list(n))
+        b.ret(ir.Constant(ir.IntType(32), 0))
+        return fn
 
     def _block_function(self):
         fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR] + [I64] * 6)
@@ -208,7 +232,7 @@ class Codegen:
         b.ret_void()
         return fn
 
-    def _python_entry(self, start, by_pointer: bool):
+    def _python_entry(self, start, by_pointer: bool, blocks: bool = False):
         """``<name>_py(pool_state, g0, g1, g2, helpers, own_scratch, params...)``:
         the launch as one native call. Tensors come as the addresses of numpy array objects,
         whose data pointer, dims and strides are read straight from the object (numpy's
@@ -217,12 +241,18 @@ class Codegen:
         ``by_pointer``: ``<name>_ptr``, the same call with each tensor as its data pointer
         alone, for kernels whose tensors' dims and strides are all compile-time constants
         (``has_pointer_entry``): torch tensors reach it through ``data_ptr()`` without a
-        numpy view (binder.py)."""
+        numpy view (binder.py).
+
+        ``blocks``: ``<name>_range(scratch, g0, g1, g2, lo, hi, params...)``, blocks ``lo`` to
+        ``hi - 1`` on the calling thread (``_range_function``).
+        """
         passed = runtime_params(self.p)
         params = [I64 if isinstance(p, TensorArg) or not p.dtype.is_floating else
                   ir.DoubleType() for p in passed]
-        fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, PTR] + params)
-        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_{'ptr' if by_pointer else 'py'}")
+        sixth = I64 if blocks else PTR       # _range: (scratch, g0, g1, g2, lo, hi, params...)
+        fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, sixth] + params)
+        suffix = "range" if blocks else "ptr" if by_pointer else "py"
+        fn = ir.Function(self.mod, fnty, name=f"{self.p.name}_{suffix}")
         state, g0, g1, g2, helpers, own = fn.args[:6]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         nslots = max(1, sum(args_slots(p) for p in self.p.params))

@@ -813,24 +813,49 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
             raise ValueError(f"{program.name}: grid {grid} has more blocks than the {cores} "
                              f"cores of {target.name}; blocks that meet or signal each other "
                              "must all run at once")
-        per_block = [_block_parts(program, env_factory(pid, i, 0.0, len(pids)))
+        at = sum(dispatch_cycles(target))       # the blocks are dispatched together
+        per_block = [_block_parts(program, env_factory(pid, i, at, len(pids)))
                      for i, pid in enumerate(pids)]
         _Hub([a for agents in per_block for a in agents]).run()
         traces = [_merge(agents) for agents in per_block]
     else:
-        traces = _schedule(program, pids, cores, env_factory)
+        traces = _schedule(program, pids, cores, env_factory, target)
     return _launch_model(program, target, grid, cores, traces)
 
 
-def _schedule(program, pids: list, cores: int, env_factory) -> list:
-    """List scheduling: each block in order takes the core that frees first. The cores
-    sharing HBM with a block are those still busy when it starts plus the blocks starting
-    with it (the next ones in order, up to the free cores), an estimate held for its run."""
-    free = [(0.0, c) for c in range(cores)]
+def dispatch_cycles(target: Target) -> tuple[float, float]:
+    """(launch, per-task dispatch) in cycles of the target's clock (``CostModel``)."""
+    c = target.costs
+    return c.launch_us * target.clock_ghz * 1e3, c.task_dispatch_us * target.clock_ghz * 1e3
+
+
+def model_block(program, grid, args: dict, target, pid: tuple, core: int, start: float,
+                active: int) -> BlockTrace:
+    """Block ``pid`` of a launch of ``program`` over ``grid`` alone on ``core`` from cycle
+    ``start``, sharing HBM with ``active`` cores: the unit the task scheduler
+    (``task_model``) places. Blocks that signal each other need ``model_launch``."""
+    target = _target(target)
+    grid = _grid3(grid)
+    parts = len(program.parts)
+    agents = _block_parts(program, lambda part: BlockEnv(
+        target, pid, grid, args, program.params, start, active * parts, core, part))
+    _Hub(agents).run()
+    return _merge(agents)
+
+
+def _schedule(program, pids: list, cores: int, env_factory, target: Target) -> list:
+    """List scheduling: each block in order takes the core that frees first, after the
+    launch cost and its own dispatch (``dispatch_cycles``: a grid larger than the cores runs
+    in waves, each block paying its dispatch). The cores sharing HBM with a block are those
+    still busy when it starts plus the blocks starting with it (the next ones in order, up to
+    the free cores), an estimate held for its run."""
+    launch, dispatch = dispatch_cycles(target)
+    free = [(launch, c) for c in range(cores)]
     heapq.heapify(free)
     traces = []
     for i, pid in enumerate(pids):
         start, core = heapq.heappop(free)
+        start += dispatch
         busy = sum(1 for t, _ in free if t > start)
         active = busy + min(len(pids) - i, cores - busy)
         agents = _block_parts(program, env_factory(pid, core, start, active))

@@ -73,6 +73,17 @@ class CostModel:
     loop_iteration_cycles: float = 2.0
     dispatch_cycles: float = 1.0
     sync_cycles: float = 0.0
+    # Launch and task dispatch, in microseconds (cycle_model.dispatch_cycles converts them).
+    # Neither is published for the real chip. Both are CANN PyPTO's own simulated figures
+    # (shared/reference/cann-pypto.md section 12, note 3): its machine model starts the first
+    # AI-core task about 5.2 us after time 0 (the AICPU scheduler's start), and separates
+    # consecutive tasks on a core by a mean 2.8-7.3 us gap; we take the smallest gap. The same
+    # per-task cost is charged to every block of an SPMD launch (the hardware's block dispatch
+    # has no public figure either; using CANN's task gap is a CHOICE, pessimistic for SPMD
+    # grids) and to every task of an MPMD graph run; a launch is charged ``launch_us`` once:
+    # per kernel when a graph runs in order, once for the whole graph under MPMD.
+    launch_us: float = 5.2
+    task_dispatch_us: float = 2.8
 
 # The UB is 192 KiB, but pto-isa keeps its top 8 KiB (TMP_UB_OFFSET = 184 KiB,
 # include/pto/common/constants.hpp) as the scratch of TROWEXPAND*'s broadcast, TCVT and

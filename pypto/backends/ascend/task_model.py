@@ -1,0 +1,227 @@
+"""MPMD in the cycle model: a DAG of block tasks scheduled on the target's AIV and AIC cores.
+
+``cycle_model.model_launch`` places one SPMD launch's blocks; this module places the tasks of a
+whole graph (``graph/execution.py``) at once: a task may start when every task it depends on
+has ended, on a free core of its kind (vector tasks on the AIVs, cube tasks on the AICs, a mixed
+task on one of each), so one node's cube tasks overlap another node's vector tasks. The rules:
+
+* The graph is one launch: the cores start at ``launch_us`` (``CostModel``), and every task
+  pays ``task_dispatch_us`` on its core before it starts (the scheduler hands it over).
+* Ready tasks are placed in the order they become ready (ties: graph order), each on the
+  allowed core that frees first (``allowed``: the pipelined strategy gives each node its own
+  cores). A task's HBM share is fixed when it starts: the cores busy then, itself included.
+* A task's time is its block modelled alone from that start (``cycle_model.model_block``);
+  ``simulate`` returns None for work the model cannot see (an Ascend C call: zero time).
+
+``bubbles()`` reads the schedule back: per core its busy and idle time, the critical path (the
+chain of tasks, each started by the previous one's end, that ends last) and the longest waits
+(a task's start minus the moment its inputs were complete).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from .cycle_model import dispatch_cycles
+from .targets import Target
+
+KINDS = ("vector", "cube")
+
+
+@dataclass
+class TaskSpec:
+    """One task to place: ``unit`` "vector", "cube" or "mixed"; ``width`` cores of that kind
+    at once; ``simulate(core, start, active)`` → a ``BlockTrace`` (or None: no modelled time);
+    ``allowed``: {kind: core indices} it may use (None: all); ``delay``: cycles after its
+    inputs are complete before it is ready (a launch of its own, under data_parallel)."""
+    index: int
+    label: str
+    node: str
+    unit: str
+    deps: list
+    simulate: object
+    width: int = 1
+    allowed: dict | None = None
+    delay: float = 0.0          # cycles between its inputs' completion and its readiness
+
+
+@dataclass
+class Placed:
+    """A placed task: its cores as (kind, index), when its inputs were complete (``ready``),
+    when its dispatch began (``dispatched``), its start and end, in cycles."""
+    spec: TaskSpec
+    cores: list
+    ready: float
+    dispatched: float
+    start: float
+    end: float
+    trace: object = None
+
+
+@dataclass
+class DagModel:
+    """A modelled graph run: ``cycles`` from time 0 (the launch) to the last task's end."""
+    target: Target
+    strategy: str
+    cycles: float
+    placed: list
+    launches: int = 1
+    note: str = ""
+    cores: dict = field(default_factory=dict)        # kind -> cores available
+
+    @property
+    def time_us(self) -> float:
+        return self.cycles / (self.target.clock_ghz * 1e3)
+
+    def bubbles(self) -> "BubbleReport":
+        return bubble_report(self)
+
+    def chrome_trace(self) -> dict:
+        from ...profile import task_chrome_trace
+        return task_chrome_trace(self)
+
+    def export_chrome_trace(self, path) -> str:
+        """Write the schedule as a Chrome trace (ui.perfetto.dev): tasks by node and core."""
+        import json
+        with open(path, "w") as f:
+            json.dump(self.chrome_trace(), f)
+        return str(path)
+
+
+def cores_of(target: Target) -> dict:
+    return {"vector": target.vector_cores, "cube": target.cube_cores}
+
+
+def _needs(spec: TaskSpec) -> list:
+    """(kind, how many) cores a task takes."""
+    if spec.unit == "mixed":
+        return [("cube", spec.width), ("vector", spec.width)]
+    return [(spec.unit, spec.width)]
+
+
+def schedule(specs: list, target: Target, strategy: str = "mpmd") -> DagModel:
+    """Place ``specs`` (in a topological order, ``deps`` as indices) on ``target``'s cores."""
+    launch, dispatch = dispatch_cycles(target)
+    counts = cores_of(target)
+    free = {k: [launch] * n for k, n in counts.items()}
+    consumers = [[] for _ in specs]
+    waiting = [len(s.deps) for s in specs]
+    ready_at = [launch] * len(specs)
+    for s in specs:
+        for d in s.deps:
+            consumers[d].append(s.index)
+    heap = [(launch, s.index) for s in specs if not s.deps]
+    heapq.heapify(heap)
+    placed: list = [None] * len(specs)
+    intervals: list = []                    # (start, end) of every placed task, for HBM
+    while heap:
+        ready, i = heapq.heappop(heap)
+        spec = specs[i]
+        chosen = []
+        for kind, n in _needs(spec):
+            pool = spec.allowed.get(kind) if spec.allowed else None
+            pool = range(counts[kind]) if pool is None else pool
+            if n > len(pool):
+                raise ValueError(f"task {spec.label} needs {n} {kind} cores at once, the "
+                                 f"schedule gives it {len(pool)}")
+            chosen += [(kind, c) for c in sorted(pool, key=lambda c: free[kind][c])[:n]]
+        dispatched = max([ready] + [free[k][c] for k, c in chosen])
+        start = dispatched + dispatch
+        active = 1 + sum(1 for a, b in intervals if a <= start < b)
+        trace = spec.simulate(chosen[0][1], start, active)
+        end = trace.end if trace is not None else start
+        for k, c in chosen:
+            free[k][c] = end
+        intervals.append((start, end))
+        placed[i] = Placed(spec, chosen, ready, dispatched, start, end, trace)
+        for c in consumers[i]:
+            waiting[c] -= 1
+            ready_at[c] = max(ready_at[c], end)
+            if waiting[c] == 0:
+                ready_at[c] += specs[c].delay
+                heapq.heappush(heap, (ready_at[c], c))
+    if any(p is None for p in placed):
+        raise ValueError("the task graph has a cycle or a dependency on a later task")
+    cycles = max((p.end for p in placed), default=0.0)
+    return DagModel(target, strategy, cycles, placed, cores=counts)
+
+
+# -- the bubble report ---------------------------------------------------------------------------
+
+@dataclass
+class BubbleReport:
+    """``cores``: per (kind, index) used, (busy, idle) cycles over the run; ``critical_path``:
+    the placed tasks of the chain that ends last; ``longest_waits``: the placed tasks that
+    waited longest for a core once their inputs were complete (dispatch excluded), with the
+    wait."""
+    model: DagModel
+    cores: dict
+    critical_path: list
+    longest_waits: list
+
+    def text(self, top: int = 5) -> str:
+        m = self.model
+        us = 1 / (m.target.clock_ghz * 1e3)
+        lines = [f"bubble report ({m.strategy}, {m.target.name}): {m.time_us:,.2f} us modelled, "
+                 f"{len(m.placed)} task(s), {m.launches} launch(es)"]
+        for kind in KINDS:
+            used = {c: v for (k, c), v in self.cores.items() if k == kind}
+            if not used:
+                continue
+            busy = sum(b for b, _ in used.values())
+            idle = sum(i for _, i in used.values()) + (m.cores[kind] - len(used)) * m.cycles
+            lines.append(f"  {kind} cores: {len(used)} of {m.cores[kind]} used; busy "
+                         f"{busy * us:,.1f} core-us, idle {idle * us:,.1f} core-us "
+                         f"({idle / max(busy + idle, 1e-9):.0%} idle)")
+            worst = sorted(used.items(), key=lambda kv: -kv[1][1])[:3]
+            lines.append("    most idle: " + ", ".join(
+                f"{kind[:3]} {c}: {i * us:,.2f} us" for c, (_, i) in worst))
+        path = self.critical_path
+        work = sum(p.end - p.start for p in path)
+        lines.append(f"  critical path: {len(path)} task(s), {work * us:,.2f} us of work and "
+                     f"{(m.cycles - work) * us:,.2f} us of launch, dispatch and waits")
+        shown = path if len(path) <= 2 * top else path[:top] + [None] + path[-top:]
+        lines.append("    " + " -> ".join("..." if p is None else p.spec.label for p in shown))
+        waits = [(p, w) for p, w in self.longest_waits[:top] if w > 0]
+        lines.append("  longest waits for a core (inputs complete -> dispatch begins):"
+                     + ("" if waits else " none, every task found a free core"))
+        for p, wait in waits:
+            lines.append(f"    {p.spec.label}: {wait * us:,.2f} us")
+        return "\n".join(lines) + "\n"
+
+    __str__ = text
+
+
+def bubble_report(model: DagModel, top: int = 10) -> BubbleReport:
+    cores: dict = {}
+    for p in model.placed:
+        for core in p.cores:
+            busy, _ = cores.get(core, (0.0, 0.0))
+            cores[core] = (busy + p.end - p.start, 0.0)
+    cores = {c: (b, model.cycles - b) for c, (b, _) in cores.items()}
+    waits = sorted(((p, p.dispatched - p.ready) for p in model.placed), key=lambda x: -x[1])
+    return BubbleReport(model, cores, critical_path(model), waits[:top])
+
+
+def critical_path(model: DagModel) -> list:
+    """From the task that ends last, back through whatever held each task's start: the
+    dependency that ended last, or the task before it on its core, whichever ended later."""
+    if not model.placed:
+        return []
+    by_core: dict = {}
+    for p in sorted(model.placed, key=lambda p: p.start):
+        by_core.setdefault(p.cores[0], []).append(p)
+    previous = {}
+    for run in by_core.values():
+        for a, b in zip(run, run[1:]):
+            previous[id(b)] = a
+    path = [max(model.placed, key=lambda p: p.end)]
+    while True:
+        p = path[-1]
+        held = [model.placed[d] for d in p.spec.deps]
+        if id(p) in previous:
+            held.append(previous[id(p)])
+        if not held:
+            break
+        path.append(max(held, key=lambda q: q.end))
+    return path[::-1]
