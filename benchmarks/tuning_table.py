@@ -240,9 +240,12 @@ def tile_size_row(s, rng) -> tuple[Row, int]:
         f"(tuned in {tuned.report.seconds:.2f} s, {tuned.report.compile_seconds:.2f} s of it "
         "compiling); its sweep (modelled NPU time): " +
         ", ".join(f"{t}: {ms * 1e3:.2f} us" for t, ms in times.items()),
-        ("The model charges nothing for scheduling a block beyond its few scalar "
-         "instructions: it starts the moment its core frees. What a small tile pays is per "
-         "instruction, not per block: each GM->UB load costs "
+        (f"Every block pays a dispatch of {c.task_dispatch_us} us on its core and the launch "
+         f"{c.launch_us} us once (targets.CostModel: CANN PyPTO's simulated task gap and "
+         f"start), so {n // 256} blocks on {T.vector_cores} cores pay "
+         f"{-(-n // 256 // T.vector_cores)} dispatches each: most of the small tile's time. "
+         "Within a block a small tile also pays per instruction: each GM->UB "
+         "load costs "
          f"({half / 1024:.1f} KiB + bytes) / {c.saturating[('gm', 'vec')][0]:.0f} GiB/s (the "
          f"saturating form), so a 1 KiB load is {fixed:.0%} fixed cost, and each vector "
          f"instruction pays an issue overhead ({c.vector['binary'].issue_cycles:.0f} cycles "
@@ -277,9 +280,10 @@ def multicore_row(s, rng, tile) -> Row:
     path = T.costs.saturating[("gm", "vec")][0] * GiB / 1e9
     row.note = [
         (f"One core of {after.cores} is {1 / after.cores:.1%} (the seed's 12.5 % is one core of "
-         "8). Utilization is busy core-cycles over cores x makespan; the model has no launch "
-         "or dispatch overhead, so balanced blocks keep every core busy to the end and only "
-         "a ragged tail loses any. The speedup is "
+         "8). Utilization is busy core-cycles over cores x makespan, and the makespan holds "
+         f"the launch ({T.costs.launch_us} us) and each block's dispatch "
+         f"({T.costs.task_dispatch_us} us), idle time on every core; one block per core "
+         "pays them once. The speedup is "
          f"{row.gain:.1f}x, not {after.cores}x: one core alone streams at its own path "
          f"bandwidth (GM->UB at most {path:.0f} GB/s, UB->GM "
          f"{T.costs.transfer_gibps[('vec', 'gm')] * GiB / 1e9:.0f} GB/s), while {after.cores} "

@@ -32,6 +32,8 @@ SCRIPTS = {
     "tutorials/14_ascend_c_and_pto.py":
         r"^\s*shape\s+call_ascend_c\s+graph\s+numpy\s+graph/numpy\s*$",
     "tutorials/13_layouts_and_conv.py": r"^layout\s+kernel\s+host\s+NPU \(model\)\s+max err$",
+    "tutorials/15_mpmd.py": r"^run\s+host\s+NPU \(model\)$",
+    "benchmarks/mpmd.py": r"^kernel\s+tasks\s+CANN\s+PyPTO\s+CANN/PyPTO$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
     "benchmarks/vector_add.py": GOAL_TABLE,
@@ -80,13 +82,17 @@ SHOWS = {
         "read from the disk cache", "again.report.cached=True", "<- NPU best", "<- host best",
         "tile_map(row_softmax, tile_size='auto') chose tile_size="],
     "tutorials/09_profiling.py": [
-        "(measured on this machine", "not measured)", "core utilization 16.7%", "bound by V",
+        "(measured on this machine", "not measured)", "core utilization 11.1%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
         "32 KiB more UB"],
     "tutorials/14_ascend_c_and_pto.py": [
         "--npu-arch=dav-2201", "call_optimized_matmul(6, stream, a, b, c, m=128, n=192, k=256)",
         "is refused before anything runs", "the edit drops 4", "modelled NPU time: ",
         "results bit-identical", "refused by the hazard checker"],
+    "tutorials/15_mpmd.py": [
+        'execution graph "mpmd"', "Graphviz:", "auto -> ", "bubble report (mpmd",
+        "critical path", "bit-identical", "Chrome trace of the tasks"],
+    "benchmarks/mpmd.py": ["MPMD vs in order", "host results bitwise equal: True"],
     "tutorials/13_layouts_and_conv.py": [
         "LayoutTensor(NC1HWC0, logical shape", "{layout = #pto.layout<nz>}",
         "as_layout with the wrong array",
@@ -98,7 +104,7 @@ SHOWS = {
     "benchmarks/tuning_table.py": [
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
         "memory layout (cube)", "NZ operands",
-        "core utilization 2.1% ->", "Why ours differ from the seed's figures",
+        "one core of 8). Utilization is busy core-cycles", "Why ours differ from the seed's figures",
         "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in"],
 }
 

@@ -212,10 +212,10 @@ class Module:
         torch tensors it returns). In debug mode (``pypto.debug.enable()``) the kernels run in
         the reference interpreter, one block per tile. ``parallel_strategy`` (default: the
         module's): "data_parallel" launches the kernels one after another, each over all the
-        host threads; "mpmd" and "pipelined" run the Execution Graph's tasks as their inputs
-        complete (``mpmd_run``; on the host both share the threads); "auto" does that when
-        there is more than one step and nothing asks for in-order launches (debug mode, a
-        profiler, the interpreter, another engine, the sanitizer)."""
+        host threads, and so does "auto" (measured faster on this host); "mpmd" and
+        "pipelined" run the Execution Graph's tasks as their inputs complete (``mpmd_run``;
+        on the host both share the threads) unless something asks for in-order launches
+        (debug mode, a profiler, the interpreter, another engine, the sanitizer, one thread)."""
         if isinstance(ctx, dict) and inputs is None:      # module.run({"a": ...})
             ctx, inputs = None, ctx
         if ctx is None:
@@ -252,7 +252,10 @@ class Module:
 
     def _tasks_on_host(self, strategy: str) -> bool:
         from .. import envs, profile, runtime
-        if strategy == "data_parallel" or len(self.steps) < 2 or runtime.pool().threads < 2:
+        # "auto" launches in order on the host: the native pool's SPMD launches beat Python
+        # threads handing out tile tasks here (docs/graph_mpmd.md, "Host runtime")
+        if strategy in ("auto", "data_parallel") or len(self.steps) < 2 or \
+                runtime.pool().threads < 2:
             return False
         if profile.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
                 envs.sanitize_mode() or envs.PYPTO_ENGINE.get() not in ("", "native"):
