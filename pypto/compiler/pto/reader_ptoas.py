@@ -16,7 +16,8 @@ addition:
   valid shape;
 * ``pto.alloc_tile`` anywhere (inside loops too), with or without ``addr``: PTOAS "level 2"
   text plans no addresses, so tiles without one are placed by ``passes/place_tiles.py``;
-  ``pto.treshape`` as a view of its source's bytes;
+  ``pto.treshape`` as a view of its source's bytes; ``scf.if`` yielding tiles (a result tile
+  that each branch copies its own into);
 * ``pto.barrier <PIPE_X>``; text with no flags or barriers at all (level 2: PTOAS inserts them)
   gets PyPTO's own (``passes/sync.insert_sync``), so the hazard checker and the cycle model see
   a synchronised program;
@@ -36,7 +37,7 @@ from ...language import dtypes as dt
 from . import reader
 from .passes.place_tiles import place_tiles
 from .passes.sync import insert_sync
-from .program import LAYOUTS, Inst, Program, Scalar, TensorArg, Tile, walk_insts
+from .program import LAYOUTS, If, Inst, Program, Scalar, TensorArg, Tile, walk_insts
 from .reader import _N, PtoParseError, _Parser, _split
 from .isa import SYNC_OPS
 
@@ -277,12 +278,8 @@ class _PtoasParser(_Parser):
         if vrow is not None:
             raise self.error("a tile with a run-time valid region (valid_row/valid_col "
                              "operands): PyPTO's tiles take theirs from the window they load")
-        name = self.one(results)
         at = None if addr is None else self.number(addr, "a tile address")
-        tile = self.tile(name, at, type_text)
-        self.tiles[name] = tile
-        scope.values[name] = tile
-        scope.tiles.append(name)
+        self.new_tile(self.one(results), at, type_text, scope)
 
     def tile(self, name: str, addr, text: str) -> Tile:
         """A ``Tile`` of ``!pto.tile_buf<...>`` whose layout is the one PyPTO gives its
@@ -306,17 +303,52 @@ class _PtoasParser(_Parser):
                              f"{printed})")
         return tile
 
+    def s_if(self, op, results, rest, scope, out):
+        """``scf.if`` whose results may be tiles: each tile result is a tile of its own that
+        both branches copy (``tmov``) the tile they yield into; scalars flow as in PyPTO's
+        ``If``. (PyPTO's own tiles merge through one buffer and never need the copy.)"""
+        cond_name, types_text = self.match(reader._IF, rest, "scf.if").groups()
+        cond = self.value(cond_name, scope)
+        types = _split(types_text or "")
+        if len(types) != len(results):
+            raise self.error("scf.if: results and result types differ in number")
+        tiles = {}
+        for k, (name, ty) in enumerate(zip(results, types)):
+            if ty.startswith("!pto.tile_buf<"):
+                tiles[k] = self.new_tile(name, None, ty, scope)
+        then_body, then_term, closer = self.block(scope)
+        else_body, else_term = [], None
+        if closer == "} else {":
+            else_body, else_term, closer = self.block(scope)
+        if closer != "}":
+            raise self.error("scf.if regions are closed by } else { and }")
+        branches = []
+        for body, term in ((then_body, then_term), (else_body, else_term)):
+            yields = self.yields(term, "scf.if")
+            if tiles and len(yields) != len(results):
+                raise self.error("scf.if: each branch yields every result")
+            for k, tile in tiles.items():
+                body.append(Inst("tmov", [yields[k]], [tile]))
+            branches.append([y for k, y in enumerate(yields) if k not in tiles])
+        scalars = [self.define(r, self.dtype(t), scope)
+                   for k, (r, t) in enumerate(zip(results, types)) if k not in tiles]
+        out.append(If(cond, then_body, else_body, scalars, *branches))
+
+    def new_tile(self, name: str, addr, type_text: str, scope) -> Tile:
+        tile = self.tile(name, addr, type_text)
+        self.tiles[name] = tile
+        scope.values[name] = tile
+        scope.tiles.append(name)
+        return tile
+
     def s_reshape(self, op, results, rest, scope, out):
         """A view of the source's bytes with another shape: the same address, so the copy
         the ``Program`` makes of it (``treshape``) moves nothing."""
         src, _, type_text = self.match(_RESHAPE, rest, op).groups()
         source = self.value(src, scope)
         name = self.one(results)
-        tile = self.tile(name, source.addr if source.addr >= 0 else None, type_text)
+        tile = self.new_tile(name, source.addr if source.addr >= 0 else None, type_text, scope)
         self.views[tile.name] = source
-        self.tiles[name] = tile
-        scope.values[name] = tile
-        scope.tiles.append(name)
         out.append(Inst("treshape", [source], [tile]))
 
     def s_tile(self, op, results, rest, scope, out):
@@ -404,4 +436,5 @@ _STATEMENTS = {
     "pto.alloc_tile": _PtoasParser.s_alloc,
     "pto.treshape": _PtoasParser.s_reshape,
     "pto.barrier": _PtoasParser.s_sync,
+    "scf.if": _PtoasParser.s_if,
 }

@@ -387,3 +387,47 @@ def test_a_tile_used_in_a_loop_keeps_its_bytes_for_the_whole_loop():
     place_tiles([x, acc, tmp, after], body, {}, target)
     assert len({x.addr, acc.addr, tmp.addr}) == 3        # all three live through the loop
     assert after.addr in (x.addr, tmp.addr)              # dead after it: reused
+
+
+def test_an_if_yielding_tiles(monkeypatch):
+    """``%sel = scf.if ... -> (!pto.tile_buf<...>)`` with a different tile from each branch:
+    the result is a tile both branches copy theirs into. The pto-isa engine runs PyPTO's
+    reprint here (no ``assembler``): PTOAS a56b18c3's own C++ for a tile-valued ``scf.if``
+    does not compile against pto-isa (it casts the Tile to ``float *``)."""
+    T = tb("vec", "f32", 16, 64)
+    text = f"""module {{
+  func.func @pick(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %flag: i32) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %one = arith.constant 1.0 : f32
+    %two = arith.constant 2.0 : f32
+    %x_tv = pto.make_tensor_view %x, shape = [%c16, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+    %y_tv = pto.make_tensor_view %y, shape = [%c16, %c64], strides = [%c64, %c1] : !pto.tensor_view<?x?xf32>
+    %x_pt = pto.partition_view %x_tv, offsets = [%c0, %c0], sizes = [%c16, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
+    %y_pt = pto.partition_view %y_tv, offsets = [%c0, %c0], sizes = [%c16, %c64] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<16x64xf32>
+    %t = pto.alloc_tile : {T}
+    %a = pto.alloc_tile : {T}
+    %b = pto.alloc_tile : {T}
+    pto.tload ins(%x_pt : !pto.partition_tensor_view<16x64xf32>) outs(%t : {T})
+    %f = arith.index_cast %flag : i32 to index
+    %on = arith.cmpi eq, %f, %c1 : index
+    %sel = scf.if %on -> ({T}) {{
+      pto.tadds ins(%t, %one : {T}, f32) outs(%a : {T})
+      scf.yield %a : {T}
+    }} else {{
+      pto.tmuls ins(%t, %two : {T}, f32) outs(%b : {T})
+      scf.yield %b : {T}
+    }}
+    pto.tstore ins(%sel : {T}) outs(%y_pt : !pto.partition_tensor_view<16x64xf32>)
+    return
+  }}
+}}
+"""
+    kernel = pypto.load_pto(text)
+    assert not find_hazards(kernel.program)
+    x = np.random.default_rng(4).standard_normal((16, 64)).astype(np.float32)
+    for flag, expected in ((1, x + 1), (0, x * 2)):
+        for _, y, _ in _on_both_engines(kernel, [x, np.zeros_like(x), flag], monkeypatch):
+            np.testing.assert_array_equal(y, expected)
