@@ -254,3 +254,12 @@ def test_pto_isa_engine_agrees_with_native(monkeypatch):
     np.testing.assert_array_max_ulp(results[0], results[1], maxulp=1)
     for r in results:
         assert_close(r, x, wt, b, stride=(2, 1), padding=1, groups=2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_reference_interpreter_agrees_and_every_window_is_inside(dtype, monkeypatch):
+    """Under PYPTO_INTERPRET=1 every kernel runs in the reference interpreter, which checks
+    each pl.load(padding=None) promise (the conv kernel's windows and weight blocks)."""
+    monkeypatch.setenv("PYPTO_INTERPRET", "1")
+    _check_case(dict(n=2, cin=6, cout=10, h=11, w=9, k=(3, 2), stride=(2, 1), padding=(1, 2),
+                     dilation=(1, 2), groups=2, bias=True, dtype=dtype), seed=5)
