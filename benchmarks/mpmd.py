@@ -159,6 +159,31 @@ def report_cann(args):
                      f"{CANN[label] / ours.time_us:.2f}x"])
     print("CANN PyPTO (simulated) beside PyPTO (modelled), us")
     print(format_table(["kernel", "tasks", "CANN", "PyPTO", "CANN/PyPTO"], rows))
+    print("\nwhy they differ by more than 1.5x (or are missing):")
+    for label, *_ in cases:
+        row = next(r for r in rows if r[0] == label)
+        ratio = CANN[label] / float(row[3]) if row[3][0].isdigit() else None
+        if ratio is None or not 1 / 1.5 <= ratio <= 1.5:
+            print(f"  {label}: {WHY.get(label, 'no reason recorded')}")
+
+
+# why a case differs from CANN's figure by more than 1.5x, or is missing
+WHY = {
+    "add 1024x1024 fp32, tile (32, 512)":
+        "three 64 KiB fp32 tiles (a, b, a + b) exceed the 184 KiB of UB pto-isa leaves usable "
+        "(it keeps 8 KiB for TROWEXPAND/TCVT scratch); CANN reuses buffers and fits it",
+    "softmax 3072x512 fp32, tile (16, 512)":
+        "CANN's gaps between tasks on a core are 2.8-7.3 us and we charge the smallest; its "
+        "per-task time is also 1.45x ours (3,468 vs 2,392 cycles: MTE_IN at 32 B/cycle, pipes "
+        "back to back)",
+    "softmax 3072x512 fp32, tile (8, 512)":
+        "384 tasks: CANN's time doubles with the task count (its one AICPU scheduler thread "
+        "serialises dispatch), ours grows by 2.8 us per wave of 48",
+    "matmul 2048^3 fp16->fp32, 128/64/256":
+        "CANN merges two tiles per task at 2048^3 (64 tasks, half our dispatches) and its model "
+        "has no HBM contention, while ours shares 1,600 GB/s between the 24 busy AICs (before "
+        "the dispatch costs: 168.68 us)",
+}
 
 
 def main(argv=None):
