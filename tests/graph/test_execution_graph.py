@@ -1,7 +1,9 @@
 """The Execution Graph (graph/execution.py): tasks per block, tile-level edges, printing, dot."""
+import pytest
+
 import pypto
 
-from .mpmd_graphs import add_then_colsum, three_node
+from .mpmd_graphs import add, add_then_colsum, three_node
 
 
 def _deps(module, step_index):
@@ -75,3 +77,82 @@ def test_levels_print_and_the_dot_export_names_every_task_and_edge():
     assert dot.startswith('digraph "three"') and dot.rstrip().endswith("}")
     assert dot.count(" -> ") == 32
     assert dot.count("shape=box") == 4 and dot.count("shape=ellipse") == 24
+
+
+# -- the edges against what the kernels really load and store ----------------------------------
+
+class _Accesses:
+    """A stand-in for sanitizer.Watch: every load and store, per linear block number."""
+
+    def __init__(self, grid):
+        self.grid = grid
+        self.seen = []          # (what, block, id(tensor), offsets, shape)
+
+    def access(self, what, op, pid, tensor, offsets, shape, atomic=None, layout=None):
+        g0, g1, _ = self.grid
+        block = int(pid[0]) + g0 * (int(pid[1]) + g1 * int(pid[2]))
+        self.seen.append((what, block, id(tensor), [int(o) for o in offsets], tuple(shape)))
+
+
+def _interpret(step, args):
+    """Run a graph kernel in the reference interpreter; its accesses."""
+    from pypto.compiler.frontend import build_function
+    from pypto.interpreter import run_function
+    jitfn = step.jit
+    bound = jitfn._bind(step.arguments(args[:-1], args[-1:]), {})
+    spec_args, _, params = jitfn._specialise(jitfn._spec(bound), bound)
+    fn = build_function(jitfn.source, spec_args, jitfn.source.node.name)
+    grid = tuple(step.grid) + (1,) * (3 - len(step.grid))
+    rec = _Accesses(grid)
+    run_function(fn, {n: bound[n] for n, _, _ in params}, grid, rec)
+    return rec.seen
+
+
+def _window(arr, offsets, shape):
+    return tuple(slice(max(o, 0), min(o + s, n)) for o, s, n in zip(offsets, shape, arr.shape))
+
+
+def _true_deps(module):
+    """{task index: producer task indices} from the kernels' own loads and stores, run in the
+    interpreter: each element of an intermediate is owned by the block that stored it."""
+    import numpy as np
+    eg = module.execution_graph
+    arrays = {id(t): np.zeros(t.shape, t.dtype.to_numpy()) for t in module.placeholders}
+    owner = {}
+    deps = {}
+    for step in module.steps:
+        out = np.zeros(step.output.shape, step.output.dtype.to_numpy())
+        args = [arrays[id(t)] for t in step.params] + [out]
+        task_of = {t.block: t.index for t in eg.tasks_of(step)}
+        mine = np.full(out.shape, -1, np.int64)
+        for what, block, tensor, offsets, shape in _interpret(step, args):
+            if what == "store" and tensor == id(out):
+                mine[_window(out, offsets, shape)] = task_of[block]
+            elif what == "load" and tensor in owner:
+                arr, who = owner[tensor]
+                got = who[_window(arr, offsets, shape)]
+                deps.setdefault(task_of[block], set()).update(int(v) for v in got.ravel())
+        arrays[id(step.output)] = out
+        owner[id(out)] = (out, mine)
+    return deps
+
+
+@pytest.mark.parametrize("build", [
+    lambda: three_node(m=192, k=64, n=256, mt=(64, 128), vt=(32, 128), st=(16, 256)),
+    lambda: add_then_colsum(rows=40, cols=96, tile=(16, 32), out_tile=48),
+    lambda: _stride_graph(),
+], ids=["matmul-gelu-softmax", "ragged-colsum", "grid-stride-broadcast"])
+def test_edges_are_exactly_the_producer_tasks_whose_stores_a_task_loads(build):
+    module = pypto.compile(build(), options={"tile_fusion": False})
+    truth = _true_deps(module)
+    for t in module.execution_graph.tasks:
+        assert set(t.deps) == truth.get(t.index, set()), t
+
+
+def _stride_graph():
+    g = pypto.TensorGraph(name="st")
+    x = g.placeholder((1000, 32), pypto.float32)
+    b = g.placeholder((1, 32), pypto.float32)
+    s = pypto.tile_map(add, [x, b], tile_size=(4, 32))          # 250 tiles: grid-stride
+    pypto.tile_map(add, [s, s], tile_size=(96, 32), name="again")
+    return g
