@@ -12,15 +12,16 @@ feature map NC1HWC0, the weights FRACTAL_Z, the output NC1HWC0. A padded layer r
 kernel, the padding copy of the feature map (the chip's img2col pads in hardware; PTOAS
 a56b18c3 has no pto.timg2col: docs/language.md, "conv2d"). Host time: module.run, median of
 reps after a warm-up. torch: torch.nn.functional.conv2d on NCHW CPU tensors, float32 (its
-fast oneDNN path; its float16 CPU convolution is far slower) with the same thread count.
+fast oneDNN path; its float16 CPU convolution is far slower) with the same thread count; the
+two take turns in three rounds (_harness.side_by_side), as a shared host's speed drifts.
 NPU: the cycle model's time for one run on ascend910b1, conv kernel and padding copy apart,
 and the cube's fp16 rate it reaches.
 """
 from __future__ import annotations
 
 import numpy as np
-from _harness import (default_threads, fmt_time, import_torch, median_time, parse_args,
-                      print_environment, print_table, settle, use_threads)
+from _harness import (default_threads, fmt_time, import_torch, parse_args, print_environment,
+                      print_table, settle, side_by_side, use_threads)
 
 import pypto
 from pypto import layout
@@ -110,13 +111,14 @@ def run(args) -> list:
         out = module.run(inputs).numpy()
         check(out, x, w, stride, pad, torch)
         settle()
-        t_pypto = median_time(lambda: module.run(inputs), args.reps)
-        t_torch = None
+        fns = {"pypto": lambda: module.run(inputs), "torch": None}
         if torch is not None:
             tx, tw = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(
                 w.astype(np.float32))
-            t_torch = median_time(lambda: torch.nn.functional.conv2d(
-                tx, tw, stride=stride, padding=pad), args.reps)
+            fns["torch"] = lambda: torch.nn.functional.conv2d(tx, tw, stride=stride,
+                                                              padding=pad)
+        times = side_by_side(fns, args.reps, rounds=1 if args.quick else 3)
+        t_pypto, t_torch = times["pypto"], times["torch"]
         npu_conv, npu_other = npu_times(module, inputs)
         side_out = (side + 2 * pad - k) // stride + 1
         flops = 2.0 * cin * cout * k * k * side_out * side_out
@@ -145,7 +147,8 @@ def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     torch = import_torch()
     print_environment(torch)
-    print(f"conv2d fp16 (fp32 accumulate), batch 1, median of {args.reps} after a warm-up; "
+    print(f"conv2d fp16 (fp32 accumulate), batch 1, median of 3 rounds of {args.reps} after a "
+          "warm-up each; "
           f"NPU: cycle model, {TARGET}")
     print_table(HEADERS, run(args))
 
