@@ -38,6 +38,27 @@ def _dtype(dtype) -> str:
     return f"pl.{dtype}"
 
 
+def persistent(source: str, grid: tuple, cores: int) -> tuple[str, tuple]:
+    """(source, grid) of ``source`` (written for one block per work item of ``grid``, up to
+    three axes) as a persistent kernel: at most ``cores`` blocks, each looping over the items
+    ``pid, pid + blocks, ...``. The cycle model charges every block its dispatch (2.8 us,
+    ``CostModel.task_dispatch_us``), so a launch of many small blocks pays that many times;
+    one block per core pays it once."""
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    items = grid[0] * grid[1] * grid[2]
+    head, doc, *body = source.rstrip("\n").split("\n")
+    loop = [head, doc,
+            f"    for item in range(pl.program_id(0), {items}, pl.num_programs(0)):",
+            f"        pid0 = item // {grid[1] * grid[2]}",
+            f"        pid1 = (item // {grid[2]}) % {grid[1]}",
+            f"        pid2 = item % {grid[2]}"]
+    for line in body:
+        for k in range(3):
+            line = line.replace(f"pl.program_id({k})", f"pid{k}")
+        loop.append("    " + line)
+    return "\n".join(loop) + "\n", (min(items, cores),)
+
+
 def feature_map_kernel(name, *, nchw, n, c, c1, c0, h, w, hp, wp, ph, pw, dtype) -> str:
     """NCHW ``(N*C, H*W)`` or NC1HWC0 ``(N*C1*H*W, C0)`` → zero-padded NC1HWC0
     ``(N*C1*HP*WP, C0)``; one block per padded row ``(n, c1, ih)``. A row of the padding is

@@ -29,7 +29,8 @@ from .graph import GraphTensor, TensorGraph
 from .kernel_node import add_node
 
 DTYPES = (dt.float16, dt.float32)
-CUBE_CORES = 24         # 910B's AI Cube cores (targets.py), for the blocking choice
+CUBE_CORES = 24         # 910B's AI Cube and AI Vector cores (targets.py): the blocks of the
+VECTOR_CORES = 48       # persistent kernels, and the blocking choice
 OUTPUT_LAYOUTS = ("NC1HWC0", "NCHW")
 
 
@@ -127,17 +128,17 @@ def _blocking(n, oh, ow, c1o, c0, taps) -> dict:
     """TM, NB and rows of the conv kernel's blocks: the choice the cube's pipes favour, by
     a coarse model of one tap (MTE2: a load of each row's window and each weight block, 8 ns
     apiece; M: rows x NB products of TM pixels, 3.8 ns per 14 pixels; measured from the
-    cycle model's profile of ResNet-50's layers), times the rounds of blocks over the 24
-    cube cores. At most 16 accumulators and 64 KB of L0C."""
+    cycle model's profile of ResNet-50's layers), times the items each of the 24 cube cores
+    loops over. At most 16 accumulators and 64 KB of L0C."""
     tm = _pixel_tile(ow)
     best = None
     for nb in (d for d in range(1, min(c1o, ck.MAX_NB) + 1) if c1o % d == 0):
         for rows in (d for d in range(1, min(oh, ck.MAX_ROWS) + 1) if oh % d == 0):
             if nb * rows > ck.MAX_ACCS or nb * rows * tm * c0 * 4 > ck.MAX_ACC_BYTES:
                 continue
-            blocks = n * (oh // rows) * (ow // tm) * (c1o // nb)
+            items = n * (oh // rows) * (ow // tm) * (c1o // nb)
             tap = max(8.0 * (rows + nb), 3.8 * rows * nb * tm / 14)
-            cost = -(-blocks // CUBE_CORES) * taps * tap
+            cost = -(-items // CUBE_CORES) * taps * tap      # each core's share of items
             if best is None or cost < best[0]:
                 best = (cost, nb, rows)
     return {"tm": tm, "nb": best[1], "rows": best[2]}
@@ -152,6 +153,17 @@ def _pixel_tile(ow: int) -> int:
 
 
 # -- the graph ------------------------------------------------------------------------------------
+
+def _add(graph, name, inputs, shape, dtype, layout, source_fn, grid, views, role,
+         uses_cube=False):
+    """``add_node`` of a kernel written one block per work item of ``grid``, launched
+    persistent (``conv_kernels.persistent``: one block per core looping over the items)."""
+    cores = CUBE_CORES if uses_cube else VECTOR_CORES
+    items = math.prod(grid)
+    return add_node(graph, name, inputs, shape, dtype, layout,
+                    lambda fn: ck.persistent(source_fn(fn), grid, cores)[0],
+                    (min(items, cores),), views, role, uses_cube)
+
 
 def _graph_conv(x, wt, bias, stride, padding, dilation, groups, kernel_size, out_channels,
                 output_layout, name):
@@ -222,7 +234,7 @@ def _feature_map(graph, base, x, nchw, n, c, c1, c0, h, w, hp, wp, ph, pw):
     source = lambda fn: ck.feature_map_kernel(   # noqa: E731
         fn, nchw=nchw, n=n, c=c, c1=c1, c0=c0, h=h, w=w, hp=hp, wp=wp, ph=ph, pw=pw,
         dtype=x.dtype)
-    return add_node(graph, f"{base}_input", [x], (n, c1, hp, wp, c0), x.dtype, "NC1HWC0",
+    return _add(graph, f"{base}_input", [x], (n, c1, hp, wp, c0), x.dtype, "NC1HWC0",
                     source, (n * c1 * hp,), views,
                     f"{'NCHW' if nchw else 'NC1HWC0'} to padded NC1HWC0")
 
@@ -234,7 +246,7 @@ def _weights(graph, base, wt, fractal_z, groups, cin, cin_g, cout, kk, c1, c0):
         if wt.dtype == dt.float16:
             return wt, cout_p
         source = lambda fn: ck.fractal_z_to_kn_kernel(fn, c0=c0, cout_p=cout_p)  # noqa: E731
-        kn = add_node(graph, f"{base}_weight", [wt], (wt.shape[0] * c0, cout_p), wt.dtype,
+        kn = _add(graph, f"{base}_weight", [wt], (wt.shape[0] * c0, cout_p), wt.dtype,
                       "ND", source, (wt.shape[0], cout_p // 16),
                       lambda i, o: [i[0].reshape(-1, c0), o], "FRACTAL_Z to KN")
         return kn, 0
@@ -242,11 +254,11 @@ def _weights(graph, base, wt, fractal_z, groups, cin, cin_g, cout, kk, c1, c0):
     if groups > 1:
         source = lambda fn: ck.dense_weight_kernel(   # noqa: E731
             fn, cin=cin, cin_g=cin_g, cout_g=cout // groups, kk=kk, dtype=wt.dtype)
-        dense = add_node(graph, f"{base}_dense_weight", [wt], (cout, cin * kk), wt.dtype, "ND",
+        dense = _add(graph, f"{base}_dense_weight", [wt], (cout, cin * kk), wt.dtype, "ND",
                          source, (cout,), lambda i, o: [i[0].reshape(cout, -1), o],
                          f"groups={groups} to block-diagonal")
     source = lambda fn: ck.oihw_to_kn_kernel(fn, c0=c0, kk=kk)   # noqa: E731
-    kn = add_node(graph, f"{base}_weight", [dense], (c1 * kk * c0, math.ceil(cout / c0) * c0),
+    kn = _add(graph, f"{base}_weight", [dense], (c1 * kk * c0, math.ceil(cout / c0) * c0),
                   wt.dtype, "ND", source, (c1, math.ceil(cout / ck.WEIGHT_TILE)),
                   lambda i, o: [i[0].reshape(cout, -1), o], "OIHW to KN")
     return kn, 0
@@ -270,7 +282,7 @@ def _conv_node(graph, base, fmap, weight, bias, p, n, dtype):
         extra = [ones, inputs[2].reshape(1, -1)] if p["bias"] else []
         return xs + [w] + extra + [out.reshape(-1, c0)]
     inputs = [fmap, weight] + ([bias] if bias is not None else [])
-    return add_node(graph, base, inputs, (n, p["c1o"], p["oh"], p["ow"], c0), dtype,
+    return _add(graph, base, inputs, (n, p["c1o"], p["oh"], p["ow"], c0), dtype,
                     "NC1HWC0", lambda fn: ck.conv_kernel(fn, **p),
                     (n * p["oh"] // p["rows"], p["ow"] // p["tm"], p["c1o"] // p["nb"]), views,
                     f"conv2d {p['kh']}x{p['kw']} stride ({p['sh']}, {sw}) implicit GEMM",
@@ -279,7 +291,7 @@ def _conv_node(graph, base, fmap, weight, bias, p, n, dtype):
 
 def _to_nchw(graph, base, y, n, cout, c1o, c0, oh, ow):
     source = lambda fn: ck.to_nchw_kernel(fn, c=cout, c1=c1o, c0=c0, h=oh, w=ow)  # noqa: E731
-    return add_node(graph, f"{base}_nchw", [y], (n, cout, oh, ow), y.dtype, "NCHW", source,
+    return _add(graph, f"{base}_nchw", [y], (n, cout, oh, ow), y.dtype, "NCHW", source,
                     (n * c1o * oh,),
                     lambda i, o: [i[0].reshape(-1, c0), o.reshape(n * cout, oh * ow)],
                     "NC1HWC0 to NCHW")
