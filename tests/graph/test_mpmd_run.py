@@ -102,3 +102,27 @@ def test_strategy_errors_name_the_argument():
         m.run(three_node_inputs(256, 128, 256), parallel_strategy="model_parallel")
     with pytest.raises(ValueError, match="pypto.compile: parallel_strategy"):
         pypto.compile(three_node(m=256, k=128, n=256), parallel_strategy="fast")
+
+
+def test_kernel_nodes_run_as_tasks_and_out_arrays_are_written():
+    """conv2d's kernel nodes (NCHW in and out: four steps, opaque to the tilings) under MPMD,
+    into caller-given output arrays as pypto.register_op passes them."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 5, 8, 8)).astype(np.float32)
+    wt = rng.standard_normal((7, 5, 3, 3)).astype(np.float32)
+    g = pypto.TensorGraph(name="conv")
+    xin = g.placeholder(x.shape, pypto.float32)
+    win = g.placeholder(wt.shape, pypto.float32)
+    pypto.conv2d(xin, win, padding=1, output_layout="NCHW", name="c1")
+    m = pypto.compile(g)
+    assert len(m.steps) == 4
+    eg = m.execution_graph
+    last = eg.tasks_of(m.steps[-1])
+    assert all(set(t.deps) == {p.index for p in eg.tasks_of(m.steps[-2])} for t in last)
+    want = m.run({"xin": x, "win": wt}, parallel_strategy="data_parallel").to_numpy()
+    out = np.full(want.shape, np.nan, np.float32)
+    m.last_task_order = None
+    got = m.run({"xin": x, "win": wt}, out=out, parallel_strategy="mpmd")
+    assert m.last_task_order is not None
+    np.testing.assert_array_equal(out, want)
+    assert np.shares_memory(got.to_numpy() if hasattr(got, "to_numpy") else got, out)
