@@ -458,6 +458,20 @@ def _cumsum(run, op, ins):
     return np.cumsum(x, axis=op.attrs.get("axis", -1), dtype=x.dtype)
 
 
+def _sort(run, op, ins):
+    """The first ``k`` of a stable sort along the last axis. NaN counts as larger than every
+    number when descending and smaller when ascending (it comes first either way: the
+    decomposition's max/min propagate it), in index order."""
+    x = to_compute(ins[0])
+    k, descending = op.attrs["k"], op.attrs["descending"]
+    nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+    key = np.negative(x.astype(np.float64)) if descending else x.astype(np.float64)
+    key = np.where(nan, -np.inf, key)
+    # NaN first, then by key; lexsort is stable (equal keys keep index order)
+    order = np.lexsort((key, ~nan), axis=-1)[..., :k]
+    return [np.take_along_axis(ins[0], order, axis=-1), order.astype(np.int32)]
+
+
 def _reshape(run, op, ins):
     return np.reshape(ins[0], _result(op).shape)
 
@@ -597,7 +611,7 @@ SCALAR_BINARY = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max",
 
 HANDLERS = {
     "tile.load": _load, "tile.store": _store, "tile.gather": _gather, "tile.scatter": _scatter,
-    "tile.getval": _getval, "tile.setval": _setval, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
+    "tile.getval": _getval, "tile.setval": _setval, "tile.sort": _sort, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
     "tile.unary": _unary, "tile.binary": _tile_binary, "tile.where": _where,
     "tile.cast": _cast, "tile.broadcast": _broadcast, "tile.reduce": _reduce,
     "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.transpose": _transpose,

@@ -644,6 +644,51 @@ def cumsum(b, x, axis=-1):
                   {"axis": len(t.shape) - 1}).result
 
 
+# -- sorting ---------------------------------------------------------------------------------------------
+
+SORT_DTYPES = (dt.float16, dt.float32, dt.int8, dt.int16, dt.int32)
+
+
+def _sorted(b, x, k, descending, fn):
+    """``tile.sort``: the first ``k`` of the stable sort along the last axis, as (values,
+    int32 indices) tiles of ``k`` columns."""
+    if not _is_tile(x):
+        raise TypeError(f"{fn}(): expected a tile, got {_describe(x)}")
+    t = x.type
+    if not t.shape:
+        raise ValueError(f"{fn}(): a rank-0 tile has no axis to sort along")
+    if t.dtype not in SORT_DTYPES:
+        raise TypeError(f"{fn}() sorts {', '.join(map(str, SORT_DTYPES))} tiles, not "
+                        f"{t.dtype}")
+    if not isinstance(descending, (bool, np.bool_)):
+        raise TypeError(f"{fn}(): the direction must be a compile-time bool, got "
+                        f"{_describe(descending)}")
+    n = t.shape[-1]
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"{fn}(): k must be a compile-time integer, got {_describe(k)}")
+    if not 1 <= k <= n:
+        raise ValueError(f"{fn}(): k = {k} but the last axis has {n} elements; use "
+                         f"1 <= k <= {n}")
+    shape = t.shape[:-1] + (k,)
+    op = b.emit("tile.sort", [x], [TileType(t.dtype, shape), TileType(dt.int32, shape)],
+                {"k": k, "descending": bool(descending)})
+    return op.results[0], op.results[1]
+
+
+def sort(b, x, descending=False):
+    return _sorted(b, x, _like(x).shape[-1] if _is_tile(x) and x.type.shape else 1,
+                   descending, "sort")[0]
+
+
+def argsort(b, x, descending=False):
+    return _sorted(b, x, _like(x).shape[-1] if _is_tile(x) and x.type.shape else 1,
+                   descending, "argsort")[1]
+
+
+def topk(b, x, k, largest=True):
+    return _sorted(b, x, k, largest, "topk")
+
+
 # -- memory ----------------------------------------------------------------------------------------------
 
 def _axis(axis) -> int:
@@ -890,7 +935,7 @@ BUILTINS = {
     "static_assert": static_assert, "static_print": static_print,
     "static_range": _loop_only("static_range"), "range": _loop_only("pl.range"),
     "program_id": program_id, "num_programs": num_programs, "load": load, "store": store,
-    "gather": gather, "scatter": scatter,
+    "gather": gather, "scatter": scatter, "sort": sort, "argsort": argsort, "topk": topk,
     "zeros": zeros, "ones": ones, "full": full, "zeros_like": zeros_like,
     "ones_like": ones_like, "full_like": full_like, "arange": arange,
     "cast": cast, "matmul": matmul, "cdiv": cdiv, "where": where, "clamp": clamp,
@@ -903,7 +948,7 @@ BUILTINS = {
 }
 
 TILE_METHODS = {
-    "to": cast, "reshape": reshape, "trans": trans, "expand_dims": expand_dims,
+    "to": cast, "sort": sort, "argsort": argsort, "topk": topk, "reshape": reshape, "trans": trans, "expand_dims": expand_dims,
     "broadcast_to": broadcast_to, "mean": mean, "cumsum": cumsum,
     **{op: _reduction(op) for op in ("sum", "max", "min", "prod", "argmax", "argmin")},
 }

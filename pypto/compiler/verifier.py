@@ -15,7 +15,7 @@ KNOWN_OPS = {
     "tile.load", "tile.store", "tile.full", "tile.arange", "tile.unary", "tile.binary",
     "tile.where", "tile.cast", "tile.broadcast", "tile.reduce", "tile.cumsum",
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
-    "tile.gather", "tile.scatter", "tile.getval", "tile.setval",
+    "tile.gather", "tile.scatter", "tile.getval", "tile.setval", "tile.sort",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
     *SYNC_OPS, "tensor.workspace", "tile.alloc",
     "debug.breakpoint",     # acts in the interpreter only: no result, so DCE removes it

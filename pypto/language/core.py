@@ -195,6 +195,23 @@ def cumsum(x, axis=-1):
     """Inclusive prefix sum along the last axis."""
 
 
+# -- sorting -----------------------------------------------------------------------------------
+@builtin
+def sort(x, descending=False):
+    """``x`` sorted along its last axis (stable: equal values keep their order)."""
+
+
+@builtin
+def argsort(x, descending=False):
+    """The int32 positions that sort ``x`` along its last axis (stable)."""
+
+
+@builtin
+def topk(x, k, largest=True):
+    """``(values, indices)``: the ``k`` largest (or smallest) elements along the last axis,
+    in descending (ascending) order, ties in index order; indices are int32."""
+
+
 # -- shapes -------------------------------------------------------------------------------------
 @builtin
 def reshape(x, shape):

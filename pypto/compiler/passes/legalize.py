@@ -14,6 +14,7 @@ from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
 from .legalize_indexed import RULES as INDEXED_RULES
+from .legalize_sort import RULES as SORT_RULES
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -243,6 +244,8 @@ def _legalize_op(op: Op):
     name = op.name
     if name in INDEXED_RULES:
         return INDEXED_RULES[name](op)
+    if name in SORT_RULES:
+        return SORT_RULES[name](op)
     if name == "tile.unary" and UNARY[op.attrs["op"]].pto is None:
         rule = UNARY_RULES[op.attrs["op"]]
         return _widened(op, lambda e, x: rule(e, x))
@@ -352,9 +355,10 @@ def rewrite_block(block: Block, root: Block, rule) -> bool:
             continue
         new_ops, value = replacement
         out.extend(new_ops)
-        if value is not None:
-            replace_uses(root, op.result, value)
-            value.hint = value.hint or op.result.hint
+        values = value if isinstance(value, tuple) else (value,) if value is not None else ()
+        for result, v in zip(op.results, values):       # a tuple for several results
+            replace_uses(root, result, v)
+            v.hint = v.hint or result.hint
         changed = True
     block.ops[:] = out
     return changed

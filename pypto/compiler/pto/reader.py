@@ -202,9 +202,12 @@ def _restore_masks(insts: list) -> None:
     """A mask is printed as ui8 bytes holding a bit per element (Program.element_type): the
     tiles that comparisons write, and what mask-to-mask instructions make of them, are bool
     tiles again, as wide as the compared tile."""
-    changed = True
+    changed, rounds = True, 0
     while changed:
-        changed = False
+        changed, rounds = False, rounds + 1
+        if rounds > len(insts) + 1:       # two writers disagree about a mask's width
+            raise PtoParseError("the widths of the masks (ui8 tiles) written by pto.tcmp and "
+                                "the mask instructions do not agree")
         for i in insts:
             src = i.ins[0] if i.ins and isinstance(i.ins[0], Tile) else None
             if src is None or not i.outs or not isinstance(i.outs[0], Tile):

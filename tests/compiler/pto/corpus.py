@@ -873,6 +873,17 @@ def _entries() -> list[Entry]:
     add("scatter_1d_add", "scatter atomic testsuite f32",
         lambda: _pto(ix().scatter_1d, _z(7), idx2[1], _r(4), M=4))
 
+    so = lambda: _tests("language.test_sorting")                 # noqa: E731
+    add("topk_f32_tails", "sort topk testsuite f32 tail-cols",
+        lambda: _pto(so().topk_2d, _r(3, 40), _z(3, 5), _z(3, 5, dtype=I32), M=3, N=40, K=5,
+                     LARGEST=True))
+    add("topk_smallest_i32", "sort topk testsuite i32",
+        lambda: _pto(so().topk_2d, _z(2, 16, dtype=I32), _z(2, 3, dtype=I32),
+                     _z(2, 3, dtype=I32), M=2, N=16, K=3, LARGEST=False))
+    add("sort_argsort_f16", "sort testsuite f16",
+        lambda: _pto(so().sort_2d, _r(2, 24, dtype=F16), _z(2, 24, dtype=F16),
+                     _z(2, 24, dtype=I32), M=2, N=24, DESC=True))
+
     # shapes, grids ------------------------------------------------------------------------------
     add("tail_2d_37x100", "tail-rows tail-cols grid-2d",
         lambda: _pto(tail_2d, _r(37, 100), _r(37, 100), _z(37, 100), TR=8, TC=128))

@@ -1,0 +1,153 @@
+"""Sorting along the last axis of a tile: ``pl.sort``, ``pl.argsort``, ``pl.topk``.
+
+Each kernel runs compiled and in the reference interpreter; both are compared exactly with
+numpy's stable argsort (``kind="stable"``; descending as the stable argsort of the negated
+values, which keeps equal values in index order). Values are drawn from a small range, so
+rows have many ties and the stability of the order is checked on every example; widths
+include tails (not multiples of 8 or 32) and k from 1 to the row's width.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto
+import pypto.language as pl
+from pypto.compiler.errors import CompilationError
+
+from .utils import assert_exact, run_both
+
+
+@pypto.jit
+def topk_2d(x, v, i, M: pl.constexpr, N: pl.constexpr, K: pl.constexpr, LARGEST: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(M, N))
+    values, indices = pl.topk(t, K, largest=LARGEST)
+    pl.store(v, offsets=(0, 0), value=values)
+    pl.store(i, offsets=(0, 0), value=indices)
+
+
+@pypto.jit
+def sort_2d(x, v, i, M: pl.constexpr, N: pl.constexpr, DESC: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(M, N))
+    pl.store(v, offsets=(0, 0), value=pl.sort(t, descending=DESC))
+    pl.store(i, offsets=(0, 0), value=pl.argsort(t, descending=DESC))
+
+
+@pypto.jit
+def sort_1d(x, v, i, N: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(N,))
+    pl.store(v, offsets=(0,), value=t.sort())
+    pl.store(i, offsets=(0,), value=t.argsort())
+
+
+def ref_order(x, descending):
+    key = -x.astype(np.float64) if descending else x.astype(np.float64)
+    return np.argsort(key, axis=-1, kind="stable").astype(np.int32)
+
+
+DTYPES = [np.float32, np.float16, np.int32]
+
+
+def _values(rng, shape, d):
+    v = rng.integers(-4, 5, shape)
+    if np.dtype(d).kind == "f":
+        v = v + rng.choice([0.0, 0.5, -np.inf, np.inf], shape, p=[0.8, 0.1, 0.05, 0.05])
+    return v.astype(d)
+
+
+def _check(kernel, x, k, descending, **consts):
+    m = x.shape[0] if x.ndim == 2 else None
+    out_shape = x.shape[:-1] + (k,)
+    arrays = {"x": x, "v": np.zeros(out_shape, x.dtype), "i": np.full(out_shape, -9, np.int32)}
+    got, interp = run_both(kernel, (1,), arrays, **consts)
+    order = ref_order(x, descending)[..., :k]
+    want_v = np.take_along_axis(x, order, axis=-1)
+    for what, r in (("compiled", got), ("interpreter", interp)):
+        assert_exact(r["i"], order, f"{what} indices", inputs=x)
+        assert_exact(r["v"], want_v, f"{what} values", inputs=x)
+    return m
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 4), st.integers(1, 70), st.sampled_from(DTYPES), st.booleans(),
+       st.data())
+def test_topk_matches_numpy(m, n, d, largest, data):
+    k = data.draw(st.integers(1, n))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    x = _values(rng, (m, n), d)
+    _check(topk_2d, x, k, largest, M=m, N=n, K=k, LARGEST=largest)
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, database=None)
+@given(st.integers(1, 3), st.integers(1, 40), st.sampled_from(DTYPES), st.booleans(),
+       st.integers(0, 2**31 - 1))
+def test_sort_and_argsort_match_numpy(m, n, d, desc, seed):
+    x = _values(np.random.default_rng(seed), (m, n), d)
+    _check(sort_2d, x, n, desc, M=m, N=n, DESC=desc)
+
+
+def test_sort_of_a_vector_is_stable():
+    x = np.array([3, 1, 2, 1, 3, 0, 1, 2, 2, 3, -1, 1, 0], np.int32)
+    _check(sort_1d, x, x.size, False, N=x.size)
+
+
+def test_topk_keeps_values_equal_to_the_sentinel_apart():
+    """-inf elements are real values, not 'taken' marks: each index comes out once."""
+    x = np.array([[-np.inf, 1, -np.inf, -np.inf, 2, -np.inf]], np.float32)
+    _check(topk_2d, x, 6, True, M=1, N=6, K=6, LARGEST=True)
+    x = np.array([[2 ** 31 - 1, 5, 2 ** 31 - 1, -(2 ** 31)]], np.int32)
+    _check(topk_2d, x, 4, False, M=1, N=4, K=4, LARGEST=False)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_nan_comes_first_in_index_order(largest):
+    """docs/language.md: NaN propagates through the max / min that picks each element."""
+    x = np.array([[1, np.nan, 3, np.nan, 2]], np.float32)
+    for interp in (False, True):
+        v, i = np.zeros((1, 4), np.float32), np.zeros((1, 4), np.int32)
+        with pytest.MonkeyPatch.context() as mp:
+            if interp:
+                mp.setenv("PYPTO_INTERPRET", "1")
+            topk_2d[(1,)](x, v, i, M=1, N=5, K=4, LARGEST=largest)
+        assert i.tolist() == [[1, 3, 2, 4] if largest else [1, 3, 0, 4]]
+        assert np.isnan(v[0, :2]).all() and v[0, 2:].tolist() == ([3, 2] if largest else [1, 2])
+
+
+# -- misuse ---------------------------------------------------------------------------------------
+
+@pypto.jit
+def bad_k(x, v, i):
+    a, b = pl.topk(pl.load(x, offsets=(0, 0), shape=(2, 8)), 9)
+    pl.store(v, offsets=(0, 0), value=a)
+
+
+@pypto.jit
+def bad_runtime_k(x, v, k):
+    a, b = pl.topk(pl.load(x, offsets=(0, 0), shape=(2, 8)), k)
+    pl.store(v, offsets=(0, 0), value=a)
+
+
+@pypto.jit
+def bad_bool(x, v):
+    pl.store(v, offsets=(0, 0), value=pl.sort(pl.load(x, offsets=(0, 0), shape=(2, 8)) > 0))
+
+
+@pypto.jit
+def bad_direction(x, v, flag):
+    pl.store(v, offsets=(0, 0), value=pl.sort(pl.load(x, offsets=(0, 0), shape=(2, 8)),
+                                              descending=flag > 0))
+
+
+F = np.zeros((2, 8), np.float32)
+MISUSE = [
+    (bad_k, (F, F, F), "k = 9 but the last axis has 8 elements"),
+    (bad_runtime_k, (F, F, 3), "k must be a compile-time integer"),
+    (bad_bool, (F, F), "sort\\(\\) sorts .* tiles, not bool"),
+    (bad_direction, (F, F, 2), "the direction must be a compile-time bool"),
+]
+
+
+@pytest.mark.parametrize("kernel, args, message", MISUSE, ids=[m[0].__name__ for m in MISUSE])
+def test_misuse_is_a_clear_error(kernel, args, message):
+    with pytest.raises(CompilationError, match=message):
+        kernel.compile(*args)
