@@ -48,6 +48,7 @@ SCRIPTS = {
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
     "benchmarks/conv2d.py":
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
+    "benchmarks/topk.py": r"^shape\s+k\s+PyPTO host\s+numpy\s+torch\s+torch/PyPTO\s+NPU \(model\)$",
     # modelled NPU time, not the goal table: run_all.py does not run it
     "benchmarks/tuning_table.py":
         r"^tuning\s+before\s+after\s+NPU before\s+NPU after\s+gain\s+ours\s+seed's figure$",
@@ -153,6 +154,7 @@ def test_script_runs_and_prints_its_table(script):
 
 
 @pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py",
+                                    "benchmarks/topk.py",
                                     "tutorials/02_fused_softmax.py",
                                     "tutorials/04_layer_norm.py",
                                     "tutorials/10_torch_custom_op.py"])

@@ -665,6 +665,9 @@ def _entries() -> list[Entry]:
     add("bench_layer_norm_bf16", "benchmark bf16 cast where arange rsqrt",
         lambda: _pto(_bench("layer_norm").layer_norm_kernel, _r(16, 128, dtype=BF16),
                      _r(128), _r(128), _z(16, 128), 1e-5, BLOCK_M=8, BLOCK_N=128))
+    add("bench_topk", "benchmark topk sort f32 tail-rows",
+        lambda: _pto(_bench("topk").topk_kernel, _r(10, 1024), _z(10, 8), _z(10, 8, dtype=I32),
+                     BLOCK_M=4, N=1024, K=8))
     tt = lambda: _bench("tuning_table")                          # noqa: E731
     add("bench_tuning_add_tiles", "benchmark binary-tt",
         lambda: _pto(tt().add_tiles, _r(4096), _r(4096), _z(4096), TILE=1024))
