@@ -64,6 +64,9 @@ NUMPY = {
     **{f"FFN/ffn_fc1{k}.pto": (lambda a: {"h1_s": a["x"] @ a["w1"], "h2_s": a["x"] @ a["w3"]})
        for k in ("", "_splitk")},
     "FFN/ffn_fc2.pto": lambda a: {"out": a["h_s"] @ a["w2"]},
+    "MatmulVectorMix/matmul_vector_mix-pto-new.pto":
+        lambda a: {"arg3": a["arg0"] @ a["arg1"] + a["arg2"]},
+    "Sync/matmul.pto": lambda a: {"arg0": a["arg1"] @ a["arg2"] + a["arg3"]},   # arg4: true
 }
 
 

@@ -199,7 +199,7 @@ def instruction_cycles(inst, target, *, nbytes: int | None = None,
         src, dst, tile = transfer_path(inst)
         moved = tile_bytes(tile) if nbytes is None else nbytes
         return transfer_cycles(src, dst, moved, target, active_cores, bursts), 0, moved
-    if inst.op in ("tmatmul", "tmatmul.acc"):
+    if inst.op in ("tmatmul", "tmatmul.acc", "tmatmul.bias"):
         left, right = inst.ins[-2], inst.ins[-1]
         cycles, flops = matmul_cycles(left, right, target)
         return cycles, flops, tile_bytes(left) + tile_bytes(right)

@@ -51,7 +51,9 @@ class CostModel:
     transfer_gibps: dict = field(default_factory=lambda: {
         ("gm", "vec"): 100.9, ("gm", "mat"): 135.0, ("vec", "gm"): 188.5,
         ("mat", "gm"): 32.0, ("vec", "vec"): 1024.0, ("acc", "gm"): 70.0,
-        ("acc", "mat"): 128.0, ("mat", "left"): 441.0, ("mat", "right"): 220.5})
+        ("acc", "mat"): 128.0, ("mat", "left"): 441.0, ("mat", "right"): 220.5,
+        # L1 -> bias table (hand-written tmatmul.bias): not measured; MTE1 like L1 -> L0B
+        ("mat", "bias"): 220.5})
     # paths whose bandwidth saturates with size: bw(B) = peak * B / (K + B), i.e. a transfer
     # takes (K + B) / peak. Value: (peak GiB/s, K bytes), K = 30.6 KB read as KiB
     saturating: dict = field(default_factory=lambda: {("gm", "vec"): (247.0, 30.6 * KiB)})

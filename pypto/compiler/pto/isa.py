@@ -35,7 +35,7 @@ TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmi
            "tprelu", "ttrans")
 
 # opcode → pipe, where the opcode alone decides it
-_FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tci": "S", "treshape": "S",
+_FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tmatmul.bias": "M", "tci": "S", "treshape": "S",
           "tgetval": "S", "tsetval": "S"}   # the scalar unit reads/writes one UB element
 
 

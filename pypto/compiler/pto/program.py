@@ -19,6 +19,7 @@ LAYOUTS = {
     LEFT: ("row_major", "row_major", 512),
     RIGHT: ("row_major", "col_major", 512),
     ACC: ("col_major", "row_major", 1024),
+    "bias": ("row_major", "none_box", 512),     # the bias table (tmatmul.bias; read .pto only)
 }
 
 

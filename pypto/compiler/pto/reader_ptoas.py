@@ -21,6 +21,8 @@ addition:
 * ``pto.barrier <PIPE_X>``; text with no flags or barriers at all (level 2: PTOAS inserts them)
   gets PyPTO's own (``passes/sync.insert_sync``), so the hazard checker and the cycle model see
   a synchronised program;
+* ``mat``/``left``/``right`` tiles in another fractal order than PyPTO's (the same matrix:
+  PyPTO's tiles are dense inside), the bias table (``loc=bias``) of ``tmatmul.bias``;
 * functions without ``pto.kernel_kind``: the kind follows from the buffers the tiles live in;
   ``pto.target_arch = "a2a3"`` (other architectures are refused: PyPTO models A2/A3).
 
@@ -52,7 +54,10 @@ _INDEX_CAST = re.compile(rf"\s*({_N}) : (\w+) to (\w+)")
 _DIM = re.compile(rf"\s*({_N}), ({_N})(?: : .*)?")
 _RESHAPE = re.compile(rf"\s*({_N}) : (!pto\.tile_buf<.*>) -> (!pto\.tile_buf<.*>)")
 _BARRIER = re.compile(r"\s*(?:#pto\.pipe)?<PIPE_(\w+)>")
-_CUBE = ("mat", "left", "right", "acc")
+_CUBE = ("mat", "left", "right", "acc", "bias")
+# cube buffers whose byte order the text may choose (no instruction here reads their bytes
+# through another type: treshape is a vector-side view)
+_REORDERABLE = ("mat", "left", "right")
 _FOLD = {"arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
          "arith.muli": lambda a, b: a * b}
 # architectures whose verifiers are A2/A3's (PTOAS's --pto-arch=a3 covers both)
@@ -298,6 +303,9 @@ class _PtoasParser(_Parser):
         except (KeyError, ValueError) as e:
             raise self.error(f"incomplete tile type ({e})") from None
         printed = tile.type_text()
+        if loc in _REORDERABLE:       # the same matrix in another fractal order: PyPTO's
+            for key in ("blayout", "slayout"):      # cube tiles are dense inside, and print
+                fields[key] = _fields(printed)[key]  # as PyPTO lays them out
         if _fields(printed) != fields:          # the same fields, in any order
             raise self.error(f"tile type {text} is not one PyPTO models (a tile in {loc} is "
                              f"{printed})")
@@ -313,6 +321,9 @@ class _PtoasParser(_Parser):
         if len(types) != len(results):
             raise self.error("scf.if: results and result types differ in number")
         tiles = {}
+        if any(ty.startswith("!pto.tensor_view") for ty in types):
+            raise self.error("an scf.if yielding tensor views: PyPTO's tensors are its "
+                             "parameters, viewed by make_tensor_view")
         for k, (name, ty) in enumerate(zip(results, types)):
             if ty.startswith("!pto.tile_buf<"):
                 tiles[k] = self.new_tile(name, None, ty, scope)

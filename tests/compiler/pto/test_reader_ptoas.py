@@ -431,3 +431,37 @@ def test_an_if_yielding_tiles(monkeypatch):
     for flag, expected in ((1, x + 1), (0, x * 2)):
         for _, y, _ in _on_both_engines(kernel, [x, np.zeros_like(x), flag], monkeypatch):
             np.testing.assert_array_equal(y, expected)
+
+
+def test_matmul_with_a_bias_table_and_other_fractal_orders(assembler, monkeypatch):
+    """``tmatmul.bias`` through the bias table (a (1, N) row-major L1 tile moved to
+    ``loc=bias``), with the left operand in col-major (zN) order: the same matrices."""
+    left_zn = L32.replace("loc=left, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, "
+                          "blayout=row_major", "loc=left, dtype=f32, rows=32, cols=32, "
+                          "v_row=32, v_col=32, blayout=col_major")
+    bm = "!pto.tile_buf<loc=mat, dtype=f32, rows=1, cols=32, v_row=1, v_col=32, " \
+         "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    bt = bm.replace("loc=mat", "loc=bias")
+    text = SPLITK.replace("@qk_splitk(%q: !pto.ptr<f32>, %kt: !pto.ptr<f32>, %scores: "
+                          "!pto.ptr<f32>)", "@qk_bias(%q: !pto.ptr<f32>, %kt: !pto.ptr<f32>, "
+                          "%scores: !pto.ptr<f32>, %bias: !pto.ptr<f32>)")
+    text = text.replace(L32, left_zn).replace("    %acc = pto.alloc_tile", f"""    %b_tv = pto.make_tensor_view %bias, shape = [%c1, %c32], strides = [%c32, %c1] : !pto.tensor_view<?x?xf32>
+    %b_pt = pto.partition_view %b_tv, offsets = [%c0, %c0], sizes = [%c1, %c32] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<1x32xf32>
+    %b_mat = pto.alloc_tile : {bm}
+    %b_tab = pto.alloc_tile : {bt}
+    pto.tload ins(%b_pt : !pto.partition_tensor_view<1x32xf32>) outs(%b_mat : {bm})
+    pto.tmov ins(%b_mat : {bm}) outs(%b_tab : {bt})
+    %acc = pto.alloc_tile""")
+    first = f"pto.tmatmul ins(%q_left, %k_right : {left_zn}, {R32}) outs(%acc : {A32})"
+    assert first in text
+    text = text.replace(first, f"pto.tmatmul.bias ins(%q_left, %k_right, %b_tab : {left_zn}, "
+                               f"{R32}, {bt}) outs(%acc : {A32})")
+    kernel = pypto.load_pto(text)
+    q, k = _mats(32, 32, 128)
+    bias = np.random.default_rng(5).standard_normal((1, 32)).astype(np.float32)
+    for _, _, scores, _ in _on_both_engines(kernel, [q, k, np.zeros((32, 32), np.float32),
+                                                     bias], monkeypatch):
+        np.testing.assert_allclose(scores, q @ k + bias, rtol=1e-4, atol=1e-4)
+    with pypto.Profiler() as prof:
+        kernel[(1,)](q, k, np.zeros((32, 32), np.float32), bias)
+    assert prof.kernels[0].npu_time_ms > 0          # the L1 -> bias table path is costed

@@ -144,4 +144,17 @@ def tmatmul_acc(cg, inst):
     _matmul(cg, inst.outs[0], a, bt, accumulate=True)
 
 
-RULES = {"tmatmul": tmatmul, "tmatmul.acc": tmatmul_acc}
+def tmatmul_bias(cg, inst):
+    """``c = a @ b + bias``, the (1, N) bias row (the bias table) added to every row: the
+    accumulator starts as the bias, then accumulates the product."""
+    a, bt, bias = inst.ins
+    c, b = inst.outs[0], cg.b
+    cp, bp = cg.tile_ptr(c), cg.tile_ptr(bias)
+    with counted_loop(b, i64(0), i64(c.rows), name="bm") as mi:
+        with counted_loop(b, i64(0), i64(c.cols), name="bn") as ni:
+            v = convert(b, cg.load_elem(bp, bias.dtype, ni), bias.dtype, c.dtype)
+            cg.store_elem(v, cp, c.dtype, b.add(b.mul(mi, i64(c.cols)), ni))
+    _matmul(cg, c, a, bt, accumulate=True)
+
+
+RULES = {"tmatmul": tmatmul, "tmatmul.acc": tmatmul_acc, "tmatmul.bias": tmatmul_bias}
