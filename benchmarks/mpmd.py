@@ -118,7 +118,10 @@ def report_three_node(args):
     print(format_table(["host, 2 threads", "time"],
                        [["in order (data_parallel)", fmt_time(host["data_parallel"])],
                         ["MPMD", fmt_time(host["mpmd"])]]))
-    print(f"host MPMD vs in order: {host['data_parallel'] / host['mpmd']:.2f}x\n")
+    print(f"host MPMD vs in order: {host['data_parallel'] / host['mpmd']:.2f}x")
+    for _ in range(6):
+        module.run(x)                   # parallel_strategy="auto": times both ways first
+    print(f'parallel_strategy="auto" on the host settled on: {module.host_strategy}\n')
 
 
 def one_node(kind, shape, tile):

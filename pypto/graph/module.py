@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass
 
 from ..backends.ascend.targets import get_target
@@ -24,6 +25,7 @@ from .. import language as pl_module
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
+from .mpmd_run import HostChoice
 from .npu_model import check_strategy
 from .plan import Group, choose_form, plan_groups
 
@@ -184,6 +186,7 @@ class Module:
         self._execution_graph = None
         self.parallel_strategy = "auto"
         self.last_task_order = None    # ("start" | "end", task) of the last MPMD host run
+        self._host_choice = HostChoice()  # what "auto" runs on the host (mpmd_run.py)
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -212,10 +215,11 @@ class Module:
         torch tensors it returns). In debug mode (``pypto.debug.enable()``) the kernels run in
         the reference interpreter, one block per tile. ``parallel_strategy`` (default: the
         module's): "data_parallel" launches the kernels one after another, each over all the
-        host threads, and so does "auto" (measured faster on this host); "mpmd" and
-        "pipelined" run the Execution Graph's tasks as their inputs complete (``mpmd_run``;
-        on the host both share the threads) unless something asks for in-order launches
-        (debug mode, a profiler, the interpreter, another engine, the sanitizer, one thread)."""
+        host threads; "mpmd" and "pipelined" run the Execution Graph's tasks as their inputs
+        complete (``mpmd_run``; on the host both share the threads); "auto" times its first
+        runs both ways and keeps the faster (``mpmd_run.HostChoice``: results are bitwise
+        the same either way). Launches are in order whenever something asks for that (debug
+        mode, a profiler, the interpreter, another engine, the sanitizer, one thread)."""
         if isinstance(ctx, dict) and inputs is None:      # module.run({"a": ...})
             ctx, inputs = None, ctx
         if ctx is None:
@@ -229,8 +233,13 @@ class Module:
         interpret = debug is not None and debug.is_enabled()
         strategy = self.parallel_strategy if parallel_strategy is None else \
             check_strategy(parallel_strategy, "Module.run")
-        if not interpret and self._tasks_on_host(strategy) and \
-                self._run_tasks(ctx, values, given):
+        host = not interpret and self._tasks_on_host(strategy)
+        trial = host and strategy == "auto"
+        mode = self._host_choice.next() if trial else strategy
+        t0 = time.perf_counter()
+        if host and mode != "data_parallel" and self._run_tasks(ctx, values, given):
+            if trial:
+                self._host_choice.record(mode, time.perf_counter() - t0)
             outputs = tuple(values[id(t)] for t in self.outputs)
             return outputs[0] if len(outputs) == 1 else outputs
         for step in (self._debug() if interpret else self.steps):
@@ -245,16 +254,22 @@ class Module:
             else:
                 step.jit[step.grid](*step.arguments(args, outs))
             values.update((id(t), o) for t, o in zip(step.outputs, outs))
+        if trial and mode == "data_parallel":
+            self._host_choice.record(mode, time.perf_counter() - t0)
         outputs = tuple(values[id(t)] for t in self.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
     __call__ = run
 
+    @property
+    def host_strategy(self):
+        """What ``parallel_strategy="auto"`` settled on for the host ("data_parallel" or
+        "mpmd"), None while its first runs are still timing both."""
+        return self._host_choice.choice
+
     def _tasks_on_host(self, strategy: str) -> bool:
         from .. import envs, profile, runtime
-        # "auto" launches in order on the host: the native pool's SPMD launches beat Python
-        # threads handing out tile tasks here (docs/graph_mpmd.md, "Host runtime")
-        if strategy in ("auto", "data_parallel") or len(self.steps) < 2 or \
+        if strategy == "data_parallel" or len(self.steps) < 2 or \
                 runtime.pool().threads < 2:
             return False
         if profile.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \

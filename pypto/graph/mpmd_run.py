@@ -28,6 +28,31 @@ from .ascend_c_node import AscendCStep
 _PAD = (1, 1, 1)
 
 
+class HostChoice:
+    """``parallel_strategy="auto"`` on the host: which is faster, the native pool's in-order
+    SPMD launches or these tasks, depends on the tiles (Python hands out every task: tasks of
+    a few microseconds lose, large ones win; docs/graph_mpmd.md). So the module's first
+    ``2 * TRIALS`` auto runs alternate the two, timed, and the smaller median is kept. Either
+    way the results are bitwise the same."""
+    TRIALS = 3
+
+    def __init__(self):
+        self.times = {"data_parallel": [], "mpmd": []}
+        self.choice = None
+
+    def next(self) -> str:
+        if self.choice is not None:
+            return self.choice
+        return min(self.times, key=lambda s: len(self.times[s]))
+
+    def record(self, strategy: str, seconds: float) -> None:
+        if self.choice is not None:
+            return
+        self.times[strategy].append(seconds)
+        if all(len(v) >= self.TRIALS for v in self.times.values()):
+            self.choice = min(self.times, key=lambda s: sorted(self.times[s])[self.TRIALS // 2])
+
+
 class _Run:
     def __init__(self, module, calls: dict, threads: int):
         self.eg = module.execution_graph

@@ -126,3 +126,21 @@ def test_kernel_nodes_run_as_tasks_and_out_arrays_are_written():
     assert m.last_task_order is not None
     np.testing.assert_array_equal(out, want)
     assert np.shares_memory(got.to_numpy() if hasattr(got, "to_numpy") else got, out)
+
+
+def test_auto_times_both_ways_on_the_host_and_keeps_the_faster():
+    from pypto.graph.mpmd_run import HostChoice
+    m = pypto.compile(three_node(m=256, k=128, n=256))
+    x = three_node_inputs(256, 128, 256)
+    want = m.run(x, parallel_strategy="data_parallel").to_numpy()
+    seen = []
+    for _ in range(2 * HostChoice.TRIALS + 2):
+        m.last_task_order = None
+        np.testing.assert_array_equal(m.run(x).to_numpy(), want)
+        seen.append("mpmd" if m.last_task_order is not None else "data_parallel")
+    trials = 2 * HostChoice.TRIALS
+    assert sorted(seen[:trials]) == ["data_parallel"] * 3 + ["mpmd"] * 3
+    choice = m._host_choice
+    median = {s: sorted(t)[1] for s, t in choice.times.items()}
+    assert choice.choice == min(median, key=median.get) == m.host_strategy
+    assert seen[trials:] == [choice.choice] * 2
