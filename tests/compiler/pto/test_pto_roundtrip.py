@@ -574,3 +574,20 @@ def test_hand_edited_pto_with_a_flag_removed_is_rejected_naming_both_instruction
     msg = str(e.value)
     assert "RAW" in msg and "pto.tload" in msg and "pto.tadd" in msg
     assert "MTE2" in msg and " V" in msg
+
+
+def test_masks_whose_writers_disagree_about_the_width_are_an_error_not_a_hang():
+    """A ui8 mask's width is not in the text; the reader takes it from the compares that
+    write it. Two writers of one mask from tiles of different widths used to make that
+    inference loop forever (a fill-initialised, loop-carried mask in a sort did)."""
+    from pypto.compiler.pto.program import Tile
+    from pypto.language import dtypes as ldt
+    target = get_target("ascend910b1")
+    wide = Tile("vec1", "vec", ldt.float32, 3, 8, 0, 3, 7)
+    narrow = Tile("vec2", "vec", ldt.float32, 3, 8, 128, 3, 5)
+    mask = Tile("vec3", "vec", ldt.bool_, 3, 7, 256, 3, 7)
+    body = [Inst("tcmp", [wide, wide], [mask], {"cmp": "eq"}),
+            Inst("tcmp", [narrow, narrow], [mask], {"cmp": "eq"})]
+    program = Program("masks", "vector", [], [wide, narrow, mask], body, target, {})
+    with pytest.raises(PtoParseError, match="widths of the masks"):
+        parse_program(print_program(program))
