@@ -151,3 +151,19 @@ MISUSE = [
 def test_misuse_is_a_clear_error(kernel, args, message):
     with pytest.raises(CompilationError, match=message):
         kernel.compile(*args)
+
+
+def test_cycle_model_charges_one_pass_per_selected_element():
+    """The selection loop's modelled time grows linearly with k (the same passes over the
+    tile per step, after a fixed load, setup and store)."""
+    from pypto.backends.ascend.cycle_model import model_kernel
+    x = np.zeros((4, 256), np.float32)
+    cycles = {}
+    for k in (2, 5, 8):
+        v, i = np.zeros((4, k), np.float32), np.zeros((4, k), np.int32)
+        model = model_kernel(topk_2d, (1,), x, v, i, M=4, N=256, K=k, LARGEST=True)
+        assert model.pipe_busy["V"] > 0
+        cycles[k] = model.cycles
+    step = (cycles[5] - cycles[2]) / 3
+    assert step > 500
+    assert abs((cycles[8] - cycles[5]) / 3 - step) < 0.1 * step
