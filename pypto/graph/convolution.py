@@ -126,19 +126,23 @@ def _largest_divisor(n: int, limit: int) -> int:
 
 def _blocking(n, oh, ow, c1o, c0, taps) -> dict:
     """TM, NB and rows of the conv kernel's blocks: the choice the cube's pipes favour, by
-    a coarse model of one tap (MTE2: a load of each row's window and each weight block, 8 ns
-    apiece; M: rows x NB products of TM pixels, 3.8 ns per 14 pixels; measured from the
-    cycle model's profile of ResNet-50's layers), times the items each of the 24 cube cores
-    loops over. At most 16 accumulators and 64 KB of L0C."""
+    a coarse model of one tap fitted to the cycle model (ResNet-50's stem swept over rows x
+    NB: the model ranks the seven choices as the cycle model does): MTE2 loads each row's
+    (TM, C0) window and each weight block (4 ns + 1 ns per 110 bytes), M makes rows x NB
+    products (2 ns + 1.8 ns per 14 pixels); the pipes overlap, so a tap costs the larger.
+    Times the items each of the 24 cube cores loops over. At most 16 accumulators and 64 KB
+    of L0C."""
     tm = _pixel_tile(ow)
+    load = lambda nbytes: 4.0 + nbytes / 110.0          # noqa: E731
     best = None
     for nb in (d for d in range(1, min(c1o, ck.MAX_NB) + 1) if c1o % d == 0):
         for rows in (d for d in range(1, min(oh, ck.MAX_ROWS) + 1) if oh % d == 0):
             if nb * rows > ck.MAX_ACCS or nb * rows * tm * c0 * 4 > ck.MAX_ACC_BYTES:
                 continue
             items = n * (oh // rows) * (ow // tm) * (c1o // nb)
-            tap = max(8.0 * (rows + nb), 3.8 * rows * nb * tm / 14)
-            cost = -(-items // CUBE_CORES) * taps * tap      # each core's share of items
+            mte2 = rows * load(tm * 32) + nb * load(c0 * 32)
+            cube = rows * nb * (2.0 + 1.8 * tm / 14)
+            cost = -(-items // CUBE_CORES) * taps * max(mte2, cube)
             if best is None or cost < best[0]:
                 best = (cost, nb, rows)
     return {"tm": tm, "nb": best[1], "rows": best[2]}
