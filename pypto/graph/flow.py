@@ -132,6 +132,15 @@ class _Walker:
         self.mix(origins[op.attrs["axis"]], f"pl.cumsum{_where(op)}")
         self.set(op, origins)
 
+    def _tile_sort(self, op) -> None:
+        """sort / argsort / top-k: the last axis is combined, the others stay elementwise
+        (both results: the values and the indices)."""
+        origins = list(self.get(op.operands[0]))
+        self.mix(origins[-1], f"a sort along the last axis{_where(op)}")
+        origins[-1] = frozenset()
+        for r in op.results:
+            self.origins[r] = tuple(origins)
+
     def _tile_slice(self, op) -> None:
         origins = self.get(op.operands[0])
         shape = op.operands[0].type.shape

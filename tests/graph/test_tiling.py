@@ -256,3 +256,21 @@ def test_a_module_keeps_the_graph_it_was_compiled_from():
     np.testing.assert_array_equal(run(module, x=a), np.maximum(a, 0))
     assert module.output_names == ["relu"] and "tile_map(add" not in module.tile_graph_ir
     np.testing.assert_array_equal(run(pypto.compile(graph), x=a), 2 * np.maximum(a, 0))
+
+
+@pypto.tile_op
+def row_top3(t):
+    values, indices = pypto.language.topk(t, 3)
+    return values
+
+
+def test_row_sort_tiles_rows_and_keeps_each_row_whole():
+    """tile.sort combines the last axis only: row tiles are allowed (it was an unknown op,
+    mixing every axis, which refused them), cutting the rows is not."""
+    graph, out = one_node(row_top3, [(50, 100)], "float32", (8, 100))
+    assert out.producer.tiling.grid == (7, 1)
+    x = rand((50, 100), "float32")
+    want = -np.sort(-x, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(run(pypto.compile(graph), in0=x), want)
+    with pytest.raises(ValueError, match="cuts output axis 1"):
+        one_node(row_top3, [(50, 100)], "float32", (8, 2))
