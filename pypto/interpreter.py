@@ -373,6 +373,11 @@ def _scatter(run, op, ins):
     are dropped."""
     tensor, indices, value, *offsets = ins
     coords, inside = _coordinates(tensor.shape, indices, op.attrs["axis"], offsets)
+    if run.watch is not None:      # each element written; out of range is defined: dropped
+        one = (1,) * tensor.ndim
+        for e in zip(*np.nonzero(inside)):
+            run.watch.access("store", op, run.pid, tensor, [c[e] for c in coords], one,
+                             op.attrs.get("reduce"))
     d = dtype_of(tensor)
     cd = compute_dtype(d)
     values = convert(value, d)

@@ -117,3 +117,23 @@ def test_the_warm_path_follows_the_switch(monkeypatch):
     monkeypatch.setenv("PYPTO_SANITIZE", "1")
     with pytest.warns(pypto.SanitizerWarning, match="written by no block"):
         add[(N // 128,)](x, y, out, BLOCK=64)
+
+
+@pypto.jit
+def every_block_scatters_to_row_zero(x, idx, ADD: pl.constexpr):
+    i = pl.load(idx, offsets=(0, 0), shape=(1, 4))
+    v = pl.full((1, 4), 1.0)
+    if ADD:
+        pl.scatter(x, i, v, reduce="add")
+    else:
+        pl.scatter(x, i, v)
+
+
+def test_scatters_of_two_blocks_to_one_element_race_unless_reduce_add():
+    """pl.scatter's elements are writes like pl.store's (out-of-range indices are defined:
+    dropped, not reported; a scatter writes part of its tensor by nature, so its tensor is
+    not checked for unwritten elements)."""
+    x, idx = np.zeros((3, 4), np.float32), np.array([[0, 0, 7, -1]], np.int32)
+    [w] = _findings(lambda: every_block_scatters_to_row_zero[(2,)](x, idx, ADD=False))
+    assert "race" in str(w.message)
+    assert not _findings(lambda: every_block_scatters_to_row_zero[(2,)](x, idx, ADD=True))
