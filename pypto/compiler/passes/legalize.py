@@ -13,8 +13,7 @@ import math
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
-from .legalize_indexed import RULES as INDEXED_RULES
-from .legalize_sort import RULES as SORT_RULES
+from . import legalize_indexed, legalize_sort
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -228,6 +227,8 @@ def _pow(e, a, c):
 
 
 BINARY_RULES = {"floordiv": _floordiv, "mod": _mod, "pow": _pow}
+# whole ops decomposed by a rule of their own module, by op name
+OP_RULES = {**legalize_indexed.RULES, **legalize_sort.RULES}
 
 
 # -- driver -----------------------------------------------------------------------------------------------
@@ -242,10 +243,8 @@ def _as_tile(e, v, like):
 def _legalize_op(op: Op):
     """Replacement ops and the value that replaces op's result, or None to keep op."""
     name = op.name
-    if name in INDEXED_RULES:
-        return INDEXED_RULES[name](op)
-    if name in SORT_RULES:
-        return SORT_RULES[name](op)
+    if name in OP_RULES:
+        return OP_RULES[name](op)
     if name == "tile.unary" and UNARY[op.attrs["op"]].pto is None:
         rule = UNARY_RULES[op.attrs["op"]]
         return _widened(op, lambda e, x: rule(e, x))
