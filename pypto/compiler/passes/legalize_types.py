@@ -341,9 +341,9 @@ def _load(op: Op):
     if op.result.type.dtype != dt.bool_:
         return None
     e = Emitter(op.loc)
+    padding = op.attrs.get("padding", 0)        # None: the window is promised inside
     raw = e.emit("tile.load", list(op.operands), TileType(_I8, op.result.type.shape),
-                 dict(op.attrs, padding=None if op.attrs.get("padding", 0) is None else
-                      int(bool(op.attrs.get("padding", 0)))))
+                 dict(op.attrs, padding=None if padding is None else int(bool(padding))))
     return e.ops, e.binary("ne", raw, 0)
 
 
