@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..tensor_args import as_array
 from .graph import GraphTensor
+from .naming import unique_name
 
 
 @dataclass(eq=False)
@@ -69,25 +70,14 @@ def add_call(op, inputs: list, scalars: dict):
                              "must come from one graph")
     specs = op.check_inputs([(t.shape, t.dtype) for t in inputs], where)
     binding = op.bind(specs, scalars, where)
-    name = _free_name(graph, op.name)
+    name = unique_name(op.name, graph.names())
     node = AscendCNode(name, op, list(inputs), binding)
     single = len(binding.outputs) == 1
     taken = graph.names() | {name}
     for spec in binding.outputs:
-        out_name = name if single else _unique(f"{name}_{spec.name}", taken)
+        out_name = name if single else unique_name(f"{name}_{spec.name}", taken)
         taken.add(out_name)
         node.outputs.append(GraphTensor(graph, out_name, spec.shape, spec.dtype, "ND", node))
     graph.add_node(node)
     return node.outputs[0] if single else tuple(node.outputs)
 
-
-def _free_name(graph, base: str) -> str:
-    return _unique(base, graph.names())
-
-
-def _unique(base: str, taken: set) -> str:
-    name, i = base, 1
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
-    return name

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from .graph import GraphTensor
+from .naming import unique_name
 
 
 @dataclass(eq=False)
@@ -55,11 +56,7 @@ def add_node(graph, name, inputs, shape, dtype, layout, source_fn, grid, views, 
         if len(tile) != len(shape) or tuple(grid) != want:
             raise ValueError(f"kernel node {name!r}: tile={tile} of a {tuple(shape)} output "
                              f"needs grid {want}, got {tuple(grid)}")
-    taken = graph.names()
-    base, i = name, 1
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
+    name = unique_name(name, graph.names())
     fn_name = _identifier(f"{graph.name}_{name}")[:60]
     node = KernelNode(name, list(inputs), fn_name, source_fn(fn_name), tuple(grid), views,
                       role, uses_cube, tile=None if tile is None else tuple(tile))

@@ -123,3 +123,12 @@ def _target_of(node, position) -> str | None:
             if _at(v, position):
                 return t.id if isinstance(t, ast.Name) else None
     return None
+
+
+def unique_name(base: str, taken) -> str:
+    """``base``, or ``base_1``, ``base_2``, ... : the first not in ``taken``."""
+    name, i = base, 1
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    return name

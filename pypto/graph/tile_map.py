@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..jit import JITFunction
 from .graph import GraphTensor
+from .naming import unique_name
 from .tile_op import TileOp
 from .tiling import Tiling, decide
 
@@ -125,9 +126,4 @@ def _node_name(name, op, graph) -> str:
             raise ValueError(f"tile_map(name={name!r}): graph {graph.name!r} already has a "
                              f"tensor named {name!r}")
         return name
-    base, i = op.__name__, 1
-    name = base
-    while name in taken:
-        name = f"{base}_{i}"
-        i += 1
-    return name
+    return unique_name(op.__name__, taken)
