@@ -40,19 +40,17 @@ from . import reader
 from .passes.place_tiles import place_tiles
 from .passes.sync import insert_sync
 from .program import LAYOUTS, If, Inst, Program, Scalar, TensorArg, Tile, walk_insts
-from .reader import _N, PtoParseError, _Parser, _split
+from .reader import (_N, _PARTITION, _RESHAPE, _UNARY as _INDEX_CAST, PtoParseError,
+                     _Parser, _split)
 from .isa import SYNC_OPS
 
 _MODULE = re.compile(r"module(?: attributes \{(.*)\})? \{")
 _ARCH = re.compile(r'pto\.target_arch = "(\w+)"')
 _VIEW = re.compile(rf"\s*({_N}), shape = \[(.*)\], strides = \[(.*)\]"
                    rf"(?: \{{(.*)\}})?\s*: !pto\.tensor_view<.*>")
-_PARTITION = re.compile(rf"\s*({_N}), offsets = \[(.*)\], sizes = \[(.*)\] : .* -> .*")
 _ALLOC = re.compile(rf"(?: addr = ({_N}))?(?: valid_row = ({_N}) valid_col = ({_N}))?"
                     rf" : (!pto\.tile_buf<.*>)")
-_INDEX_CAST = re.compile(rf"\s*({_N}) : (\w+) to (\w+)")
 _DIM = re.compile(rf"\s*({_N}), ({_N})(?: : .*)?")
-_RESHAPE = re.compile(rf"\s*({_N}) : (!pto\.tile_buf<.*>) -> (!pto\.tile_buf<.*>)")
 _BARRIER = re.compile(r"\s*(?:#pto\.pipe)?<PIPE_(\w+)>")
 _CUBE = ("mat", "left", "right", "acc", "bias")
 # cube buffers whose byte order the text may choose (no instruction here reads their bytes
