@@ -25,7 +25,7 @@ class AscendCNode:
     inputs: list
     binding: object        # ascend_c.Binding: output specs, scalars, grid
     outputs: list = field(default_factory=list)
-    external = True        # not a tile_map: no tiling, never fused
+    fusible = False        # not a tile_map: no tiling, a launch step of its own
 
     @property
     def output(self) -> GraphTensor:

@@ -6,6 +6,9 @@ source and Tile IR after the passes. Meant for reading, not parsing.
 """
 from __future__ import annotations
 
+from .ascend_c_node import AscendCNode
+from .kernel_node import KernelNode
+
 
 def tile_graph_text(module) -> str:
     graph = module.graph
@@ -17,7 +20,7 @@ def tile_graph_text(module) -> str:
     kernel_of = {id(n): k for k in module.kernels for n in k.group.nodes}
     lines.append("nodes")
     for node in module.nodes:
-        lines += _ascend_c_node(node) if getattr(node, "external", False) else \
+        lines += _ascend_c_node(node) if isinstance(node, AscendCNode) else \
             _node(node, kernel_of[id(node)])
     lines.append("outputs")
     lines += [f"  %{t.name}: {t.dtype}{list(t.shape)}" for t in module.outputs]
@@ -28,7 +31,7 @@ def tile_graph_text(module) -> str:
 
 
 def _node(node, kernel) -> list[str]:
-    if not getattr(node, "fusible", True):          # a kernel node (kernel_node.py)
+    if isinstance(node, KernelNode):
         out = node.output
         inputs = ", ".join(f"%{x.name}" for x in node.inputs)
         return [f"  %{node.name}: {out.dtype}{list(out.shape)} layout {out.layout} = "
@@ -104,9 +107,9 @@ def tensor_graph_text(module) -> str:
     for node in module.nodes:
         outs = ", ".join(f"%{t.name}: {t.dtype}{list(t.shape)}" for t in node.outputs)
         inputs = ", ".join(f"%{x.name}" for x in node.inputs)
-        if getattr(node, "external", False):
+        if isinstance(node, AscendCNode):
             what = f"call_ascend_c({node.op.name}"
-        elif not getattr(node, "fusible", True):
+        elif isinstance(node, KernelNode):
             what = f"{node.role}("
         else:
             what = f"{node.op.__name__}("

@@ -20,7 +20,7 @@ from ..compiler.errors import CompilationError, compiler_frames_wanted
 from ..device import Context, Tensor, empty
 from ..jit import _dtype_of
 from ..tensor_args import as_array, standin
-from .ascend_c_node import AscendCStep
+from .ascend_c_node import AscendCNode, AscendCStep
 from .. import language as pl_module
 from .codegen import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
@@ -124,7 +124,7 @@ def build_kernels(module, debug: bool) -> list:
     graph, chip, opts = module.graph, module.target, module.options
     kernels = []
     for group in plan_groups(module.nodes, fuse=opts["tile_fusion"]):
-        if getattr(group.last, "external", False):
+        if isinstance(group.last, AscendCNode):
             kernels.append(AscendCStep(group.last.name, group.last))
             continue
         if isinstance(group.last, KernelNode):

@@ -80,8 +80,8 @@ def plan_groups(nodes, fuse: bool) -> list[Group]:
             readers.setdefault(key, []).append(node)
     for node in nodes:
         target = None
-        external = getattr(node, "external", False)     # an Ascend C call: a step of its own
-        if fuse and not external:
+        fusible = getattr(node, "fusible", True)    # kernel nodes, Ascend C calls: steps of their own
+        if fuse and fusible:
             for t in node.inputs:
                 g = by_output.get(id(t))
                 if g is not None and _fusible(g.last, node, readers):
@@ -93,14 +93,12 @@ def plan_groups(nodes, fuse: bool) -> list[Group]:
         else:
             del by_output[id(target.output)]
         target.nodes.append(node)
-        if not external:
+        if fusible:
             by_output[id(node.output)] = target
     return sorted(groups, key=lambda g: nodes.index(g.last))
 
 
 def _fusible(producer, consumer, readers) -> bool:
-    if not getattr(producer, "fusible", True) or not getattr(consumer, "fusible", True):
-        return False
     p, c = producer.tiling, consumer.tiling
     if readers.get(id(producer.output)) != [consumer]:
         return False
