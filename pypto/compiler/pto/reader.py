@@ -213,14 +213,10 @@ def _restore_masks(insts: list) -> None:
             if src is None or not i.outs or not isinstance(i.outs[0], Tile):
                 continue
             if i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
-                # its result; of a mask op, its other mask operands and txor's scratch too
-                masks = [i.outs[0]] if i.op in ("tcmp", "tcmps") else [
-                    t for t in (*i.ins[1:], i.outs[0], i.attrs.get("tmp")) if isinstance(t, Tile)]
-                for dst in masks:
-                    if (dst.dtype, dst.cols) != (dt.bool_, src.cols):
-                        # its own rows; the columns it compares
-                        dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col
-                        changed = True
+                dst = i.outs[0]
+                if (dst.dtype, dst.cols) != (dt.bool_, src.cols):   # its own rows; the
+                    dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col   # columns
+                    changed = True                                          # it compares
     for i in insts:
         if i.op == "texpands" and not i.ins and i.outs[0].dtype == dt.bool_:
             i.attrs["value"] = bool(i.attrs["value"])

@@ -29,7 +29,6 @@ from pypto.compiler.errors import CompilationError, NotOnChip
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
 from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program
-from tests.compiler.pto import corpus
 from pypto.language import dtypes as dt
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -273,8 +272,6 @@ def _matmul_args():
     return [a, b, np.zeros((64, 64), np.float32), 96]
 
 
-COLUMN_X = RNG.random((16, 1)).astype(np.float32)
-
 CASES = {
     "tutorial_vector_add": Case(
         lambda: tutorial("01_vector_add").add_kernel, (4,), _vector_add,
@@ -311,11 +308,6 @@ CASES = {
         lambda: [RNG.random(320).astype(np.float32), np.zeros(64, np.float32), 320],
         lambda a: np.testing.assert_allclose(a[1], a[0].reshape(5, 64).sum(0), rtol=1e-6),
         {"BLOCK": 64}),
-    "column_masks": Case(     # (M, 1) masks and txor's mask scratch print as (1, M) rows
-        lambda: corpus.column_compare, (1,),
-        lambda: [COLUMN_X.copy(), np.zeros((16, 1), np.float32)],
-        lambda a: np.testing.assert_array_equal(
-            a[1], np.where((a[0] > 0.5) ^ (a[0] < 0.2), a[0], 0)), {"M": 16}),
 }
 
 
