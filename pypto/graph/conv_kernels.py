@@ -78,6 +78,8 @@ def feature_map_kernel(name, *, nchw, n, c, c1, c0, h, w, hp, wp, ph, pw, dtype)
         body += [f"t = pl.load(x, offsets=((nc1 // {c1}) * {c} + (nc1 % {c1}) * {c0}, "
                  f"ih * {w}), shape=({c0}, {w}))"]
         if c % c0 and n > 1:      # rows past C belong to the next image: zero them
+            # (the compare is made on the whole tile: an (M, 1) compare's mask is printed
+            # with a valid shape PTOAS rejects)
             body += [f"keep = pl.broadcast_to(pl.reshape(pl.arange(0, {c0}), ({c0}, 1)), "
                      f"({c0}, {w})) < {c} - (nc1 % {c1}) * {c0}",
                      "t = pl.where(keep, t, pl.zeros_like(t))"]

@@ -123,7 +123,7 @@ class _Printer:
             if t.name in used:
                 addr = self.const(t.addr, "i64")
                 self.emit(f"%{t.name} = pto.alloc_tile addr = {addr} : {t.type_text()}", 2)
-                if t.has_row_view:
+                if t.is_column:
                     self.emit(f"%{t.name}.row = pto.alloc_tile addr = {addr} : "
                               f"{t.type_text(row_view=True)}", 2)
         if cross_core:       # A2/A3's cross-core flags live where the runtime's FFTS says
@@ -394,7 +394,7 @@ class _Printer:
     def operand(self, x, op: str) -> tuple[str, str]:
         """(name, type) of an operand as ``op`` sees it."""
         if isinstance(x, Tile):
-            if x.has_row_view and op not in _COLUMN_NATIVE:
+            if x.is_column and op not in _COLUMN_NATIVE:
                 return f"%{x.name}.row", x.type_text(row_view=True)
             return f"%{x.name}", x.type_text()
         return self.ref(x), _sty(x.dtype)

@@ -46,13 +46,6 @@ class Tile:
         mask is rows of bits whatever its shape."""
         return self.loc == VEC and self.cols == 1 and self.rows > 1 and self.dtype != dt.bool_
 
-    @property
-    def has_row_view(self) -> bool:
-        """Seen by elementwise instructions as a (1, M) row: a column of numbers, and the
-        mask of a compare or select on one (PTOAS wants a mask's valid rows to be its
-        operands')."""
-        return self.loc == VEC and self.cols == 1 and self.rows > 1
-
     def type_text(self, dynamic: bool = False, pad: int | None = None,
                   row_view: bool = False) -> str:
         """The chip's tile type: a UB tile's rows (a one-column tile's column) are allocated
@@ -65,9 +58,7 @@ class Tile:
         pad field (0 null, 1 zero, 2 max, 3 min)."""
         blayout, slayout, fractal = LAYOUTS[self.loc]
         rows, cols, vr, vc = self.rows, self.cols, self.v_row, self.v_col
-        if self.has_row_view and row_view and self.dtype == dt.bool_:
-            rows, cols, vr, vc = 1, max(32, -(-rows // 8)), 1, None if vr is None else -(-vr // 8)
-        elif self.is_column and row_view:
+        if self.is_column and row_view:
             rows, cols, vr, vc = 1, _whole_32_bytes(rows, self.dtype), 1, vr
         elif self.is_column:
             blayout = "col_major"

@@ -436,14 +436,6 @@ def int64_tile(out, n, BLOCK: pl.constexpr):
 
 
 @pypto.jit
-def column_compare(x, out, M: pl.constexpr):
-    """A compare and a select on (M, 1) tiles: the mask is seen as a (1, M) row, as the
-    numbers are (conv2d's channel mask of a one-pixel-wide image writes one)."""
-    c = pl.load(x, offsets=(0, 0), shape=(M, 1))
-    pl.store(out, offsets=(0, 0), value=pl.where(c > 0.5, c, pl.zeros_like(c)))
-
-
-@pypto.jit
 def slice_unaligned(x, out):
     pl.store(out, offsets=(0, 0), value=pl.load(x, offsets=(0, 0), shape=(8, 32))[:, 3:11])
 
@@ -823,8 +815,6 @@ def _entries() -> list[Entry]:
         refused="a concatenation at column 1")
     add("int64_tile", "i64", lambda: _pto(int64_tile, _z(64, dtype=np.int64), 5, BLOCK=64),
         refused="int64 tile")
-    add("column_compare", "compare select", lambda: _pto(column_compare, _r(16, 1), _z(16, 1),
-                                                        M=16))
     add("slice_unaligned", "slice", lambda: _pto(slice_unaligned, _r(8, 32), _z(8, 8)),
         refused="a slice at column 3")
     add("matmul_f32_transposed", "matmul-f32",
