@@ -135,21 +135,32 @@ def clamp(b, v, lo, hi):
     return b.select(b.icmp_signed(">", v, hi), hi, v)
 
 
-def _python_float_mod(b, x, y):
-    """``x % y`` with the divisor's sign (numpy's rule): fmod, then one correction."""
+def _fmod_and_fix(b, x, y):
+    """C's fmod(x, y) and whether it is non-zero with a sign unlike y's: the case where
+    Python's ``%`` adds y and its ``//`` subtracts 1."""
     zero = ir.Constant(x.type, 0.0)
     r = b.frem(x, y)
     fix = b.and_(b.fcmp_ordered("!=", r, zero),
                  b.icmp_unsigned("!=", b.fcmp_ordered("<", r, zero),
                                  b.fcmp_ordered("<", y, zero)))
+    return r, fix
+
+
+def _python_float_mod(b, x, y):
+    """``x % y`` with the divisor's sign (numpy's rule): fmod, then one correction."""
+    r, fix = _fmod_and_fix(b, x, y)
     return b.select(fix, b.fadd(r, y), r)
 
 
 def safe_floordiv(b, x, y):
     """Python floor division; x // 0 is 0 and INT_MIN // -1 wraps, so the host never traps.
-    Floats follow numpy: (x - x % y) / y, so x // 0.0 is inf or nan."""
+    Floats follow numpy's npy_floor_divide: (x - fmod(x, y)) / y, minus 1 where the
+    remainder's sign is unlike y's, rounded; x // 0.0 is inf or nan. (Subtracting Python's
+    modulo instead gave nan for -5 // inf, whose modulo is inf; numpy and Python give -1.)"""
     if isinstance(x.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
-        q = b.fdiv(b.fsub(x, _python_float_mod(b, x, y)), y)
+        r, fix = _fmod_and_fix(b, x, y)
+        q = b.fdiv(b.fsub(x, r), y)
+        q = b.select(fix, b.fsub(q, ir.Constant(x.type, 1.0)), q)
         exact = b.fcmp_ordered("!=", y, ir.Constant(x.type, 0.0))
         return b.select(exact, call_intrinsic(b, "llvm.round", q), b.fdiv(x, y))
     zero, one, minus1 = (ir.Constant(x.type, c) for c in (0, 1, -1))

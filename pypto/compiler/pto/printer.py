@@ -614,7 +614,10 @@ class _Printer:
                           f"{self.ref(b)} : {_sty(a.dtype)}", depth)
         else:
             a, b = (self.ref(x) for x in i.ins)
-            if res.dtype.is_floating and name == "add":
+            if res.dtype.is_floating and name in FLOAT_MACROS:
+                for line in FLOAT_MACROS[name](r, a, b, ty):
+                    self.emit(line, depth)
+            elif res.dtype.is_floating and name == "add":
                 # PTOAS a56b18c3 lowers no arith.addf to C++: a + b is a - (-b), bit for bit
                 self.emit(f"{r}.n = arith.negf {b} : {ty}", depth)
                 self.emit(f"{r} = arith.subf {a}, {r}.n : {ty}", depth)
@@ -776,6 +779,68 @@ def bool_to_float_lines(r: str, b: str, ty: str) -> list[str]:
     parentheses, ``(float) a & b``, which C++ rejects."""
     return [f"{r}.one = arith.constant 1.0 : {ty}", f"{r}.zero = arith.constant 0.0 : {ty}",
             f"{r} = arith.select {b}, {r}.one, {r}.zero : {ty}"]
+
+
+def _fmod_lines(r: str, a: str, b: str, ty: str) -> list[str]:
+    """``{r}.m`` = C's fmod(a, b) and ``{r}.fx``: is it non-zero with a sign unlike b's (the
+    case where Python's ``%`` adds b and its ``//`` subtracts 1)? The condition is a select,
+    not an ``andi``: PTOAS inlines operands without parentheses."""
+    return [f"{r}.m = arith.remf {a}, {b} : {ty}",
+            f"{r}.zero = arith.constant 0.0 : {ty}",
+            f"{r}.nz = arith.cmpf one, {r}.m, {r}.zero : {ty}",
+            f"{r}.mn = arith.cmpf olt, {r}.m, {r}.zero : {ty}",
+            f"{r}.bn = arith.cmpf olt, {b}, {r}.zero : {ty}",
+            f"{r}.sd = arith.cmpi ne, {r}.mn, {r}.bn : i1",
+            f"{r}.fx = arith.select {r}.nz, {r}.sd, {r}.nz : i1"]
+
+
+def float_mod_lines(r: str, a: str, b: str, ty: str) -> list[str]:
+    """Python's float ``a % b`` (the divisor's sign; numpy's and the host lowering's
+    ``_python_float_mod``): fmod, plus b in the ``fx`` case. arith has no such modulo
+    (``arith.modf`` does not exist) and PTOAS lowers no ``addf``, so ``+ b`` is ``- (-b)``."""
+    return _fmod_lines(r, a, b, ty) + [
+        f"{r}.nb = arith.negf {b} : {ty}",
+        f"{r}.s = arith.subf {r}.m, {r}.nb : {ty}",
+        f"{r} = arith.select {r}.fx, {r}.s, {r}.m : {ty}"]
+
+
+# 2^(mantissa bits): from there on every float is an integer, and below it (t + 2^p) - 2^p
+# rounds t >= 0 to the nearest integer
+_ROUNDING_MAGIC = {"f16": 1024.0, "bf16": 128.0, "f32": 8388608.0, "f64": 4503599627370496.0}
+
+
+def float_floordiv_lines(r: str, a: str, b: str, ty: str) -> list[str]:
+    """Python's float ``a // b`` as numpy's ``npy_floor_divide`` and the host lowering's
+    ``safe_floordiv`` compute it: ``(a - fmod(a, b)) / b``, minus 1 in the ``fx`` case,
+    rounded to the integer it is within rounding of; ``a / b`` (inf or nan) when b is 0.
+    MLIR's arith has no ``floordivf`` (PTOAS: 'custom op arith.floordivf is unknown') and
+    PTOAS lowers no ``math.round``, so the rounding is the magic-number one on |q| (exact
+    under the FPU's round to nearest)."""
+    magic = mlir_literal(_ROUNDING_MAGIC[ty], ty)
+    return _fmod_lines(f"{r}.md", a, b, ty) + [
+        f"{r}.x = arith.subf {a}, {r}.md.m : {ty}",
+        f"{r}.q0 = arith.divf {r}.x, {b} : {ty}",
+        f"{r}.one = arith.constant 1.0 : {ty}",
+        f"{r}.q1 = arith.subf {r}.q0, {r}.one : {ty}",
+        f"{r}.q = arith.select {r}.md.fx, {r}.q1, {r}.q0 : {ty}",
+        f"{r}.neg = arith.cmpf olt, {r}.q, {r}.md.zero : {ty}",
+        f"{r}.nq = arith.negf {r}.q : {ty}",
+        f"{r}.t = arith.select {r}.neg, {r}.nq, {r}.q : {ty}",
+        f"{r}.c = arith.constant {magic} : {ty}",
+        f"{r}.nc = arith.constant -{magic} : {ty}",
+        f"{r}.u = arith.subf {r}.t, {r}.nc : {ty}",
+        f"{r}.v = arith.subf {r}.u, {r}.c : {ty}",
+        f"{r}.small = arith.cmpf olt, {r}.t, {r}.c : {ty}",
+        f"{r}.w = arith.select {r}.small, {r}.v, {r}.t : {ty}",
+        f"{r}.nw = arith.negf {r}.w : {ty}",
+        f"{r}.rq = arith.select {r}.neg, {r}.nw, {r}.w : {ty}",
+        f"{r}.bz = arith.cmpf one, {b}, {r}.md.zero : {ty}",
+        f"{r}.d = arith.divf {a}, {b} : {ty}",
+        f"{r} = arith.select {r}.bz, {r}.rq, {r}.d : {ty}"]
+
+
+# scalar float operations arith lacks, printed as several lines (the reader folds them back)
+FLOAT_MACROS = {"mod": float_mod_lines, "floordiv": float_floordiv_lines}
 
 
 _BITS_TYPE = {"f16": "i16", "bf16": "i16", "f32": "i32", "f64": "i64"}

@@ -634,6 +634,10 @@ class _Parser:
             out.append(Inst("arith.add", ins, [self.define(result, self.dtype(add.group(2)),
                                                            scope)]))
             return
+        macro = self.float_macro(result, lines, scope)
+        if macro is not None:
+            out.append(macro)
+            return
         for op in ("pto.program_id", "pto.num_programs"):
             for axis in range(3):
                 if printer.block_query_lines(result, op, axis, True) == lines:
@@ -642,6 +646,19 @@ class _Parser:
                     return
         raise self.error(f"the lines deriving {result} are not a block index or count "
                          f"as the printer writes them")
+
+    def float_macro(self, result: str, lines: list[str], scope: _Scope) -> Inst | None:
+        """``printer.FLOAT_MACROS``: a float ``%`` or ``//`` written as several lines."""
+        first = re.fullmatch(rf"{re.escape(result)}(?:\.md)?\.m = arith\.remf ({_N}), ({_N}) "
+                             r": (\w+)", lines[0])
+        if first is None:
+            return None
+        a, b, ty = first.groups()
+        for name, macro in printer.FLOAT_MACROS.items():
+            if macro(result, a, b, ty) == lines:
+                ins = [self.value(a, scope), self.value(b, scope)]
+                return Inst(f"arith.{name}", ins, [self.define(result, self.dtype(ty), scope)])
+        return None
 
     def statement(self, op: str, results: list, rest: str, scope: _Scope, out: list) -> None:
         handler = _STATEMENTS.get(op)
