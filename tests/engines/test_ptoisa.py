@@ -331,9 +331,11 @@ def _draw_chains(n: int, derandomize: bool) -> list:
 
 def test_op_chains_agree_with_native_and_model():
     """300 chains (seed 20261202: the same programs every run) agree on the three engines.
+    Four times as many are drawn: which of them are bfloat16 (left out) depends on
+    hypothesis's version, and with three times as many only 299 were left on one.
     Sorting the 40 that once disagreed found the simulator's TLOAD fill, unclamped shift
     amounts, float16 partial sums and signed forms of unsigned scalars (docs/engines.md)."""
-    check_chains(_draw_chains(3 * N_CHAINS, derandomize=True), N_CHAINS)
+    check_chains(_draw_chains(4 * N_CHAINS, derandomize=True), N_CHAINS)
 
 
 @pytest.mark.slow

@@ -66,6 +66,8 @@ def _binary(op: Op):
     spec = BINARY[op.attrs["op"]]
     a, b = op.operands
     dtype = a.type.dtype
+    if dtype == dt.bool_ and spec.result == "bool" and spec.name not in _BITWISE:
+        return _mask_compare(op)
     if dtype == dt.bool_ or spec.pto is None:
         return None                         # masks: tand/tor/txor take bytes; legalize decomposed
     if spec.name == "fmod" and dtype.is_int and not op.attrs.get("_divisor_nonzero"):
@@ -97,6 +99,17 @@ def _binary(op: Op):
     result_type = op.result.type if spec.result == "bool" else TileType(work, a.type.shape)
     r = e.emit("tile.binary", [x, y], result_type, dict(op.attrs))
     return e.ops, (r if spec.result == "bool" else e.cast(r, dtype))
+
+
+def _mask_compare(op: Op):
+    """Masks compared (``a < b`` on bools): A2/A3's TCMP takes i32/f16/f32 (PTOAS: 'expects
+    A2/A3 tcmp input element type to be i32/f16/f32'), so both sides become 0.0/1.0 float16."""
+    a, b = op.operands
+    e = Emitter(op.loc)
+    x = e.cast(a, _F16)
+    y = e.cast(b, _F16) if b.is_tile else e.emit("arith.cast", [b], ScalarType(_F16),
+                                                 {"dtype": _F16})
+    return e.ops, e.emit("tile.binary", [x, y], op.result.type, dict(op.attrs))
 
 
 def _int_fmod(op: Op):
@@ -325,8 +338,19 @@ def _reduce(op: Op):
 
 
 def _full(op: Op):
-    """A byte tile filled with a runtime scalar: A2/A3 fills 16- and 32-bit tiles."""
+    """A2/A3 fills 16- and 32-bit tiles of ints, float16 and float32 (TEXPANDS): a byte tile
+    filled with a runtime scalar is filled in int16 and narrowed, a bfloat16 one in float32
+    (a constant first rounded to bfloat16, so the conversion is exact)."""
     ttype = op.result.type
+    if ttype.dtype == _BF16:
+        e = Emitter(op.loc)
+        attrs = dict(op.attrs)
+        if not op.operands:
+            attrs["value"] = float(np.float32(dt.bfloat16.to_numpy().type(attrs["value"])))
+        scalars = [e.emit("arith.cast", [v], ScalarType(_F32), {"dtype": _F32})
+                   for v in op.operands]
+        wide = e.emit("tile.full", scalars, TileType(_F32, ttype.shape), attrs)
+        return e.ops, e.cast(wide, _BF16)
     if not op.operands or ttype.dtype.itemsize != 1:
         return None
     e = Emitter(op.loc)

@@ -441,6 +441,24 @@ def slice_unaligned(x, out):
 
 
 @pypto.jit
+def mask_compares(x, y, lt, eq, B: pl.constexpr):
+    """Masks compared: once printed as a tcmp of i8 tiles, which A2/A3 rejects."""
+    a = pl.load(x, offsets=(0,), shape=(B,))
+    b = pl.load(y, offsets=(0,), shape=(B,))
+    pl.store(lt, offsets=(0,), value=a < b)
+    pl.store(eq, offsets=(0,), value=a == True)   # noqa: E712 - the tile-scalar form
+
+
+@pypto.jit
+def bf16_fills(x, out, s, B: pl.constexpr):
+    """bfloat16 fills (a constant, a runtime scalar, a tile-scalar op's scalar): once printed
+    as a bf16 texpands, which A2/A3 rejects."""
+    t = pl.load(x, offsets=(0,), shape=(B,))
+    pl.store(out, offsets=(0,), value=t - 2.5 + pl.full((B,), s, pl.bfloat16)
+             + pl.full((B,), 0.1, pl.bfloat16))
+
+
+@pypto.jit
 def matmul_f32_transposed(a, b, c):
     ta = pl.load(a, offsets=(0, 0), shape=(32, 16))
     tb = pl.load(b, offsets=(0, 0), shape=(32, 16))
@@ -886,6 +904,12 @@ def _entries() -> list[Entry]:
     add("sort_argsort_f16", "sort testsuite f16",
         lambda: _pto(so().sort_2d, _r(2, 24, dtype=F16), _z(2, 24, dtype=F16),
                      _z(2, 24, dtype=I32), M=2, N=24, DESC=True))
+
+    add("mask_compares", "compare binary-tt binary-ts",
+        lambda: _pto(mask_compares, _z(40, dtype=np.bool_), _z(40, dtype=np.bool_),
+                     _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))
+    add("bf16_fills", "bf16 full binary-ts tail-cols",
+        lambda: _pto(bf16_fills, _r(40, dtype=BF16), _z(40, dtype=BF16), 1.5, B=64))
 
     # shapes, grids ------------------------------------------------------------------------------
     add("tail_2d_37x100", "tail-rows tail-cols grid-2d",
