@@ -497,12 +497,13 @@ def _concat(run, op, ins):
 
 def _matmul(run, op, ins):
     """``op(a) @ op(b) (+ acc)`` in the accumulator's dtype: float32 for float operands (a
-    float32 matmul, not a float64 one, like the cube), int32 for int8."""
+    float32 matmul, not a float64 one, like the cube), int32 for int8; batched over the
+    leading axes (numpy's rule), the transposes swapping the last two."""
     a, b, *acc = ins
     if op.attrs.get("a_trans"):
-        a = np.transpose(a)
+        a = np.swapaxes(a, -1, -2)
     if op.attrs.get("b_trans"):
-        b = np.transpose(b)
+        b = np.swapaxes(b, -1, -2)
     cd = compute_dtype(_result(op).dtype)
     out = np.matmul(convert(a, cd), convert(b, cd))
     if acc:

@@ -158,9 +158,11 @@ def _weak_scalar_dtype(tile_dtype: dt.dtype, scalar) -> dt.dtype:
 
 def broadcast_shapes(s1: tuple, s2: tuple) -> tuple:
     try:
-        return tuple(np.broadcast_shapes(s1, s2))
+        shape = tuple(np.broadcast_shapes(s1, s2))
     except ValueError:
         raise ValueError(f"tile shapes {s1} and {s2} cannot be broadcast together") from None
+    _check_rank(shape, "broadcast shape")
+    return shape
 
 
 def broadcast_to(b, x, shape):
@@ -506,10 +508,24 @@ def _shape(shape, what="shape", allow_empty=False):
             isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         raise ValueError(f"{what} must be a tuple of positive compile-time integers "
                          f"(pl.constexpr), got {shape!r}")
-    if len(shape) > 2:
-        raise ValueError(f"tiles of rank {len(shape)} are not supported (rank 0, 1 or 2); "
-                         f"got {what} {tuple(shape)}")
+    _check_rank(tuple(shape), what)
     return tuple(shape)
+
+
+MAX_TILE_RANK = 4       # rank 3 and 4 tiles are unrolled into rank-2 planes (passes/unbatch.py)
+MAX_PLANES = 64         # the unroll's limit: one PTO instruction per plane and op
+
+
+def _check_rank(shape: tuple, what: str) -> None:
+    if len(shape) > MAX_TILE_RANK:
+        raise ValueError(f"tiles of rank {len(shape)} are not supported (rank 0 to "
+                         f"{MAX_TILE_RANK}); got {what} {shape}")
+    planes = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    if planes > MAX_PLANES:
+        raise ValueError(f"a tile of {what} {shape} has {planes} planes of {shape[-2:]}; "
+                         f"rank-3/4 tiles are unrolled into at most {MAX_PLANES} rank-2 "
+                         "planes, so make the leading axes smaller (loop over the batch "
+                         "with pl.range and load fewer planes at a time)")
 
 
 def reshape(b, x, shape, *more):
@@ -537,6 +553,10 @@ def trans(b, x):
     t = _like(x)
     if len(t.shape) < 2:
         return x
+    if len(t.shape) > 2:
+        raise ValueError(f"trans() of a rank-{len(t.shape)} tile {t.shape}: transposes are "
+                         "2-D; for a batched matmul pass a_trans=True / b_trans=True (they "
+                         "transpose the last two axes), or transpose each plane t[i]")
     return b.emit("tile.transpose", [x], [TileType(t.dtype, t.shape[::-1])]).result
 
 
@@ -877,23 +897,36 @@ def scatter(b, tensor, indices, value, axis=0, offsets=None, reduce=None):
 # -- cube ------------------------------------------------------------------------------------------------
 
 def matmul(b, a, c, acc=None, out_dtype=None, a_trans=False, b_trans=False):
+    """2-D, or batched: a of (..., M, K) and b of (..., K, N) with broadcast batch axes (rank
+    3 or 4, numpy's matmul rule); a_trans / b_trans transpose the last two axes."""
     for name, t in (("a", a), ("b", c)):
-        if not (_is_tile(t) and len(t.type.shape) == 2):
-            raise TypeError(f"matmul(): {name} must be a 2-D tile, got {_describe(t)}")
-    ashape = a.type.shape[::-1] if a_trans else a.type.shape
-    bshape = c.type.shape[::-1] if b_trans else c.type.shape
-    (m, k), (k2, n) = ashape, bshape
+        if not (_is_tile(t) and 2 <= len(t.type.shape) <= MAX_TILE_RANK):
+            raise TypeError(f"matmul(): {name} must be a tile of rank 2 to {MAX_TILE_RANK}, "
+                            f"got {_describe(t)}")
+    ashape = _last_two_swapped(a.type.shape) if a_trans else a.type.shape
+    bshape = _last_two_swapped(c.type.shape) if b_trans else c.type.shape
+    (m, k), (k2, n) = ashape[-2:], bshape[-2:]
     if k != k2:
         raise ValueError(f"matmul(): inner dimensions differ: {ashape} @ {bshape}")
+    try:
+        batch = tuple(np.broadcast_shapes(ashape[:-2], bshape[:-2]))
+    except ValueError:
+        raise ValueError(f"matmul(): the batch axes of {ashape} and {bshape} cannot be "
+                         "broadcast together") from None
+    _check_rank(batch + (m, n), "matmul result shape")
     if a.type.dtype != c.type.dtype or a.type.dtype not in MATMUL_ACC:
         raise TypeError(f"matmul(): operand dtypes ({a.type.dtype}, {c.type.dtype}) are not a "
                         "legal cube pair: (float16, float16), (bfloat16, bfloat16), "
                         "(float32, float32) or (int8, int8)")
     acc_dtype = MATMUL_ACC[a.type.dtype]
+    if batch:               # explicit batch axes below: a broadcast plane is reused
+        a = broadcast_to(b, a, batch + a.type.shape[-2:])
+        c = broadcast_to(b, c, batch + c.type.shape[-2:])
     operands = [a, c]
     if acc is not None:
-        if not _is_tile(acc) or acc.type.shape != (m, n):
-            raise ValueError(f"matmul(): acc must be a ({m}, {n}) tile, got {_describe(acc)}")
+        if not _is_tile(acc) or acc.type.shape != batch + (m, n):
+            raise ValueError(f"matmul(): acc must be a {batch + (m, n)} tile, got "
+                             f"{_describe(acc)}")
         if acc.type.dtype != acc_dtype:
             raise TypeError(f"matmul(): acc must be {acc_dtype} for {a.type.dtype} operands, "
                             f"got {acc.type.dtype}")
@@ -903,8 +936,13 @@ def matmul(b, a, c, acc=None, out_dtype=None, a_trans=False, b_trans=False):
         attrs["a_trans"] = True
     if b_trans:
         attrs["b_trans"] = True
-    result = b.emit("tile.matmul", operands, [TileType(acc_dtype, (m, n))], attrs).result
+    result = b.emit("tile.matmul", operands, [TileType(acc_dtype, batch + (m, n))],
+                    attrs).result
     return cast(b, result, out_dtype) if out_dtype is not None else result
+
+
+def _last_two_swapped(shape: tuple) -> tuple:
+    return shape[:-2] + (shape[-1], shape[-2])
 
 
 def cdiv(b, x, y):

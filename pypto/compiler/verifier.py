@@ -38,6 +38,7 @@ def verify(module: Module, stage: str = "") -> Module:
     defined = set(v.id for v in fn.params)
     placed = module.facts.get("placed", False)
     planned = module.facts.get("planned", False)
+    unbatched = module.facts.get("unbatched", False)
 
     def check_block(block: Block, scope: set):
         scope = set(scope) | {a.id for a in block.args}
@@ -74,6 +75,9 @@ def verify(module: Module, stage: str = "") -> Module:
                 check_block(blk, scope)
             for r in op.results:
                 if isinstance(r.type, TileType):
+                    if unbatched and len(r.type.shape) > 2:
+                        problems.append(f"{where}: a rank-{len(r.type.shape)} tile after "
+                                        "unbatching")
                     if placed and r.type.space is None:
                         problems.append(f"{where}: tile result has no memory space")
                     if planned and r.addr is None:

@@ -13,8 +13,10 @@ from .legalize import legalize
 from .legalize_types import legalize_types
 from .memory_plan import plan_memory
 from .memory_space import infer_memory_space
+from .unbatch import unbatch
 
 PIPELINE = (
+    ("unbatch", unbatch),
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),
     ("legalize", legalize),

@@ -220,29 +220,62 @@ class _Printer:
     def partition(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str, list]:
         """The window of ``tile``'s shape at ``offsets``, clipped to the tensor: its sizes are
         ``min(max(extent - offset, 0), tile size)`` per axis (what a load reads and a store
-        writes; the rest of the tile is padding). Returns (name, type, size operands)."""
+        writes; the rest of the tile is padding). A rank-3/4 tensor's leading axes select
+        one plane (``plane``; one outside the tensor leaves the tile no valid row:
+        passes/unbatch.py). Returns (name, type, the tile's valid rows and columns)."""
         name = self.fresh("pv")
         offs = list(offsets)
         if t.rank == 1:
             offs = [0] + offs
         offs = [self.index(o, f"{name}.o{axis}", depth) for axis, o in enumerate(offs)]
-        sizes = []
-        for axis, (o, full) in enumerate(zip(offs, (tile.rows, tile.cols))):
+        lead = len(offs) - 2
+        sizes, view_offs = [], list(offs)
+        for axis in range(lead):
+            sizes.append(self.const(1, "index"))
+            view_offs[axis] = self.plane(name, axis, self.extents[(t.name, axis)], offs[axis],
+                                         depth)
+        for axis in range(lead, len(offs)):
+            o, full = offs[axis], (tile.rows, tile.cols)[axis - lead]
             if t.rank == 1 and axis == 0:
                 sizes.append(self.const(1, "index"))
                 continue
-            extent = self.extents[(t.name, axis - (2 - t.rank))]
+            extent = self.extents[(t.name, axis - (len(offs) - t.rank))]
             self.emit(f"{name}.e{axis} = arith.subi {extent}, {o} : index", depth)
             self.emit(f"{name}.m{axis} = arith.maxsi {name}.e{axis}, "
                       f"{self.const(0, 'index')} : index", depth)
             self.emit(f"{name}.v{axis} = arith.minsi {name}.m{axis}, "
                       f"{self.const(full, 'index')} : index", depth)
             sizes.append(f"{name}.v{axis}")
-        ty = f"!pto.partition_tensor_view<?x?x{gm_type(t.dtype)}>"
+        valid = sizes[-2:]
+        for axis in range(lead):            # rows of the planes inside the tensor: 0 or all
+            self.emit(f"{name}.r{axis} = arith.muli {name}.v{axis}, {valid[0]} : index",
+                      depth)
+            valid = [f"{name}.r{axis}", valid[1]]
+        offs = view_offs
+        qs = "?x" * len(offs)
+        ty = f"!pto.partition_tensor_view<{qs}{gm_type(t.dtype)}>"
         self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(offs)}], "
-                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x{gm_type(t.dtype)}> -> "
+                  f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<{qs}{gm_type(t.dtype)}> -> "
                   f"{ty}", depth)
-        return name, ty, sizes
+        return name, ty, valid
+
+    def plane(self, name: str, axis: int, extent: str, offset: str, depth) -> str:
+        """A leading axis of a plane window: ``name.v<axis>`` is 1 when the plane lies inside
+        the tensor, else 0; the view's offset is clamped into the tensor (``name.c<axis>``;
+        PTOAS rejects views of size 0 or past the end), the reader reads it as the
+        offset it clamps."""
+        zero, one = self.const(0, "index"), self.const(1, "index")
+        lines = [f"e{axis} = arith.subi {extent}, {offset}", f"m{axis} = arith.maxsi "
+                 f"{name}.e{axis}, {zero}", f"u{axis} = arith.minsi {name}.m{axis}, {one}",
+                 f"p{axis} = arith.addi {offset}, {one}", f"q{axis} = arith.maxsi {name}.p{axis}, "
+                 f"{zero}", f"w{axis} = arith.minsi {name}.q{axis}, {one}",
+                 f"v{axis} = arith.muli {name}.u{axis}, {name}.w{axis}",
+                 f"l{axis} = arith.subi {extent}, {one}",
+                 f"n{axis} = arith.minsi {offset}, {name}.l{axis}",
+                 f"c{axis} = arith.maxsi {name}.n{axis}, {zero}"]
+        for line in lines:
+            self.emit(f"{name}.{line} : index", depth)
+        return f"{name}.c{axis}"
 
     def clip(self, name: str, extent: str, offset: str, full: int, depth) -> str:
         """``min(max(extent - offset, 0), full)`` as index lines named ``name.e/m/v``."""

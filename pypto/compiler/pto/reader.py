@@ -771,6 +771,9 @@ class _Parser:
             offsets = self.layout_offsets(tensor, results[0], offsets, scope)
         elif tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
             offsets = offsets[1:]
+        elif tensor.rank > 2:            # a plane's clamped offsets (printer.plane)
+            offsets = [f"{results[0]}.o{axis}" if o == f"{results[0]}.c{axis}" else o
+                       for axis, o in enumerate(offsets)]
         offsets = [self.value(o, scope) for o in offsets]
         scope.derived.pop(results[0], None)      # the clipped sizes: derived again
         scope.partitions[results[0]] = (tensor, offsets)

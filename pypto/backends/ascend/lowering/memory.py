@@ -28,11 +28,27 @@ def _window(cg, tensor, offsets):
         return _nc1hwc0_window(cg, tensor, ptr, offs, dims, strides)
     if tensor.rank == 1:
         offs, dims, strides = [i64(0), offs[0]], [i64(1), dims[0]], [i64(0), strides[0]]
+    if tensor.rank > 2:
+        ptr, offs, dims, strides = _plane(cg, tensor, ptr, offs, dims, strides)
     s0, s1 = strides
 
     def index(row, col):
         return b.add(b.mul(row, s0), b.mul(col, s1))
     return ptr, tuple(offs), tuple(dims), index
+
+
+def _plane(cg, tensor, ptr, offs, dims, strides):
+    """A rank-3/4 tensor's window is one (rows, cols) plane (passes/unbatch.py): the leading
+    offsets select it; a plane outside the tensor has no rows inside."""
+    b = cg.b
+    lead = len(dims) - 2
+    ok, base = ir.Constant(ir.IntType(1), 1), i64(0)
+    for o, d, st in zip(offs[:lead], dims[:lead], strides[:lead]):
+        ok = b.and_(ok, b.and_(b.icmp_signed(">=", o, i64(0)), b.icmp_signed("<", o, d)))
+        base = b.add(base, b.mul(o, st))
+    gm = cg.elem_ptr(ptr, tensor.dtype, b.select(ok, base, i64(0)))
+    rows = b.select(ok, dims[lead], i64(0))
+    return gm, offs[lead:], [rows, dims[lead + 1]], strides[lead:]
 
 
 def _nz_window(b, ptr, offs, dims, strides):
