@@ -251,6 +251,7 @@ class _Printer:
             self.emit(f"{name}.r{axis} = arith.muli {name}.v{axis}, {valid[0]} : index",
                       depth)
             valid = [f"{name}.r{axis}", valid[1]]
+        sizes[lead] = valid[0]      # pto-isa: the window's shape is the tile's valid region
         offs = view_offs
         qs = "?x" * len(offs)
         ty = f"!pto.partition_tensor_view<{qs}{gm_type(t.dtype)}>"
