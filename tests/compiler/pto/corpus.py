@@ -858,9 +858,9 @@ def _entries() -> list[Entry]:
         lambda: _pto(mm().matmul_kernel, _r(37, 40), _r(40, 50), _z(37, 50), 37, 50, 40,
                      BM=16, BN=32, BK=16))
     r34 = lambda: _tests("language.test_rank34")                 # noqa: E731
-    add("rank3_elementwise_reduce_axis0", "testsuite rank3 broadcast unary reduce-sum tail-rows",
+    add("rank3_elementwise_reduce_axis0", "testsuite rank3 broadcast unary reduce-sum tail-rows grid-1d",
         lambda: _pto(r34().elementwise_reduce3, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
-                     _z(2, 5, 20), B=2, M=8, N=32, AXIS=0, OP="sum"))
+                     _z(2, 5, 20), B=2, M=8, N=32, AXIS=0, OP="sum", grid=(2,)))
     add("rank3_reduce_axis1", "testsuite rank3 reduce-max tail-cols",
         lambda: _pto(r34().elementwise_reduce3, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
                      _z(3, 1, 20), B=2, M=8, N=32, AXIS=1, OP="max"))
@@ -870,7 +870,7 @@ def _entries() -> list[Entry]:
     add("rank3_batched_matmul", "testsuite rank3 matmul-f16 k-loop transpose tail-rows",
         lambda: _pto(r34().batched_matmul, _r(5, 13, 40, dtype=F16), _r(20, 40, dtype=F16),
                      _z(5, 13, 20), B=2, M=16, K=40, N=32, BK=16, A_BATCH=True,
-                     B_BATCH=False, A_T=False, B_T=True))
+                     B_BATCH=False, A_T=False, B_T=True, grid=(3,)))
     add("rank4_reduce", "testsuite rank4 reduce-sum",
         lambda: _pto(r34().rank4_reduce, _r(2, 3, 5, 7), _z(2, 3, 16), A=2, B=3, M=8, N=16,
                      AXIS=2))
