@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import pypto
 import pypto.language as pl
+from pypto.compiler.errors import BufferOverflow
 
 from .utils import assert_close, run_both
 
@@ -241,3 +242,36 @@ def test_misuse_names_the_problem_and_the_line(case, message):
     with pytest.raises(pypto.CompilationError, match=message) as e:
         misuse[(1,)](x, y if case != "argmax" else np.zeros((8, 8), np.int32), CASE=case)
     assert "test_rank34.py" in str(e.value)
+
+
+# -- memory planning, memory analysis, the profiler's cycle model ------------------------------
+
+def test_planes_are_planned_analysed_and_modelled_one_by_one():
+    """B = 2 planes per block, 2 K steps, b shared: each plane has its own L0C accumulator,
+    and the modelled program has one tmatmul per plane and K step and one tload per plane
+    (b loaded once per step)."""
+    P, M, K, N, B, BK, blocks = 4, 16, 32, 32, 2, 16, 2
+    a, b = _rand(P, M, K, dtype=np.float16), _rand(K, N, dtype=np.float16)
+    c = np.zeros((P, M, N), np.float32)
+    kw = dict(B=B, M=M, K=K, N=N, BK=BK, A_BATCH=True, B_BATCH=False, A_T=False, B_T=False)
+    report = pypto.memory.analyze(batched_matmul, a, b, c, grid=(blocks,), **kw)
+    assert report.peak_memory["L0C"] == B * M * N * 4
+    assert report.peak_memory["L1"] == B * M * BK * 2 + BK * N * 2
+    with pypto.Profiler() as prof:
+        batched_matmul[(blocks,)](a, b, c, **kw)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), 1e-3, 1e-3)
+    ops = {o.name: o for o in prof.operations}
+    steps = K // BK
+    assert ops["tmatmul"].count + ops["tmatmul.acc"].count == blocks * B * steps
+    assert ops["tload"].count == blocks * steps * (B + 1)
+    assert ops["tmatmul"].flops + ops["tmatmul.acc"].flops == 2 * P * M * K * N
+    assert prof.kernels[0].npu_time_ms > 0
+
+
+def test_an_overflow_of_planes_names_the_planes_and_the_fitting_size():
+    x, y = np.zeros((1, 48, 64, 64), np.float32), np.zeros((1, 48, 64), np.float32)
+    with pytest.raises(BufferOverflow) as e:
+        rank4_reduce[(1,)](x, y, A=1, B=48, M=64, N=64, AXIS=2)
+    text = str(e.value)
+    assert "UB (vec) overflow" in text and "(plane 0 of a tile<1x48x64x64xf32>)" in text
+    assert "B=" in text.split("each of these fits")[1]

@@ -316,7 +316,9 @@ def _overflow(space, asked, capacity, alive, target, culprit):
     for _, size, _, _, root, vals in sorted(alive, key=lambda p: -p[1]):
         locs = sorted({str(v.owner.loc) for v in vals.values()
                        if v.owner is not None and v.owner.loc is not None})
-        lines.append(f"  {root.type} ({size} bytes) from {', '.join(locs) or 'a loop'}")
+        plane = root.owner.attrs.get("_plane_of") if root.owner is not None else None
+        lines.append(f"  {root.type}{f' ({plane})' if plane else ''} ({size} bytes) from "
+                     f"{', '.join(locs) or 'a loop'}")
     first_loc = next((v.owner.loc for v in culprit.values()          # the tile that did not fit
                       if v.owner is not None and v.owner.loc is not None), None)
     total = sum(p[1] for p in alive)

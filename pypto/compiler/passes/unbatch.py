@@ -27,6 +27,8 @@ from ..ir import Block, Module, Op, ScalarType, TileType, Value
 from ..semantics import INDEX
 from .legalize import Emitter
 
+# the host-hint attribute naming the rank-3/4 tile an op's result is a plane of
+PLANE_OF = "_plane_of"
 # a reduction over a leading axis: the elementwise op that folds two planes
 FOLD = {"sum": "add", "max": "max", "min": "min", "prod": "mul"}
 
@@ -86,6 +88,9 @@ class _Unbatcher:
     def bind(self, old: Value, lead: tuple, values: list) -> None:
         if is_batched(old):
             self.planes[old.id] = _Planes(lead, values)
+            for i, v in enumerate(values):      # for messages about the plane (memory plan)
+                if v.owner is not None and not v.owner.name.startswith("scf."):
+                    v.owner.attrs.setdefault(PLANE_OF, f"plane {i} of a {old.type}")
         else:
             self.subst[old.id] = values[0]
 
