@@ -513,19 +513,12 @@ def _shape(shape, what="shape", allow_empty=False):
 
 
 MAX_TILE_RANK = 4       # rank 3 and 4 tiles are unrolled into rank-2 planes (passes/unbatch.py)
-MAX_PLANES = 64         # the unroll's limit: one PTO instruction per plane and op
 
 
 def _check_rank(shape: tuple, what: str) -> None:
     if len(shape) > MAX_TILE_RANK:
         raise ValueError(f"tiles of rank {len(shape)} are not supported (rank 0 to "
                          f"{MAX_TILE_RANK}); got {what} {shape}")
-    planes = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
-    if planes > MAX_PLANES:
-        raise ValueError(f"a tile of {what} {shape} has {planes} planes of {shape[-2:]}; "
-                         f"rank-3/4 tiles are unrolled into at most {MAX_PLANES} rank-2 "
-                         "planes, so make the leading axes smaller (loop over the batch "
-                         "with pl.range and load fewer planes at a time)")
 
 
 def reshape(b, x, shape, *more):

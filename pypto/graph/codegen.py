@@ -72,13 +72,21 @@ def kernel_source(group, name: str, form: str, unroll: bool) -> tuple[str, dict]
                       f"    for t in {loop}(pl.program_id(0) * c, "
                       f"min(pl.program_id(0) * c + c, {total}){stages}):"]
         pad = "        "
-        if rank == 1:
-            lines.append(f"{pad}o0 = t * {tiling.tile[0]}")
-        else:
-            lines += [f"{pad}o0 = (t // n1) * {tiling.tile[0]}",
-                      f"{pad}o1 = (t % n1) * {tiling.tile[1]}"]
+        lines += [f"{pad}{line}" for line in _tile_offsets(tiling.tile)]
     lines += [pad + line for line in _body(group, ops)]
     return "\n".join(lines) + "\n", {"pl": pl_module, **ops}
+
+
+def _tile_offsets(tile) -> list[str]:
+    """Tile ``t`` (row-major over the tile grid n0 x n1 ...) as its offsets o0, o1, ..."""
+    lines = []
+    for d, e in enumerate(tile):
+        inner = " * ".join(f"n{i}" for i in range(d + 1, len(tile)))
+        index = f"t // ({inner})" if inner else "t"
+        if d > 0:
+            index = f"({index}) % n{d}"
+        lines.append(f"o{d} = ({index}) * {e}")
+    return lines
 
 
 def _body(group, ops) -> list[str]:

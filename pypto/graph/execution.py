@@ -175,14 +175,20 @@ def block_tiles(step, block: int) -> list:
         return [(block % g0,) if len(step.grid) == 1 else (block % g0, block // g0)]
     grid = tiling.grid
     if step.form == "tile":                 # pid0 fastest, as the launch numbers blocks
-        g0 = step.grid[0]
-        return [(block % g0,) if len(grid) == 1 else (block % g0, block // g0)]
+        return [_unravel(block, step.grid[:len(grid)], first_fastest=True)]
     total = tiling.num_tiles
     per = -(-total // step.grid[0])
     linear = range(block * per, min(block * per + per, total))
-    if len(grid) == 1:
-        return [(t,) for t in linear]
-    return [(t // grid[1], t % grid[1]) for t in linear]
+    return [_unravel(t, grid, first_fastest=False) for t in linear]
+
+
+def _unravel(n: int, grid, first_fastest: bool) -> tuple:
+    """Linear number ``n`` as coordinates of ``grid``, axis 0 fastest or slowest."""
+    coords = []
+    for extent in (grid if first_fastest else reversed(grid)):
+        n, c = divmod(n, extent)
+        coords.append(c)
+    return tuple(coords if first_fastest else reversed(coords))
 
 
 def _deps(step, task, writers) -> set:

@@ -162,10 +162,11 @@ class _Walker:
 
     def _tile_matmul(self, op) -> None:
         a, b = (self.get(v) for v in op.operands[:2])
-        m, ka = (a[1], a[0]) if op.attrs.get("a_trans") else (a[0], a[1])
-        kb, n = (b[1], b[0]) if op.attrs.get("b_trans") else (b[0], b[1])
+        m, ka = (a[-1], a[-2]) if op.attrs.get("a_trans") else (a[-2], a[-1])
+        kb, n = (b[-1], b[-2]) if op.attrs.get("b_trans") else (b[-2], b[-1])
         self.mix(ka | kb, f"pl.matmul's inner dimension{_where(op)}")
-        axes = (m, n)
+        batch = tuple(x | y for x, y in zip(a[:-2], b[:-2]))    # broadcast by semantics
+        axes = batch + (m, n)
         if len(op.operands) > 2:
             axes = _union(axes, self.get(op.operands[2]))
         self.set(op, axes)

@@ -29,6 +29,9 @@ from ..compiler.ir import CROSS_BLOCK_OPS, TileType, walk
 from .flow import analyse
 from .trace import trace
 
+# tile axes of a tile_map: one launch-grid axis each in the "tile" form (the grid has three)
+MAX_MAP_RANK = 3
+
 
 @dataclass(frozen=True)
 class Tiling:
@@ -68,10 +71,10 @@ def decide(op, inputs, tile_size, input_tiles=None, out_shape=None) -> Tiling:
     names = [t.name for t in inputs]
     shapes = [t.shape for t in inputs]
     for name, shape in zip(names, shapes):
-        if not 1 <= len(shape) <= 2:
-            raise ValueError(f"tile_map(inputs=...): input {name!r} has shape {shape}; tiles "
-                             "have rank 1 or 2, so tile_map takes rank-1 and rank-2 tensors "
-                             "(reshape it to 2-D first)")
+        if not 1 <= len(shape) <= MAX_MAP_RANK:
+            raise ValueError(f"tile_map(inputs=...): input {name!r} has shape {shape}; "
+                             f"tile_map takes tensors of rank 1 to {MAX_MAP_RANK} (one grid "
+                             "axis per tile axis; reshape it first)")
     if input_tiles is None:
         whole = trace(op, [TileType(t.dtype, t.shape) for t in inputs],
                       f"while tracing {op.__name__} on the whole inputs {_shapes(inputs)} to "
@@ -88,9 +91,9 @@ def decide(op, inputs, tile_size, input_tiles=None, out_shape=None) -> Tiling:
         wflow = None
         maps = _check_input_tiles(input_tiles, names, shapes, out_shape)
         out_shape = _out_shape_from_maps(maps, names, shapes, out_shape)
-    if not 1 <= len(out_shape) <= 2:
+    if not 1 <= len(out_shape) <= MAX_MAP_RANK:
         raise ValueError(f"tile_map: the output of {op.__name__} has shape {out_shape}; "
-                         "tile_map writes rank-1 or rank-2 outputs")
+                         f"tile_map writes outputs of rank 1 to {MAX_MAP_RANK}")
     tile = _check_tile_size(tile_size, out_shape, op)
     cut = [e < n for e, n in zip(tile, out_shape)]
     if wflow is not None:

@@ -16,6 +16,7 @@ from ..compiler import semantics
 from ..compiler.errors import CompilationError
 from ..compiler.frontend import Builder, CodeGenerator, tensor_param
 from ..compiler.ir import Block, Function, TileType, Value
+from ..compiler.semantics import MAX_TILE_RANK
 from ..language import dtypes as dt
 
 
@@ -62,9 +63,9 @@ def evaluate(op, arrays):
         arr = as_array(a)
         if arr is None:
             arr = np.asarray(a)
-        if not 1 <= arr.ndim <= 2:
+        if not 1 <= arr.ndim <= MAX_TILE_RANK:
             raise ValueError(f"{op.__name__}(): argument {i} has rank {arr.ndim}; tiles have "
-                             "rank 1 or 2")
+                             f"rank 1 to {MAX_TILE_RANK}")
         values.append(arr)
     if len(values) != len(op.tile_params):
         raise TypeError(f"{op.__name__}() takes {len(op.tile_params)} arrays "

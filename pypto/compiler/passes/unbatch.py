@@ -2,7 +2,8 @@
 
 A tile of shape (*lead, M, N) becomes ``prod(lead)`` tiles of (M, N), its planes in row-major
 order of the leading axes (a static unroll: the leading extents are compile-time constants,
-at most ``semantics.MAX_PLANES``). Each op on such tiles becomes one op per plane:
+at most ``MAX_PLANES``; the graph API traces tile ops on whole tensors, so the limit is
+checked here, on what is compiled, not in semantics). Each op on such tiles becomes one op per plane:
 
 * a load or store moves one plane per instruction: the tensor keeps its rank and the plane's
   leading offsets (``offset + index``) select it; a plane past the tensor's end loads padding
@@ -27,6 +28,7 @@ from ..ir import Block, Module, Op, ScalarType, TileType, Value
 from ..semantics import INDEX
 from .legalize import Emitter
 
+MAX_PLANES = 64         # the unroll's limit: one PTO instruction per plane and op
 # the host-hint attribute naming the rank-3/4 tile an op's result is a plane of
 PLANE_OF = "_plane_of"
 # a reduction over a leading axis: the elementwise op that folds two planes
@@ -119,6 +121,7 @@ class _Unbatcher:
             return [self.control(op)] if touched or op.blocks else self.keep(op)
         if not touched:
             return self.keep(op)
+        _check_planes(op)
         rule = RULES.get(op.name)
         if rule is None:
             raise CompilationError(
@@ -147,6 +150,17 @@ class _Unbatcher:
             self.bind(r, r.type.shape[:-2] if is_batched(r) else (),
                       [next(it) for _ in range(_count(r))])
         return new
+
+
+def _check_planes(op: Op) -> None:
+    for r in op.results:
+        if _count(r) > MAX_PLANES:
+            shape = r.type.shape
+            raise CompilationError(
+                f"a tile of shape {shape} has {_count(r)} planes of {shape[-2:]}; rank-3/4 "
+                f"tiles are unrolled into at most {MAX_PLANES} rank-2 planes, so make the "
+                "leading axes smaller (loop over the batch with pl.range and work on fewer "
+                "planes at a time)", op.loc)
 
 
 def _count(v: Value) -> int:
