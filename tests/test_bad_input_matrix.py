@@ -69,8 +69,8 @@ def huge_tile(x, out):
 
 
 @pypto.jit
-def rank3(x, out):
-    t = pl.zeros((2, 2, 2))
+def rank5(x, out):
+    t = pl.zeros((1, 1, 2, 2, 2))
 
 
 @pypto.jit
@@ -217,8 +217,8 @@ MATRIX = [
      CompilationError, "(16 elements) into (3, 5)"),
     ("shape", "offsets of the wrong rank", lambda: bad_offsets[(1,)](x16, x16),
      CompilationError, "2 offsets given for a rank-1 tensor"),
-    ("shape", "a rank-3 tile", lambda: rank3[(1,)](x16, x16), CompilationError,
-     "tiles of rank 3 are not supported"),
+    ("shape", "a rank-5 tile", lambda: rank5[(1,)](x16, x16), CompilationError,
+     "tiles of rank 5 are not supported"),
     ("shape", "a tile size from a runtime int", lambda: runtime_shape[(1,)](x16, x16, 16),
      CompilationError, "annotate the parameter it comes from as pl.constexpr"),
     ("shape", "a tile size from x.shape", lambda: shape_from_tensor[(1,)](x16, x16),

@@ -117,9 +117,9 @@ def test_unsupported_mappings(graph):
         pypto.tile_map(outer, [v], tile_size=(16, 16))
     with pytest.raises(ValueError, match="comes from no input"):
         pypto.tile_map(made_inside, [col], tile_size=(16, 16))
-    with pytest.raises(ValueError, match=r"has shape \(\); tile_map writes rank-1 or rank-2"):
+    with pytest.raises(ValueError, match=r"has shape \(\); tile_map writes outputs of rank 1 to 3"):
         pypto.tile_map(total, [v], tile_size=16)
-    big = graph.placeholder((2, 3, 4), pypto.float32, name="big")
+    big = graph.placeholder((2, 3, 4, 5), pypto.float32, name="big")
     with pytest.raises(ValueError, match="input 'big' has shape"):
         pypto.tile_map(total, [big], tile_size=16)
 

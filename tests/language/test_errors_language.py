@@ -253,8 +253,8 @@ def returns_a_value(x, out):                              # +1
 
 
 @pypto.jit
-def rank_three_tile(x, out):
-    t = pl.zeros((2, 4, 8))                               # +2
+def rank_five_tile(x, out):
+    t = pl.zeros((1, 1, 2, 4, 8))                             # +2
 
 
 @pypto.jit
@@ -405,8 +405,8 @@ CASES = [
     (chained_comparison, (x16, x16, 3), r"chained comparisons are not supported", 2),
     (returns_a_value, (x16, x16), r"a launched kernel cannot return a value; store it to a "
      r"tensor", 1),
-    (rank_three_tile, (x16, x16), r"tiles of rank 3 are not supported \(rank 0, 1 or 2\); got "
-     r"shape \(2, 4, 8\)", 2),
+    (rank_five_tile, (x16, x16), r"tiles of rank 5 are not supported \(rank 0 to 4\); got "
+     r"shape \(1, 1, 2, 4, 8\)", 2),
     (loop_over_list, (x16, x16), r"a kernel loop must iterate over range\(\.\.\.\), "
      r"pl\.range\(\.\.\.\) or pl\.static_range\(\.\.\.\)", 2),
     (arithmetic_on_tensor, (x16, x16), r"arithmetic on a whole tensor is not supported; "

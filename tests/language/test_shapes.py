@@ -393,8 +393,8 @@ def bad_shape_kernel(x, out, WHAT: pl.constexpr):
         r = pl.broadcast_to(t, (4, 32))
     elif WHAT == "index":
         r = t[4]
-    elif WHAT == "rank3":
-        r = t.reshape((2, 2, 16))
+    elif WHAT == "rank5":
+        r = t.reshape((1, 1, 2, 2, 16))
     pl.store(out, offsets=(0, 0), value=r)
 
 
@@ -402,7 +402,7 @@ def bad_shape_kernel(x, out, WHAT: pl.constexpr):
     ("reshape", "cannot reshape"), ("reshape2", "at most one -1"), ("step", "step 1"),
     ("concat", "differ outside axis"), ("broadcast", "cannot be broadcast"),
     ("index", "out of range"),
-    ("rank3", "rank 3")])
+    ("rank5", "tiles of rank 5 are not supported")])
 def test_bad_shapes_rejected(what, match):
     x = np.zeros((4, 16), np.float32)
     with pytest.raises(CompilationError, match=match):
