@@ -206,6 +206,39 @@ def test_reshape_slice_concat_and_branch_match_numpy():
         assert_close(got[name], w, 1e-5, 1e-6, what=name)
 
 
+@pypto.jit
+def plane_ops(x, o_prod, o_mean, o_top, o_arg, o_cat, o_4d, M: pl.constexpr, N: pl.constexpr):
+    """prod and mean over the batch axis, topk / argmax along the last axis, concat along
+    the columns, a (4, M, N) -> (2, 2, M, N) reshape."""
+    t = pl.load(x, offsets=(0, 0, 0), shape=(4, M, N), padding=1.0)
+    pl.store(o_prod, offsets=(0, 0), value=pl.prod(t, axis=0))
+    pl.store(o_mean, offsets=(0, 0, 0), value=pl.mean(t, axis=0, keepdims=True))
+    values, _ = pl.topk(t, 2)
+    pl.store(o_top, offsets=(0, 0, 0), value=values)
+    pl.store(o_arg, offsets=(0, 0, 0), value=pl.argmax(t, axis=2, keepdims=True))
+    pl.store(o_cat, offsets=(0, 0, 0), value=pl.concat((t, t * 2.0), axis=2))
+    pl.store(o_4d, offsets=(0, 0, 0, 0), value=t.reshape((2, 2, M, N)) + 1.0)
+
+
+def test_plane_ops_match_numpy():
+    x = _rand(3, 8, 16)             # the fourth plane is padding (1.0)
+    M, N = 8, 16
+    arrays = {"x": x, "o_prod": np.zeros((M, N), np.float32),
+              "o_mean": np.zeros((1, M, N), np.float32),
+              "o_top": np.zeros((4, M, 2), np.float32),
+              "o_arg": np.zeros((4, M, 1), np.int32), "o_cat": np.zeros((4, M, 2 * N), np.float32),
+              "o_4d": np.zeros((2, 2, M, N), np.float32)}
+    got, interp = run_both(plane_ops, (1,), arrays, M=M, N=N)
+    t = _window(x, (0, 0, 0), (4, M, N), pad=1.0)
+    want = {"o_prod": t.prod(axis=0), "o_mean": t.mean(axis=0, keepdims=True),
+            "o_top": -np.sort(-t, axis=2)[..., :2],
+            "o_arg": t.argmax(axis=2)[..., None].astype(np.int32),
+            "o_cat": np.concatenate((t, 2 * t), axis=2), "o_4d": t.reshape(2, 2, M, N) + 1}
+    for name, w in want.items():
+        assert_close(got[name], interp[name], 1e-6, 1e-6, what=name)
+        assert_close(got[name], w, 1e-5, 1e-5, what=name)
+
+
 # -- misuse -----------------------------------------------------------------------------------
 
 @pypto.jit
