@@ -17,6 +17,7 @@ from .passes import run_pipeline
 from .pto.lower import lower_to_pto
 from .pto.printer import print_program
 from .pto.passes.double_buffer import double_buffer
+from .pto.passes.empty_windows import fold_empty_windows
 from .pto.passes.hazards import check_program
 from .pto.passes.acc_init import init_accumulators
 from .pto.passes.fillpad import pad_loads
@@ -35,7 +36,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     module = Module(fn, target)
     frontend_ir = str(module)
     module = run_pipeline(module)
-    program = lower_to_pto(module, tensor_specs)
+    program = fold_empty_windows(lower_to_pto(module, tensor_specs))
     program = double_buffer(split_cube_vector(program))
     program = pad_loads(init_accumulators(program), auto_sync)
     if auto_sync:

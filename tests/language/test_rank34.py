@@ -239,6 +239,31 @@ def test_plane_ops_match_numpy():
         assert_close(got[name], w, 1e-5, 1e-5, what=name)
 
 
+@pypto.jit
+def window_at(x, y, R: pl.constexpr, P: pl.constexpr):
+    """Constant windows: rows R.. of x (past its end when R >= 5), planes P.. of y."""
+    t = pl.load(x, offsets=(R, 0), shape=(8, 16), padding=2.0)
+    pl.store(y, offsets=(0, 0, 0), value=pl.expand_dims(t, 0))
+    pl.store(y, offsets=(P, 0, 0), value=pl.broadcast_to(t, (2, 8, 16)) + 1.0)
+
+
+def test_a_window_outside_the_tensor_at_compile_time_is_a_fill_or_nothing():
+    """Its partition_view would have the constant size 0 that PTOAS rejects (it did, for a
+    2-D window past the end and for planes past it): the load is a texpands of its padding,
+    the store is gone."""
+    x, y = _rand(5, 16), np.zeros((3, 5, 16), np.float32)
+    got, interp = run_both(window_at, (1,), {"x": x, "y": y}, R=8, P=2)
+    want = np.zeros_like(y)
+    want[0] = 2.0
+    want[2] = 3.0                    # plane 2 written, plane 3 past the end: nothing
+    np.testing.assert_array_equal(got["y"], want)
+    np.testing.assert_array_equal(interp["y"], want)
+    pto = window_at.compile(x, y, R=8, P=2).asm["pto"]
+    assert pto.count("pto.tload") == 0 and pto.count("pto.tstore") == 2
+    pto = window_at.compile(x, y, R=0, P=1).asm["pto"]
+    assert pto.count("pto.tload") == 1 and pto.count("pto.tstore") == 3
+
+
 # -- misuse -----------------------------------------------------------------------------------
 
 @pypto.jit

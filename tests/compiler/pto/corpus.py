@@ -871,6 +871,11 @@ def _entries() -> list[Entry]:
         lambda: _pto(r34().batched_matmul, _r(5, 13, 40, dtype=F16), _r(20, 40, dtype=F16),
                      _z(5, 13, 20), B=2, M=16, K=40, N=32, BK=16, A_BATCH=True,
                      B_BATCH=False, A_T=False, B_T=True, grid=(3,)))
+    add("rank3_planes_past_the_end", "testsuite rank3 reduce-prod topk concat reshape",
+        lambda: _pto(r34().plane_ops, _r(3, 8, 16), _z(8, 16), _z(1, 8, 16), _z(4, 8, 2),
+                     _z(4, 8, 1, dtype=I32), _z(4, 8, 32), _z(2, 2, 8, 16), M=8, N=16))
+    add("window_past_the_end", "testsuite tail-rows",
+        lambda: _pto(r34().window_at, _r(5, 16), _z(3, 5, 16), R=8, P=2))
     add("rank4_reduce", "testsuite rank4 reduce-sum",
         lambda: _pto(r34().rank4_reduce, _r(2, 3, 5, 7), _z(2, 3, 16), A=2, B=3, M=8, N=16,
                      AXIS=2))

@@ -1,0 +1,64 @@
+"""Loads and stores whose window is outside the tensor at compile time.
+
+A window at constant offsets past a specialised extent (a plane of a rank-3/4 tile beyond the
+tensor's end, ``passes/unbatch.py``, or a 2-D tile placed past it) moves no element. Printed
+as is, its clipped ``partition_view`` has a constant size 0, which PTOAS rejects ("size at dim
+0 must be positive"). So such a load becomes a ``texpands`` of its padding value over the tile
+(what the load means), and such a store disappears. It runs right after lowering, so padding,
+sync and the hazard checker see the result.
+"""
+from __future__ import annotations
+
+from ..program import Inst, Program, Scalar, TensorArg, nested_bodies
+
+# scalar arithmetic folded to find constant offsets (the unbatch pass adds plane indices)
+_FOLD = {"arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b,
+         "arith.mul": lambda a, b: a * b}
+
+
+def fold_empty_windows(program: Program) -> Program:
+    known: dict[str, int] = {}
+    for _, body in program.parts:
+        _fold(body, known)
+    return program
+
+
+def _fold(body: list, known: dict) -> None:
+    out = []
+    for node in body:
+        for nested in nested_bodies(node):
+            _fold(nested, known)
+        if isinstance(node, Inst):
+            _learn(node, known)
+            if node.op == "tload" and _empty(node.ins[0], node.ins[1:], node.outs[0], known):
+                hints = {k: v for k, v in node.attrs.items() if k.startswith("_")
+                         and k != "_inside"}
+                out.append(Inst("texpands", [], list(node.outs),
+                                {"value": node.attrs["pad"], **hints}))
+                continue
+            if node.op == "tstore" and _empty(node.outs[0], node.outs[1:], node.ins[0], known):
+                continue
+        out.append(node)
+    body[:] = out
+
+
+def _learn(inst: Inst, known: dict) -> None:
+    if not inst.outs or not isinstance(inst.outs[0], Scalar) or inst.outs[0].dtype.is_floating:
+        return
+    if inst.op == "arith.constant" and isinstance(inst.attrs.get("value"), int):
+        known[inst.outs[0].name] = inst.attrs["value"]
+    elif inst.op in _FOLD and all(isinstance(x, Scalar) and x.name in known for x in inst.ins):
+        known[inst.outs[0].name] = _FOLD[inst.op](*(known[x.name] for x in inst.ins))
+
+
+def _empty(tensor, offsets, tile, known: dict) -> bool:
+    """Is some axis of the window wholly outside the tensor, all its numbers constant?"""
+    if not isinstance(tensor, TensorArg) or tensor.layout != "ND" or tensor.workspace:
+        return False
+    sizes = (1,) * (tensor.rank - 2) + ((tile.rows, tile.cols) if tensor.rank > 1
+                                        else (tile.cols,))
+    for off, size, extent in zip(offsets, sizes, tensor.dims):
+        o = known.get(off.name) if isinstance(off, Scalar) else None
+        if o is not None and isinstance(extent, int) and (o >= extent or o + size <= 0):
+            return True
+    return False
