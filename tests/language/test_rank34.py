@@ -4,6 +4,8 @@ matmul with transposes, loop-carried batched tiles; compiled against the interpr
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -99,6 +101,34 @@ def test_rank3_elementwise_and_reductions_match_numpy(dims, tile, axis, op):
     for name, want in (("out", want_out), ("red", want_red)):
         assert_close(got[name], interp[name], 1e-5, 1e-6, what=f"{name} compiled vs interpreted")
         assert_close(got[name], want, 1e-5, 1e-5, what=f"{name} vs numpy")
+
+
+@pypto.jit
+def three_reductions(x, row, out, s0, s1, s2, B: pl.constexpr, M: pl.constexpr,
+                     N: pl.constexpr):
+    """elementwise_reduce3's three axes in one kernel (the .pto conformance corpus's entry)."""
+    b0 = pl.program_id(0) * B
+    t = pl.load(x, offsets=(b0, 0, 0), shape=(B, M, N))
+    pl.store(out, offsets=(b0, 0, 0), value=pl.exp(t * 2.0 + pl.load(row, offsets=(0, 0, 0),
+                                                                     shape=(1, 1, N))) - 1.0)
+    pl.store(s0, offsets=(pl.program_id(0), 0, 0), value=pl.sum(t, axis=0, keepdims=True))
+    pl.store(s1, offsets=(b0, 0, 0), value=pl.max(t, axis=1, keepdims=True))
+    pl.store(s2, offsets=(b0, 0, 0), value=pl.min(t, axis=2, keepdims=True))
+
+
+def test_three_reductions_in_one_kernel():
+    x, row = _rand(3, 5, 20), _rand(1, 1, 32)
+    arrays = {"x": x, "row": row, "out": np.zeros_like(x), "s0": np.zeros((2, 5, 20), np.float32),
+              "s1": np.zeros((3, 1, 20), np.float32), "s2": np.zeros((3, 5, 1), np.float32)}
+    got, interp = run_both(three_reductions, (2,), arrays, B=2, M=8, N=32)
+    for name, (axis, op) in {"s0": (0, "sum"), "s1": (1, "max"), "s2": (2, "min")}.items():
+        _, want = _reference3(x, row, 2, 8, 32, axis, op, 2)
+        assert_close(got[name], interp[name], 1e-6, 1e-6, what=name)
+        assert_close(got[name], want, 1e-5, 1e-5, what=name)
+    # parameters named like the lowering's scalars (s1, s2) once gave the .pto two %s1
+    pto = three_reductions.compile(*arrays.values(), B=2, M=8, N=32).asm["pto"]
+    defined = re.findall(r"^\s*(%[\w.]+) = ", pto, re.M) + re.findall(r"(%\w+): !pto", pto)
+    assert len(defined) == len(set(defined)) and "%s1" in defined
 
 
 @pypto.jit

@@ -1,9 +1,10 @@
-"""Rank-3 and rank-4 tiles unrolled into their rank-2 planes, so every later stage sees 2-D tiles.
+"""Rank-3 and rank-4 tiles unrolled into their rank-2 planes: later stages see 2-D tiles only.
 
 A tile of shape (*lead, M, N) becomes ``prod(lead)`` tiles of (M, N), its planes in row-major
 order of the leading axes (a static unroll: the leading extents are compile-time constants,
 at most ``MAX_PLANES``; the graph API traces tile ops on whole tensors, so the limit is
-checked here, on what is compiled, not in semantics). Each op on such tiles becomes one op per plane:
+checked here, on what is compiled, not in semantics). Each op on such tiles becomes one op
+per plane:
 
 * a load or store moves one plane per instruction: the tensor keeps its rank and the plane's
   leading offsets (``offset + index``) select it; a plane past the tensor's end loads padding

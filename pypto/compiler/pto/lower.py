@@ -22,10 +22,14 @@ class _Lowering:
         self.tiles: list[Tile] = []
         self.workspaces: list[TensorArg] = []
         self.counter = 0
+        self.taken = {p.hint for p in module.kernel.params}   # a tensor may be called s1
 
     def fresh(self, base: str) -> str:
-        self.counter += 1
-        return f"{base}{self.counter}"
+        while True:
+            self.counter += 1
+            name = f"{base}{self.counter}"
+            if name not in self.taken:
+                return name
 
     def scalar(self, v: Value) -> Scalar:
         s = Scalar(self.fresh(v.hint or "s") if v.hint else self.fresh("s"), v.type.dtype)

@@ -858,27 +858,19 @@ def _entries() -> list[Entry]:
         lambda: _pto(mm().matmul_kernel, _r(37, 40), _r(40, 50), _z(37, 50), 37, 50, 40,
                      BM=16, BN=32, BK=16))
     r34 = lambda: _tests("language.test_rank34")                 # noqa: E731
-    add("rank3_elementwise_reduce_axis0", "testsuite rank3 broadcast unary reduce-sum tail-rows grid-1d",
-        lambda: _pto(r34().elementwise_reduce3, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
-                     _z(2, 5, 20), B=2, M=8, N=32, AXIS=0, OP="sum", grid=(2,)))
-    add("rank3_reduce_axis1", "testsuite rank3 reduce-max tail-cols",
-        lambda: _pto(r34().elementwise_reduce3, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
-                     _z(3, 1, 20), B=2, M=8, N=32, AXIS=1, OP="max"))
-    add("rank3_reduce_axis2", "testsuite rank3 reduce-min tail-cols",
-        lambda: _pto(r34().elementwise_reduce3, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
-                     _z(3, 5, 1), B=2, M=8, N=32, AXIS=2, OP="min"))
+    add("rank3_reductions", "testsuite rank3 broadcast unary reduce-sum reduce-max reduce-min "
+        "tail-rows tail-cols grid-1d",
+        lambda: _pto(r34().three_reductions, _r(3, 5, 20), _r(1, 1, 32), _z(3, 5, 20),
+                     _z(2, 5, 20), _z(3, 1, 20), _z(3, 5, 1), B=2, M=8, N=32, grid=(2,)))
     add("rank3_batched_matmul", "testsuite rank3 matmul-f16 k-loop transpose tail-rows",
         lambda: _pto(r34().batched_matmul, _r(5, 13, 40, dtype=F16), _r(20, 40, dtype=F16),
                      _z(5, 13, 20), B=2, M=16, K=40, N=32, BK=16, A_BATCH=True,
                      B_BATCH=False, A_T=False, B_T=True, grid=(3,)))
-    add("rank3_planes_past_the_end", "testsuite rank3 reduce-prod topk concat reshape",
+    add("rank3_planes_past_the_end", "testsuite rank3 rank4 reduce-prod topk concat reshape",
         lambda: _pto(r34().plane_ops, _r(3, 8, 16), _z(8, 16), _z(1, 8, 16), _z(4, 8, 2),
                      _z(4, 8, 1, dtype=I32), _z(4, 8, 32), _z(2, 2, 8, 16), M=8, N=16))
     add("window_past_the_end", "testsuite tail-rows",
         lambda: _pto(r34().window_at, _r(5, 16), _z(3, 5, 16), R=8, P=2))
-    add("rank4_reduce", "testsuite rank4 reduce-sum",
-        lambda: _pto(r34().rank4_reduce, _r(2, 3, 5, 7), _z(2, 3, 16), A=2, B=3, M=8, N=16,
-                     AXIS=2))
     lk = lambda: _tests("test_layout_kernels")                  # noqa: E731
     add("layout_nc1hwc0_window_tails", "layout-nc1hwc0 tail-rows tail-cols f32",
         lambda: _pto(lk().nc1hwc0_window, _nc1hwc0(2, 20, 5, 7, dtype=F32),
