@@ -21,7 +21,7 @@ from .pto.passes.empty_windows import fold_empty_windows
 from .pto.passes.hazards import check_program
 from .pto.passes.acc_init import init_accumulators
 from .pto.passes.fillpad import pad_loads
-from .pto.passes.split import split_cube_vector
+from .pto.passes.split import interleaved_copy, split_cube_vector
 from .pto.passes.sync import insert_sync
 
 
@@ -37,8 +37,13 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     frontend_ir = str(module)
     module = run_pipeline(module)
     program = fold_empty_windows(lower_to_pto(module, tensor_specs))
+    host = interleaved_copy(program)     # None unless the host must interleave the parts
     program = double_buffer(split_cube_vector(program))
     program = pad_loads(init_accumulators(program), auto_sync)
+    if host is not None and pto_override is None:
+        host = pad_loads(init_accumulators(double_buffer(host)), auto_sync)
+    else:
+        host = None
     if auto_sync:
         program = insert_sync(program)
     if pto_override is not None:
@@ -49,7 +54,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if envs.PYPTO_VERIFY_PTO.get() not in ("", "0"):
         _verify_round_trip(pto_text)
     cpp = ptoas.lower(pto_text)
-    llir = generate_llvm_ir(program)
+    llir = generate_llvm_ir(host or program)
     obj, optimized = compile_to_object(llir, opt_level)
     written = sorted({p.hint for p in fn.params if p.is_tensor and
                       _is_stored(module, p)})

@@ -152,9 +152,25 @@ def vector_then_cube(a, c):
     pl.store(c, offsets=(0, 0), value=pl.matmul(ta * 2.0, ta))
 
 
-def test_vector_result_as_matmul_operand_is_a_clear_error():
+@pypto.jit
+def vector_operand_to_cube(a, c):
+    doubled = pl.load(a, offsets=(0, 0), shape=(16, 16)) * 2.0
+    pl.store(c, offsets=(0, 0), value=pl.matmul(doubled, pl.load(a, offsets=(0, 0),
+                                                                 shape=(16, 16))))
+
+
+def test_vector_result_as_matmul_operand_goes_through_global_memory():
+    # rejected ("must come straight from pl.load") before the vector → cube hand-off existed
+    m = np.random.default_rng(2).standard_normal((16, 16)).astype(np.float16)
+    out = np.zeros((16, 16), np.float32)
+    vector_operand_to_cube[(1,)](m, out)
+    ref = (2 * m).astype(np.float32) @ m.astype(np.float32)
+    np.testing.assert_allclose(out, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_one_tile_loaded_for_both_units_is_a_clear_error():
     m = np.zeros((16, 16), np.float16)
-    with pytest.raises(pypto.CompilationError, match="must come straight from pl.load"):
+    with pytest.raises(pypto.CompilationError, match="Load the tile once for each unit"):
         vector_then_cube[(1,)](m, np.zeros((16, 16), np.float32))
 
 

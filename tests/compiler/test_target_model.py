@@ -150,16 +150,27 @@ def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
     assert "pypto_workspace0" in cube and "pypto_workspace0" in vector
 
 
-def test_matmul_result_read_by_vector_code_inside_its_loop_is_a_clear_error():
+def test_matmul_result_read_by_vector_code_inside_its_loop():
+    # rejected ("inside a loop or branch") before in-loop hand-offs: every iteration's partial
+    # product now goes to the vector core through the workspace, and the host interleaves
     @pypto.jit
     def inside(a, c, K):
         acc = pl.zeros((16, 16), pl.float32)
+        total = pl.zeros((16, 16), pl.float32)
         for k in range(0, K, 16):
             acc = pl.matmul(pl.load(a, [0, k], [16, 16]), pl.load(a, [0, k], [16, 16]), acc=acc)
-            pl.store(c, [0, 0], pl.exp(acc))
+            total = total + pl.exp(acc * 0.01)
+        pl.store(c, [0, 0], total)
 
-    with pytest.raises(CompilationError, match="inside a loop or branch"):
-        inside[(1,)](np.zeros((16, 64), np.float16), np.zeros((16, 16), np.float32), 64)
+    a = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float16)
+    c = np.zeros((16, 16), np.float32)
+    inside[(1,)](a, c, 64)
+    a32 = a.astype(np.float32)
+    partial = np.cumsum([a32[:, k:k + 16] @ a32[:, k:k + 16] for k in range(0, 64, 16)], axis=0)
+    np.testing.assert_allclose(c, np.exp(partial * 0.01).sum(axis=0), rtol=1e-4)
+    kernel = inside.compile(a, c, 64)
+    assert kernel.metadata["kind"] == "mixed"
+    assert kernel.asm["pto"].count("pto.sync.set") == 1        # inside the loop, once
 
 
 # -- cross-core sync ----------------------------------------------------------------------------

@@ -72,10 +72,11 @@ def loop_classes(block: Block) -> _Classes:
 
 def _mixing_error(op: Op, what: str) -> CompilationError:
     return CompilationError(
-        f"{what}: on Ascend 910B a cube (matmul) result reaches the vector unit only through "
-        "global memory, and PyPTO does that exchange only at the top level of a kernel (after "
-        "the loops that compute it). Move the vector work after the loop, or store the matmul "
-        "result to a tensor and process it in a second kernel.", op.loc)
+        f"{what}: on Ascend 910B the cube and the vector unit share no buffer, and a tile "
+        "moves between them only through global memory, which PyPTO does for a matmul result "
+        "that vector code reads and for a matmul operand that vector code computes. Load the "
+        "tile once for each unit, or store it to a tensor and process it in a second kernel.",
+        op.loc)
 
 
 def _fold_store_casts(block: Block, space) -> None:
@@ -108,51 +109,89 @@ def _insert_moves(block: Block) -> None:
     block.ops[:] = new_ops
 
 
-def _spill(body: Block, is_acc) -> None:
+def _spill(body: Block, is_acc, slots: "_Slots") -> None:
     """Route every accumulator that vector ops read through a GM workspace: store (FIX pipe,
-    cube core), signal, wait, load into UB (vector core). The vector readers get the load."""
+    cube core), signal, wait, load into UB (vector core). The vector readers get the load. A
+    result computed inside a loop or branch is handed over there, each time it is computed;
+    the host then runs the kernel's two parts interleaved (``split.py``)."""
     use_map = users(body)
 
     def vector_readers(v: Value) -> list[Op]:
         return [u for u in use_map.get(v, ()) if u.name not in CUBE_USERS]
 
-    top = set(map(id, body.ops))
-    for op in walk(body):
-        if id(op) not in top and any(is_acc(r) and vector_readers(r) for r in op.results):
-            raise _mixing_error(op, "this matmul result is read by vector code inside a loop "
-                                    "or branch")
-    slot = 0
-    for op in list(body.ops):
-        for r in op.results:
-            readers = vector_readers(r) if is_acc(r) else []
-            if not readers:
-                continue
-            exchange = _exchange(r, slot, op.loc)
-            at = body.ops.index(op) + 1
-            body.ops[at:at] = exchange
-            for u in readers:
-                u.operands = [exchange[-1].result if v is r else v for v in u.operands]
-            slot += 1
+    for block in _blocks(body):
+        for op in list(block.ops):
+            for r in op.results:
+                readers = vector_readers(r) if is_acc(r) else []
+                if not readers:
+                    continue
+                exchange = _exchange(r, slots.take(), op.loc)
+                at = block.ops.index(op) + 1
+                block.ops[at:at] = exchange
+                for u in readers:
+                    u.operands = [exchange[-1].result if v is r else v for v in u.operands]
 
 
-def _exchange(acc: Value, slot: int, loc) -> list[Op]:
-    shape = acc.type.shape
+class _Slots:
+    """Workspace slots (and their cross-core flags) numbered across the whole kernel."""
+
+    def __init__(self, first: int = 0):
+        self.next = first
+
+    def take(self) -> int:
+        self.next += 1
+        return self.next - 1
+
+
+def _blocks(block: Block):
+    """``block`` and every block nested in it, outer ones first."""
+    yield block
+    for op in block.ops:
+        for inner in op.blocks:
+            yield from _blocks(inner)
+
+
+def _exchange(src: Value, slot: int, loc, to_cube: bool = False) -> list[Op]:
+    """Store ``src`` to workspace slot ``slot``, signal, wait, load it back: from the cube to
+    the vector core (an accumulator), or with ``to_cube`` from the vector core to the cube (a
+    matmul operand computed by vector ops; the load lands in L1)."""
+    shape = src.type.shape
     flag = {"flag": SPLIT_FLAG_BASE - slot, "split": True}
-    ws = Op("tensor.workspace", [], [TensorType(acc.type.dtype, 2)],
+    if to_cube:
+        flag["to_cube"] = True
+    ws = Op("tensor.workspace", [], [TensorType(src.type.dtype, 2)],
             {"slot": slot, "shape": tuple(shape)}, loc=loc)
     zero = Op("arith.constant", [], [ScalarType(dt.int64)], {"value": 0}, loc=loc)
     offsets = [zero.result, zero.result]
-    store = Op("tile.store", [ws.result, *offsets, acc], loc=loc)
+    store = Op("tile.store", [ws.result, *offsets, src], loc=loc)
     signal = Op("pto.sync_set", attrs=flag, loc=loc)
-    wait = Op("pto.sync_wait", attrs=flag, loc=loc)
-    load = Op("tile.load", [ws.result, *offsets], [TileType(acc.type.dtype, shape)],
-              {"shape": tuple(shape), "padding": 0}, loc=loc)
-    load.result.hint = acc.hint
+    wait = Op("pto.sync_wait", attrs=dict(flag), loc=loc)
+    load = Op("tile.load", [ws.result, *offsets], [TileType(src.type.dtype, shape)],
+              {"shape": tuple(shape), "padding": None if to_cube else 0}, loc=loc)
+    load.result.hint = src.hint
     return [ws, zero, store, signal, wait, load]
+
+
+def _operands_to_cube(body: Block, slots: _Slots) -> None:
+    """A matmul operand computed by vector ops (flash attention's P) goes to the cube through
+    the GM workspace: the vector core stores it, signals, and the cube loads it into L1."""
+    for block in _blocks(body):
+        for op in list(block.ops):
+            if op.name != "tile.matmul":
+                continue
+            for i, src in enumerate(op.operands[:2]):
+                if src.owner is not None and src.owner.name == "tile.load":
+                    continue
+                exchange = _exchange(src, slots.take(), op.loc, to_cube=True)
+                at = block.ops.index(op)
+                block.ops[at:at] = exchange
+                op.operands[i] = exchange[-1].result
 
 
 def infer_memory_space(module: Module) -> Module:
     body = module.kernel.body
+    slots = _Slots()
+    _operands_to_cube(body, slots)
     classes = loop_classes(body)
     acc_roots = set()
     mat_values = set()
@@ -162,11 +201,6 @@ def infer_memory_space(module: Module) -> Module:
             if len(op.operands) == 3:
                 acc_roots.add(classes.find(op.operands[2]).id)
             for src in op.operands[:2]:
-                if src.owner is None or src.owner.name != "tile.load":
-                    raise CompilationError(
-                        "a matmul operand must come straight from pl.load (cube operands are "
-                        "staged GM → L1 → L0A/L0B); computing it with vector ops first is not "
-                        "supported yet", op.loc)
                 mat_values.add(src.id)
 
     def space(v: Value) -> str:
@@ -177,7 +211,7 @@ def infer_memory_space(module: Module) -> Module:
     _fold_store_casts(body, space)
     dead_code_elimination(module)
     if acc_roots:
-        _spill(body, lambda v: v.is_tile and space(v) == ACC)
+        _spill(body, lambda v: v.is_tile and space(v) == ACC, slots)
     use_map = users(body)
     for op in walk(body):
         for r in op.results:

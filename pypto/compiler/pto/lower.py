@@ -137,7 +137,13 @@ class _Lowering:
         core of one kind (pl.barrier) or a cluster's other half, never one chosen block, and
         they carry no count; PTO has no cache invalidation to poll a GM counter safely."""
         if op.attrs.get("split"):
-            out.append(Inst(opcode, [], [], {"pipe": split_pipe, **_count_attrs(op)}))
+            to_cube = op.attrs.get("to_cube", False)
+            if to_cube and opcode == "sync.set":
+                split_pipe = "MTE3"        # the vector core's store to the workspace
+            side = ("vector" if opcode == "sync.set" else "cube") if to_cube else \
+                ("cube" if opcode == "sync.set" else "vector")
+            out.append(Inst(opcode, [], [], {"pipe": split_pipe, **_count_attrs(op),
+                                             "_side": side}))
             return
         name = "pl.signal" if opcode == "sync.set" else "pl.wait"
         raise NotOnChip(

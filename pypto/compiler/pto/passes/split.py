@@ -5,9 +5,11 @@ Memory-space inference has already routed each such result through global memory
 from L0C to a GM workspace, a cross-core flag, a load into UB). Here every instruction goes to
 the part whose core owns its buffers: L1/L0A/L0B/L0C work to the cube (AIC) part, UB work to the
 vector (AIV) part; scalar work and control flow are copied into both, so each part is a
-complete program. The cube part runs first on the host (it only ever hands data to the vector
-part, which waits for the flag), which is why the workspace exchange is limited to the top
-level of the kernel.
+complete program. On the host a block runs the cube part, then the vector part, when the cube
+only hands data to the vector part at the top level; a kernel whose hand-offs go both ways or
+happen inside a loop (flash attention: S to the vector core, P back to the cube, every
+iteration) runs as one interleaved program on the host instead (``interleaved_copy``): the
+unsplit instructions in program order, which meets every flag in the order it is set.
 """
 from __future__ import annotations
 
@@ -25,10 +27,8 @@ def side(inst: Inst) -> str:
     """"cube", "vector" or "both" (scalar work)."""
     if is_scalar(inst):
         return "both"
-    if inst.op == "sync.set":
-        return "cube"
-    if inst.op == "sync.wait":
-        return "vector"
+    if inst.op in ("sync.set", "sync.wait"):
+        return inst.attrs.get("_side", "cube" if inst.op == "sync.set" else "vector")
     tiles = [x for x in inst.ins + inst.outs if isinstance(x, Tile)]
     return "cube" if any(t.loc in CUBE_LOCS for t in tiles) else "vector"
 
@@ -65,8 +65,48 @@ def _project_node(n, part: str):
 
 
 def _tensors(body: list, op: str, field: str) -> set[str]:
+    """User tensors (not the workspace, which the flags order) that ``op`` instructions
+    name in ``field``."""
     return {x.name for n in walk_insts(body) if isinstance(n, Inst) and n.op == op
-            for x in getattr(n, field) if isinstance(x, TensorArg)}
+            for x in getattr(n, field) if isinstance(x, TensorArg) and not x.workspace}
+
+
+def _needs_interleaving(program: Program) -> bool:
+    """A hand-off to the cube, or one inside a loop or branch: running the cube part to its
+    end before the vector part would wait forever (or overwrite a workspace slot the vector
+    part has not read yet)."""
+    top = {id(n) for n in program.body}
+    return any(isinstance(n, Inst) and n.op == "sync.set" and n.attrs.get("_side") and
+               (n.attrs["_side"] == "vector" or id(n) not in top)
+               for n in walk_insts(program.body))
+
+
+def _clone(body: list) -> list:
+    """A copy of ``body`` whose instructions and loops later passes may change alone; tiles,
+    scalars and tensors are shared."""
+    out = []
+    for n in body:
+        if isinstance(n, Inst):
+            out.append(replace(n, ins=list(n.ins), outs=list(n.outs), attrs=dict(n.attrs)))
+        elif isinstance(n, For):
+            out.append(replace(n, body=_clone(n.body)))
+        elif isinstance(n, If):
+            out.append(replace(n, then_body=_clone(n.then_body),
+                               else_body=_clone(n.else_body)))
+        else:
+            out.append(replace(n, before_body=_clone(n.before_body),
+                               after_body=_clone(n.after_body)))
+    return out
+
+
+def interleaved_copy(program: Program) -> Program | None:
+    """The program the host runs for a kernel whose parts exchange data both ways or inside
+    loops (see the module docstring), taken before the split; None for every other kernel.
+    It is a "mixed" program with an empty vector part, so the host treats its cross-core
+    flags as the no-ops they are in program order."""
+    if program.kind != "cube" or not _needs_interleaving(program):
+        return None
+    return replace(program, kind="mixed", body=_clone(program.body), vector_body=[])
 
 
 def split_cube_vector(program: Program) -> Program:
