@@ -1,0 +1,76 @@
+"""Flash attention forward, fp16: PyPTO's one-kernel flash attention (tutorial 12) against
+torch's scaled_dot_product_attention on the host CPU, with the kernel's modelled NPU time.
+
+    python benchmarks/flash_attention.py [--reps N] [--quick]
+
+out = softmax(Q K^T / sqrt(D)) V for (batch, heads, seq, D) fp16 arrays, causal and not. The
+kernel keeps the online softmax's running max, sum and output in fp32 on chip, S = Q K^T and
+P V on the cube; torch SDPA runs on the same thread count as PyPTO (fp16 in and out on the
+CPU). Both are checked against an fp32 reference first. NPU: the cycle model's time for one
+launch on ascend910b1 (modelled, not measured).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+from _harness import (default_threads, fmt_time, import_torch, parse_args, print_environment,
+                      print_table, side_by_side, use_threads)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _tutorial():
+    """Tutorial 12's module: the kernel, its launcher and its checks live there."""
+    path = os.path.join(HERE, os.pardir, "tutorials", "12_flash_attention.py")
+    spec = importlib.util.spec_from_file_location("flash_attention_tutorial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def shapes(quick: bool):
+    return [(1, 2, 128, 64)] if quick else [(4, 8, 1024, 64)]
+
+
+def run(args) -> list:
+    fa = _tutorial()
+    torch = import_torch()
+    use_threads(default_threads(), torch)
+    rng = np.random.default_rng(0)
+    rows = []
+    for shape in shapes(args.quick):
+        for causal in (False, True):
+            q, k, v = fa.inputs(rng, *shape)
+            out = np.empty_like(q)
+            fa.check(fa.flash_attention(q, k, v, out, causal), q, k, v, causal, torch)
+            fns = {"pypto": lambda: fa.flash_attention(q, k, v, out, causal), "torch": None}
+            if torch is not None:
+                tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                fns["torch"] = lambda: sdpa(tq, tk, tv, is_causal=causal)
+            t = side_by_side(fns, args.reps, rounds=1 if args.quick else 3)
+            npu = fa.modelled_npu_seconds(q, k, v, out, causal)
+            rows.append([str(shape), str(causal), fmt_time(t["pypto"]), fmt_time(t["torch"]),
+                         f"{t['torch'] / t['pypto']:.2f}x" if t["torch"] else "-",
+                         fmt_time(npu)])
+    return rows
+
+
+HEADERS = ["shape (B, H, S, D)", "causal", "PyPTO host", "torch SDPA", "torch/PyPTO",
+           "NPU (model)"]
+
+
+def main(argv=None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    torch = import_torch()
+    print_environment(torch)
+    print(f"flash attention fp16, median of {'1 round' if args.quick else '3 rounds'} of "
+          f"{args.reps} after a warm-up each, both on {default_threads()} threads; "
+          "NPU: cycle model, ascend910b1")
+    print_table(HEADERS, run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Tutorial 12 -- flash attention: attention in one kernel, the cube and the vector unit taking turns.
+
+    python tutorials/12_flash_attention.py [--quick] [--reps N]
+
+One idea: softmax(Q K^T / sqrt(D)) V never needs the (seq x seq) score matrix in memory. A
+program owns BLOCK_M query rows and walks the keys in blocks of BLOCK_N, keeping per row the
+running max m, the running sum l and an unnormalised output O, all in fp32 on chip ("online
+softmax"); only O / l is written, once, in fp16.
+"""
+import argparse
+import math
+
+import numpy as np
+
+import pypto
+import pypto.language as pl
+from pypto.backends.ascend.cycle_model import model_kernel
+
+# ----------------------------------------------------------------------------------------------
+# 1. The online softmax.
+#
+# For one query row and a new block of scores s (BLOCK_N of them):
+#
+#     m_new = max(m, max(s))          the row max so far
+#     p     = exp(s - m_new)          this block's weights, relative to the new max
+#     alpha = exp(m - m_new)          how much the old max overstated: rescale what we have
+#     l     = l * alpha + sum(p)
+#     O     = O * alpha + p @ V_block
+#
+# After the last block O / l is exactly softmax(s_all) @ V (up to rounding): every earlier term
+# has been multiplied by exp(m_old - m_final) in total. m starts at -inf, so alpha = 0 the
+# first time; the first block always holds an unmasked key (key 0), so m is finite after it.
+#
+# 2. Two units, one loop.
+#
+# S = Q @ K^T and P @ V run on the cube (fp16 operands, fp32 accumulation in L0C); the max,
+# exp, sums and rescaling on the vector unit (fp32 in UB). On the 910B the two units share no
+# buffer: every iteration the cube's S goes to the vector core through global memory (a
+# per-block workspace slot and a cross-core flag), and P, cast to fp16 there, goes back to the
+# cube the same way, as does P @ V. You write none of it: the compiler splits the kernel into
+# a cube part and a vector part (the .pto has two functions, shown below) and places the
+# hand-offs and flags. On the host the two parts run interleaved on one thread.
+#
+# 3. Rank-2 views of rank-4 tensors.
+#
+# q, k, v and out are (batch, heads, seq, D) arrays, but tiles have rank <= 2 (rank-3/4 tiles
+# are being added), so the kernel takes the zero-copy views q.reshape(batch*heads*seq, D):
+# head bh's rows are bh*seq ... bh*seq + seq - 1. Two consequences for the tails:
+#   * a K/V block that runs past the head's end reads the NEXT head's rows (only past the
+#     tensor's end does the load pad with zeros), and a padded key would score 0, not -inf:
+#     so key columns are masked by their position within the head (n0 + j < seq), never by
+#     the tensor's end;
+#   * a store drops only what lies outside the tensor, so a last query block running past
+#     the head's end would overwrite the next head's output. The last block is moved back to
+#     end at the head's end instead (m0 = min(mb*BLOCK_M, seq - BLOCK_M)): its first rows are
+#     also computed by the block before, with the same key blocks, so both write the same
+#     values. That needs seq >= BLOCK_M, which the launcher ensures.
+#
+# 4. Causal attention.
+#
+# Query row i sees keys j <= i. A program's rows end at m0 + BLOCK_M - 1, so key blocks from
+# there on are fully masked: the loop stops at min(seq, m0 + BLOCK_M) (half the work overall),
+# and the diagonal block is masked with an iota/compare/where on positions.
+# ----------------------------------------------------------------------------------------------
+
+
+@pypto.jit
+def flash_attention_kernel(q, k, v, out, seq, sm_scale, BLOCK_M: pl.constexpr,
+                           BLOCK_N: pl.constexpr, D: pl.constexpr, CAUSAL: pl.constexpr):
+    head = pl.program_id(0) * seq                        # the head's first row in the views
+    m0 = min(pl.program_id(1) * BLOCK_M, seq - BLOCK_M)  # the last block ends at the head's end
+    tq = pl.load(q, offsets=(head + m0, 0), shape=(BLOCK_M, D))
+    rows = pl.arange(0, BLOCK_M)[:, None] + m0           # query positions within the head
+    m = pl.full((BLOCK_M, 1), float("-inf"), dtype=pl.float32)
+    l = pl.zeros((BLOCK_M, 1), dtype=pl.float32)
+    o = pl.zeros((BLOCK_M, D), dtype=pl.float32)
+    end = seq
+    if CAUSAL:
+        end = min(m0 + BLOCK_M, seq)                     # later key blocks are all masked
+    for n0 in pl.range(0, end, BLOCK_N):
+        tk = pl.load(k, offsets=(head + n0, 0), shape=(BLOCK_N, D))
+        tv = pl.load(v, offsets=(head + n0, 0), shape=(BLOCK_N, D))
+        s = pl.matmul(tq, tk, b_trans=True) * sm_scale   # cube: (BLOCK_M, BLOCK_N) fp32
+        cols = pl.arange(0, BLOCK_N)[None, :] + n0       # key positions within the head
+        keep = cols < seq
+        if CAUSAL:
+            keep = keep & (cols <= rows)
+        s = pl.where(keep, s, float("-inf"))
+        m_new = pl.maximum(m, pl.max(s, axis=1, keepdims=True))
+        p = pl.exp(s - m_new)
+        alpha = pl.exp(m - m_new)
+        l = l * alpha + pl.sum(p, axis=1, keepdims=True)
+        o = o * alpha + pl.matmul(p.to(pl.float16), tv)  # P back to the cube, in fp16
+        m = m_new
+    pl.store(out, offsets=(head + m0, 0), value=(o / l).to(pl.float16))
+
+
+BLOCK_M, BLOCK_N = 64, 64
+
+
+def block_m_for(seq: int) -> int:
+    """BLOCK_M, shrunk in steps of 16 (the cube's fractal) for sequences shorter than it."""
+    if seq < 16:
+        raise ValueError(f"flash_attention: seq = {seq}; this kernel needs seq >= 16")
+    return min(BLOCK_M, seq // 16 * 16)
+
+
+def launch_args(q, k, v, out, causal: bool):
+    """The kernel's grid and arguments for (batch, heads, seq, D) fp16 arrays."""
+    batch, heads, seq, d = q.shape
+    bm = block_m_for(seq)
+    views = [x.reshape(batch * heads * seq, d) for x in (q, k, v, out)]    # zero-copy
+    grid = (batch * heads, pl.cdiv(seq, bm))
+    meta = dict(BLOCK_M=bm, BLOCK_N=BLOCK_N, D=d, CAUSAL=causal)
+    return grid, (*views, seq, 1.0 / math.sqrt(d)), meta
+
+
+def flash_attention(q, k, v, out, causal=False):
+    grid, args, meta = launch_args(q, k, v, out, causal)
+    flash_attention_kernel[grid](*args, **meta)
+    return out
+
+
+def modelled_npu_seconds(q, k, v, out, causal=False) -> float:
+    """One launch's time on ascend910b1 by the cycle model (modelled, not measured)."""
+    grid, args, meta = launch_args(q, k, v, out, causal)
+    return model_kernel(flash_attention_kernel, grid, *args, **meta).time_ms / 1e3
+
+
+def reference(q, k, v, causal=False):
+    """fp32 attention of the fp16 inputs (numpy)."""
+    q32, k32, v32 = (x.astype(np.float32) for x in (q, k, v))
+    s = q32 @ np.swapaxes(k32, -1, -2) / np.float32(math.sqrt(q.shape[-1]))
+    if causal:
+        seq = q.shape[-2]
+        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)) @ v32
+
+
+# fp16 output: half an ulp at 1 is 4.9e-4; P is rounded to fp16 (relative 4.9e-4) before P @ V
+TOLERANCE = dict(rtol=2e-3, atol=2e-3)
+
+
+def check(out, q, k, v, causal, torch=None):
+    """Against the fp32 reference; and torch's SDPA (fp16 in and out), when torch is there."""
+    np.testing.assert_allclose(out.astype(np.float32), reference(q, k, v, causal), **TOLERANCE)
+    if torch is not None:
+        t = torch.nn.functional.scaled_dot_product_attention(
+            *(torch.from_numpy(x) for x in (q, k, v)), is_causal=causal)
+        np.testing.assert_allclose(out.astype(np.float32), t.float().numpy(), **TOLERANCE)
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def inputs(rng, batch, heads, seq, d):
+    return [rng.standard_normal((batch, heads, seq, d), dtype=np.float32).astype(np.float16)
+            for _ in range(3)]
+
+
+def median_seconds(fn, reps):
+    return pypto.testing.do_bench(fn, reps=reps) / 1e3
+
+
+def fmt(seconds):
+    return "-" if seconds is None else (
+        f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="PyPTO tutorial 12: flash attention")
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions (default 5)")
+    parser.add_argument("--quick", action="store_true", help="small sizes only")
+    args = parser.parse_args()
+    torch = import_torch()
+    if torch is not None:
+        torch.set_num_threads(pypto.runtime.num_threads())     # the same threads as PyPTO
+    rng = np.random.default_rng(0)
+
+    # --- correctness: odd sequence lengths, causal and not ------------------------------------
+    # 100 and 37 are multiples of neither block size: the last query block moves back, the
+    # last key block is masked by position (and reads the next head's rows, or zeros).
+    cases = [(1, 2, 100, False), (2, 1, 37, True)]
+    if not args.quick:
+        cases += [(1, 2, 100, True), (2, 3, 200, False), (1, 1, 16, True)]
+    for batch, heads, seq, causal in cases:
+        q, k, v = inputs(rng, batch, heads, seq, 64)
+        out = flash_attention(q, k, v, np.empty_like(q), causal)
+        check(out, q, k, v, causal, torch)
+        print(f"({batch}, {heads}, {seq}, 64) causal={causal}: matches the fp32 reference"
+              + (" and torch SDPA" if torch is not None else " (torch absent)"))
+
+    # --- what the compiler made of it ---------------------------------------------------------
+    q, k, v = inputs(rng, 1, 2, 100, 64)
+    grid, kargs, meta = launch_args(q, k, v, np.empty_like(q), False)
+    compiled = flash_attention_kernel.compile(*kargs, **meta)
+    pto = compiled.asm["pto"]
+    print(f"\nkind={compiled.metadata['kind']}: two functions, the hand-offs inside the loop:")
+    for line in pto.splitlines():
+        if "func.func" in line or "pto.sync." in line:
+            print("   ", line.strip()[:100])
+    # One flag per hand-off: the cube sets S's after storing it from L0C (PIPE_FIX); the
+    # vector core waits for it, computes P, stores it and sets P's (PIPE_MTE3), which the cube
+    # waits for before loading P into L1; a third flag carries P @ V back to the vector core.
+
+    # --- timing: host and modelled NPU --------------------------------------------------------
+    shapes = [(1, 2, 100)] if args.quick else [(1, 8, 512), (4, 8, 1024)]
+    rows = []
+    for batch, heads, seq in shapes:
+        for causal in (False,) if args.quick else (False, True):
+            q, k, v = inputs(rng, batch, heads, seq, 64)
+            out = np.empty_like(q)
+            t_ours = median_seconds(lambda: flash_attention(q, k, v, out, causal), args.reps)
+            check(out, q, k, v, causal, torch)
+            t_torch = None
+            if torch is not None:
+                tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                t_torch = median_seconds(lambda: sdpa(tq, tk, tv, is_causal=causal), args.reps)
+            npu = modelled_npu_seconds(q, k, v, out, causal)
+            rows.append((f"({batch}, {heads}, {seq}, 64)", str(causal), fmt(t_ours),
+                         fmt(t_torch), f"{t_torch / t_ours:.2f}x" if t_torch else "-",
+                         fmt(npu)))
+    print(f"\nfp16 attention, median of {args.reps}, {pypto.runtime.num_threads()} threads "
+          "for both; NPU: the cycle model of ascend910b1 (modelled, not measured)")
+    headers = ("shape", "causal", "PyPTO", "torch SDPA", "torch/PyPTO", "NPU (model)")
+    widths = [max(len(r[i]) for r in rows + [headers]) for i in range(len(headers))]
+    for r in [headers] + rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()
