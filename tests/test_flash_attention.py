@@ -1,0 +1,77 @@
+"""Tutorial 12's flash attention kernel: one mixed kernel whose cube and vector parts hand S,
+P and P @ V to each other every iteration. Checked against an fp32 numpy reference (and torch
+SDPA when torch is installed) at sequence lengths that are multiples of neither block size,
+causal and not; its .pto against the real assembler when PTO_ORACLE is set."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORACLE = os.environ.get("PTO_ORACLE")
+
+
+def _tutorial():
+    path = os.path.join(ROOT, "tutorials", "12_flash_attention.py")
+    spec = importlib.util.spec_from_file_location("flash_attention_tutorial", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fa = _tutorial()
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@pytest.mark.parametrize("shape, causal", [
+    ((1, 2, 100, 64), False),      # the last key block reads the next head's rows
+    ((1, 2, 100, 64), True),
+    ((2, 1, 37, 64), True),        # BLOCK_M shrinks to 32, the last block moves back
+    ((1, 3, 64, 32), False),       # whole blocks, another head size
+])
+def test_flash_attention_matches_the_reference(shape, causal):
+    q, k, v = fa.inputs(np.random.default_rng(sum(shape)), *shape)
+    out = fa.flash_attention(q, k, v, np.full_like(q, np.nan), causal)
+    fa.check(out, q, k, v, causal, _torch())
+
+
+def test_a_padded_key_is_masked_not_scored_zero():
+    # seq 100 in one head: keys 100..127 lie past the tensor's end and load as zeros, which
+    # would score 0 and take weight exp(0 - max) if only -inf padding were relied on
+    q, k, v = fa.inputs(np.random.default_rng(5), 1, 1, 100, 64)
+    q *= np.float16(0.1)                      # scores near 0: a zero score would matter
+    out = fa.flash_attention(q, k, v, np.empty_like(q))
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v), **fa.TOLERANCE)
+
+
+def test_short_sequences_are_refused_with_the_reason():
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 8, 64)
+    with pytest.raises(ValueError, match="seq >= 16"):
+        fa.flash_attention(q, k, v, np.empty_like(q))
+
+
+def test_the_modelled_npu_time_grows_with_the_work():
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 128, 64)
+    q2, k2, v2 = fa.inputs(np.random.default_rng(0), 1, 1, 256, 64)
+    short = fa.modelled_npu_seconds(q, k, v, np.empty_like(q))
+    long = fa.modelled_npu_seconds(q2, k2, v2, np.empty_like(q2))
+    assert 0 < short < long
+
+
+@pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (the PTOAS assembler)")
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_assembler_accepts_the_kernel(monkeypatch, causal):
+    monkeypatch.setenv("PYPTO_PTOAS", os.path.join(ORACLE, "bin", "ptoas"))
+    # a shape no other test compiles: the kernel's in-memory cache does not key on PTOAS
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 2, 80, 64)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
+    compiled = fa.flash_attention_kernel.compile(*args, **meta)
+    assert "cpp" in compiled.asm and compiled.metadata["kind"] == "mixed"
