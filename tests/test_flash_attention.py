@@ -44,9 +44,9 @@ def test_flash_attention_matches_the_reference(shape, causal):
 
 
 def test_a_padded_key_is_masked_not_scored_zero():
-    # seq 100 in one head: keys 100..127 lie past the tensor's end and load as zeros, which
-    # would score 0 and take weight exp(0 - max) if only -inf padding were relied on
-    q, k, v = fa.inputs(np.random.default_rng(5), 1, 1, 100, 64)
+    # seq 100: the second head's keys 100..127 lie past the tensor's end and load as zeros,
+    # which would score 0 and take weight exp(0 - max) unless masked by position
+    q, k, v = fa.inputs(np.random.default_rng(5), 1, 2, 100, 64)
     q *= np.float16(0.1)                      # scores near 0: a zero score would matter
     out = fa.flash_attention(q, k, v, np.empty_like(q))
     np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v), **fa.TOLERANCE)
@@ -56,14 +56,6 @@ def test_short_sequences_are_refused_with_the_reason():
     q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 8, 64)
     with pytest.raises(ValueError, match="seq >= 16"):
         fa.flash_attention(q, k, v, np.empty_like(q))
-
-
-def test_the_modelled_npu_time_grows_with_the_work():
-    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 128, 64)
-    q2, k2, v2 = fa.inputs(np.random.default_rng(0), 1, 1, 256, 64)
-    short = fa.modelled_npu_seconds(q, k, v, np.empty_like(q))
-    long = fa.modelled_npu_seconds(q2, k2, v2, np.empty_like(q2))
-    assert 0 < short < long
 
 
 @pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (the PTOAS assembler)")

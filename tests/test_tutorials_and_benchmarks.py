@@ -33,6 +33,11 @@ SCRIPTS = {
         r"^\s*shape\s+call_ascend_c\s+graph\s+numpy\s+graph/numpy\s*$",
     "tutorials/13_layouts_and_conv.py": r"^layout\s+kernel\s+host\s+NPU \(model\)\s+max err$",
     "tutorials/15_mpmd.py": r"^run\s+host\s+NPU \(model\)$",
+    "tutorials/12_flash_attention.py":
+        r"^\s*shape\s+causal\s+PyPTO\s+torch SDPA\s+torch/PyPTO\s+NPU \(model\)$",
+    "tutorials/16_moe.py": r"^\s*size\s+PyPTO\s+numpy\s+NPU router\s+NPU experts$",
+    "benchmarks/flash_attention.py":
+        r"^shape \(B, H, S, D\)\s+causal\s+PyPTO host\s+torch SDPA\s+torch/PyPTO\s+NPU \(model\)$",
     "benchmarks/mpmd.py": r"^kernel\s+tasks\s+CANN\s+PyPTO\s+CANN/PyPTO$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
@@ -94,6 +99,10 @@ SHOWS = {
         'execution graph "mpmd"', "Graphviz:", "auto -> ", "bubble report (mpmd",
         "critical path", "bit-identical", "Chrome trace of the tasks"],
     "benchmarks/mpmd.py": ["MPMD vs in order", "host results bitwise equal: True"],
+    "tutorials/12_flash_attention.py": [
+        "causal=True: matches the fp32 reference", "kind=mixed",
+        "pto.sync.set #pto.pipe<PIPE_MTE3>", "func.func @flash_attention_kernel_vector"],
+    "tutorials/16_moe.py": ["top-2: tokens per expert", "matches numpy", "kind=mixed"],
     "tutorials/13_layouts_and_conv.py": [
         "LayoutTensor(NC1HWC0, logical shape", "{layout = #pto.layout<nz>}",
         "as_layout with the wrong array",
@@ -154,7 +163,7 @@ def test_script_runs_and_prints_its_table(script):
 
 
 @pytest.mark.parametrize("script", ["benchmarks/vector_add.py", "benchmarks/matmul.py",
-                                    "benchmarks/topk.py",
+                                    "benchmarks/topk.py", "benchmarks/flash_attention.py",
                                     "tutorials/02_fused_softmax.py",
                                     "tutorials/04_layer_norm.py",
                                     "tutorials/10_torch_custom_op.py"])
