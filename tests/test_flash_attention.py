@@ -67,3 +67,21 @@ def test_the_assembler_accepts_the_kernel(monkeypatch, causal):
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
     compiled = fa.flash_attention_kernel.compile(*args, **meta)
     assert "cpp" in compiled.asm and compiled.metadata["kind"] == "mixed"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_pto_isa_engine_agrees(monkeypatch, causal):
+    # the vendor's simulator runs the two parts on two threads, meeting at the flags: the
+    # S / P / P @ V hand-offs of the .pto are what make it right there
+    from tests.engines.tools import needs_tools, TOOLS
+    if TOOLS is None:
+        pytest.skip(needs_tools.kwargs["reason"])
+    q, k, v = fa.inputs(np.random.default_rng(7), 1, 2, 100, 64)
+    native = fa.flash_attention(q, k, v, np.empty_like(q), causal)
+    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
+    simulated = fa.flash_attention(q, k, v, np.full_like(q, np.nan), causal)
+    np.testing.assert_allclose(simulated.astype(np.float32), native.astype(np.float32),
+                               rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(simulated.astype(np.float32), fa.reference(q, k, v, causal),
+                               **fa.TOLERANCE)

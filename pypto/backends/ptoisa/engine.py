@@ -307,6 +307,7 @@ def _compile(kernels: list, tools) -> dict:
         workspace = WORKSPACE_ACCS * target.buffers["acc"]      # as the native engine's slot
         names = {p for f in funcs for p, _ in f.params if p.startswith(entry.WORKSPACE)}
         sources.append(entry.source(cpp, funcs, plan, {p: workspace for p in sorted(names)},
-                                    f"pypto_kernel_{n}", f"pypto_run_{n}"))
+                                    f"pypto_kernel_{n}", f"pypto_run_{n}",
+                                    entry.parts_run_together(kernel.asm["pto"])))
     source = "\n".join(sources)             # one translation unit: the headers parsed once
     return {LIBRARY: build(source, tools), "kernel.cpp": source.encode()}

@@ -7,7 +7,10 @@ once per block with the simulator's execution context set (``get_block_idx()`` i
 ``get_block_num()`` the grid), the blocks spread over host threads. Each thread is one
 simulated core: pto-isa keeps UB, L1 and L0 per thread. A mixed kernel's block runs its cube
 function, then its vector function, on one thread (the cube hands its tiles over first, as on
-the host engine); a kernel with a SYNCALL runs every block on its own thread at once.
+the host engine), unless its parts hand tiles both ways or inside a loop
+(``parts_run_together``): then the vector function runs on a second thread beside the cube's,
+their flags met through the block's ``Cluster``; a kernel with a SYNCALL runs every block on
+its own thread at once.
 
 The arguments arrive as one ``int64`` slot per scalar parameter of the ``.pto`` (tensor
 pointers, dynamic dims and strides, scalars, the hidden grid extents), which ``slot_plan``
@@ -86,17 +89,37 @@ def _slot(name: str, scalars: dict) -> Slot:
     return Slot("ptr", name)
 
 
+def parts_run_together(pto_text: str) -> bool:
+    """Whether a mixed kernel's vector part signals its cube part, or a hand-off happens
+    inside a loop: then running the cube part to its end first would wait forever or
+    overwrite a workspace slot not read yet (``compiler/pto/passes/split.py``)."""
+    if "kernel_kind<vector>" not in pto_text or "kernel_kind<cube>" not in pto_text:
+        return False
+    vector = pto_text[pto_text.index("kernel_kind<vector>"):]
+    if "kernel_kind<cube>" in vector:
+        vector = vector[:vector.index("kernel_kind<cube>")]
+    return "pto.sync.set" in vector or re.search(r"^ {6,}pto\.sync\.", pto_text, re.M) is not None
+
+
 def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: dict,
-           namespace: str = "pypto_kernel", entry: str = "pypto_run") -> str:
+           namespace: str = "pypto_kernel", entry: str = "pypto_run",
+           together: bool = False) -> str:
     """ptoas's code and its entry ``entry``, inside ``namespace`` so that several kernels can
     share one translation unit. ``workspaces`` maps each workspace parameter to
-    its size in bytes."""
+    its size in bytes; ``together`` runs a mixed kernel's two parts at once
+    (``parts_run_together``)."""
     index = {s.name if s.kind in ("ptr", "int", "float", "grid") else
              f"{s.name}_{s.kind[0]}{s.index}": i for i, s in enumerate(plan)}
     calls = []
     for f in sorted(funcs, key=lambda f: f.kind != "cube"):      # the cube hands over first
         args = [_argument(name, ty, index) for name, ty in f.params]
         calls.append(f"        {f.name}({', '.join(args)});")
+    if together and len(calls) == 2:
+        cube, vector = (c.strip() for c in calls)
+        calls = ["        cluster = Cluster{};", "        core.cluster = &cluster;",
+                 "        partner = std::thread([&, b] { run_part(launch, cluster, uint32_t(b), "
+                 "error, error_len, failed, [&] { " + vector + " }); });",
+                 "        " + cube, "        partner.join();", "        core.cluster = nullptr;"]
     ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
                        for n, size in workspaces.items())
     return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls),
@@ -126,6 +149,8 @@ using namespace pypto_sim;
 static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int64_t stride,
                        char *error, int error_len, std::atomic<bool> &failed) {{
 {workspaces}    int64_t ffts[256] = {{}};
+    Cluster cluster;                 // a block's parts on two threads (source(together=True))
+    std::thread partner;
     sigjmp_buf abort_block;
     core = Core{{}};
     struct Forget {{ ~Forget() {{ core = Core{{}}; }} }} forget;   // no dangling jump target
@@ -138,9 +163,12 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
         pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
         if (sigsetjmp(abort_block, 1) != 0) {{
             failed.store(true);
-            std::lock_guard<std::mutex> lock(launch.mutex);
-            launch.dead = true;
-            launch.changed.notify_all();
+            {{
+                std::lock_guard<std::mutex> lock(launch.mutex);
+                launch.dead = true;
+                launch.changed.notify_all();
+            }}
+            if (partner.joinable()) partner.join();     // its waits end: the launch is dead
             return false;
         }}
         char what[512] = "";

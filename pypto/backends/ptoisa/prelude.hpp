@@ -35,8 +35,13 @@ struct Launch {                       // one launch's shared state
     bool dead = false;
 };
 
+struct Cluster {                      // a block whose cube and vector parts run at once
+    uint32_t flags[16] = {};          // mode-2 flags in flight between its two threads
+};
+
 struct Core {                         // one host thread's view: the block it is running
     Launch *launch = nullptr;
+    Cluster *cluster = nullptr;       // set when the block's other part runs on another thread
     uint32_t local_flags[16] = {};    // mode-2 flags set by this cluster's cube for its vector
     uint64_t syncall_round[16] = {};  // how many SYNCALLs on each id this core has joined
     bool pending[16] = {};
@@ -181,6 +186,13 @@ inline uint16_t getFFTSMsg(uint16_t mode, uint16_t event_id, uint16_t base = 0x1
 inline void ffts_cross_core_sync(pipe_t, uint64_t message) {
     using namespace pypto_sim;
     const unsigned mode = (message >> 4) & 0x3, id = (message >> 8) & 0xf;
+    if (mode != 0 && core.cluster != nullptr) {      // to the part on the other thread
+        Launch &l = *core.launch;
+        std::lock_guard<std::mutex> lock(l.mutex);
+        core.cluster->flags[id] += 1;
+        l.changed.notify_all();
+        return;
+    }
     if (mode != 0) {                  // to the other kind of core of this cluster
         core.local_flags[id] += 1;
         return;
@@ -216,7 +228,63 @@ inline void wait_flag_dev(int64_t id_) {
         }
         return;
     }
+    if (core.cluster != nullptr) {    // until the other part sets it
+        Launch &l = *core.launch;
+        std::unique_lock<std::mutex> lock(l.mutex);
+        auto quiet = std::chrono::duration<double>(l.timeout_seconds);
+        uint32_t &flag = core.cluster->flags[id];
+        while (flag == 0 && !l.dead) {
+            if (l.changed.wait_for(lock, quiet) == std::cv_status::timeout && flag == 0) {
+                l.dead = true;
+                l.changed.notify_all();
+            }
+        }
+        if (flag == 0) {
+            lock.unlock();
+            fail("deadlock: wait_flag_dev on a cross-core flag the cluster's other part "
+                 "never set");
+        }
+        flag -= 1;
+        return;
+    }
     if (core.local_flags[id] == 0)
         fail("deadlock: wait_flag_dev on a cross-core flag that no core of this cluster set");
     core.local_flags[id] -= 1;
 }
+
+namespace pypto_sim {
+// One part of a block (its vector function, while its cube function runs on the launching
+// thread) on a thread of its own: a mixed kernel whose parts hand tiles both ways, or inside
+// loops, needs both running at once, as the cluster's two cores do. A failure ends the part
+// and marks the launch dead, so the other part's waits end too.
+template <class Part>
+inline void run_part(Launch &launch, Cluster &cluster, uint32_t block, char *error,
+                     int error_len, std::atomic<bool> &failed, Part part) {
+    sigjmp_buf abort_block;
+    core = Core{};
+    core.launch = &launch;
+    core.cluster = &cluster;
+    core.abort_block = &abort_block;
+    core.error = error;
+    core.error_len = error_len;
+    pto::cpu_sim::set_execution_context(block, 0, 1);
+    if (sigsetjmp(abort_block, 1) != 0) {
+        failed.store(true);
+        std::lock_guard<std::mutex> lock(launch.mutex);
+        launch.dead = true;
+        launch.changed.notify_all();
+        core = Core{};
+        return;
+    }
+    char what[512] = "";
+    try {
+        part();
+    } catch (const std::exception &e) {
+        std::snprintf(what, sizeof what, "pto-isa CPU simulator: %s", e.what());
+    } catch (...) {
+        std::snprintf(what, sizeof what, "pto-isa CPU simulator: an unknown C++ exception");
+    }
+    if (what[0] != '\0') fail(what);
+    core = Core{};
+}
+}  // namespace pypto_sim
