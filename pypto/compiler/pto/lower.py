@@ -132,8 +132,9 @@ class _Lowering:
         self._cross_core(op, out, "sync.wait", split_pipe="MTE2", pipe="S")
 
     def _cross_core(self, op, out, opcode: str, split_pipe: str, pipe: str) -> None:
-        """A cube→vector hand-off (``split``) is FFTS mode 2 within a cluster, ordered by its
-        own pipes. A kernel's pl.signal / pl.wait has no A2/A3 form: FFTS flags reach every
+        """A cube↔vector hand-off (``split``) is FFTS mode 2 within a cluster, ordered by its
+        own pipes: the cube signals from FIX after storing L0C, the vector core from MTE3
+        after storing UB (``to_cube``); both wait on MTE2, the pipe of the load that follows. A kernel's pl.signal / pl.wait has no A2/A3 form: FFTS flags reach every
         core of one kind (pl.barrier) or a cluster's other half, never one chosen block, and
         they carry no count; PTO has no cache invalidation to poll a GM counter safely."""
         if op.attrs.get("split"):
