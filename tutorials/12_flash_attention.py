@@ -205,9 +205,10 @@ def main():
     for line in pto.splitlines():
         if "func.func" in line or "pto.sync." in line:
             print("   ", line.strip()[:100])
-    # One flag per hand-off: the cube sets S's after storing it from L0C (PIPE_FIX); the
-    # vector core waits for it, computes P, stores it and sets P's (PIPE_MTE3), which the cube
-    # waits for before loading P into L1; a third flag carries P @ V back to the vector core.
+    # Two flags per hand-off: the producer sets the first after its store (the cube from
+    # PIPE_FIX, out of L0C; the vector core from PIPE_MTE3, out of UB), the consumer waits
+    # for it before its load (PIPE_MTE2) and then sets the second, an acknowledgement the
+    # producer waits for before its next store into the same workspace slot.
 
     # --- timing: host and modelled NPU --------------------------------------------------------
     shapes = [(1, 2, 100)] if args.quick else [(1, 8, 512), (4, 8, 1024)]

@@ -150,27 +150,52 @@ def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
     assert "pypto_workspace0" in cube and "pypto_workspace0" in vector
 
 
+@pypto.jit
+def exp_of_partial_products(a, c, K):
+    acc = pl.zeros((16, 16), pl.float32)
+    total = pl.zeros((16, 16), pl.float32)
+    for k in range(0, K, 16):
+        acc = pl.matmul(pl.load(a, [0, k], [16, 16]), pl.load(a, [0, k], [16, 16]), acc=acc)
+        total = total + pl.exp(acc * 0.01)
+    pl.store(c, [0, 0], total)
+
+
+def _partial_products_reference(a):
+    a32 = a.astype(np.float32)
+    partial = np.cumsum([a32[:, k:k + 16] @ a32[:, k:k + 16] for k in range(0, 64, 16)], axis=0)
+    return np.exp(partial * 0.01).sum(axis=0)
+
+
 def test_matmul_result_read_by_vector_code_inside_its_loop():
     # rejected ("inside a loop or branch") before in-loop hand-offs: every iteration's partial
     # product now goes to the vector core through the workspace, and the host interleaves
-    @pypto.jit
-    def inside(a, c, K):
-        acc = pl.zeros((16, 16), pl.float32)
-        total = pl.zeros((16, 16), pl.float32)
-        for k in range(0, K, 16):
-            acc = pl.matmul(pl.load(a, [0, k], [16, 16]), pl.load(a, [0, k], [16, 16]), acc=acc)
-            total = total + pl.exp(acc * 0.01)
-        pl.store(c, [0, 0], total)
-
     a = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float16)
     c = np.zeros((16, 16), np.float32)
-    inside[(1,)](a, c, 64)
-    a32 = a.astype(np.float32)
-    partial = np.cumsum([a32[:, k:k + 16] @ a32[:, k:k + 16] for k in range(0, 64, 16)], axis=0)
-    np.testing.assert_allclose(c, np.exp(partial * 0.01).sum(axis=0), rtol=1e-4)
-    kernel = inside.compile(a, c, 64)
+    exp_of_partial_products[(1,)](a, c, 64)
+    np.testing.assert_allclose(c, _partial_products_reference(a), rtol=1e-4)
+    kernel = exp_of_partial_products.compile(a, c, 64)
     assert kernel.metadata["kind"] == "mixed"
-    assert kernel.asm["pto"].count("pto.sync.set") == 1        # inside the loop, once
+    pto = kernel.asm["pto"]
+    cube, vector = pto[:pto.index("kernel_kind<vector>")], pto[pto.index("kernel_kind<vector>"):]
+    # inside the loop: the cube signals after storing acc, the vector core acknowledges its
+    # load before the cube may store the next iteration's acc into the same slot
+    assert cube.count("pto.sync.set #pto.pipe<PIPE_FIX>") == 1
+    assert cube.count("pto.sync.wait #pto.pipe<PIPE_FIX>") == 1
+    assert vector.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 1
+
+
+@pytest.mark.slow
+def test_an_in_loop_hand_off_runs_on_pto_isa(monkeypatch):
+    # the two parts on two threads: without the acknowledgement the cube would overwrite the
+    # slot before the vector core read it
+    from tests.engines.tools import TOOLS, needs_tools
+    if TOOLS is None:
+        pytest.skip(needs_tools.kwargs["reason"])
+    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
+    a = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float16)
+    c = np.zeros((16, 16), np.float32)
+    exp_of_partial_products[(1,)](a, c, 64)
+    np.testing.assert_allclose(c, _partial_products_reference(a), rtol=1e-4)
 
 
 # -- cross-core sync ----------------------------------------------------------------------------

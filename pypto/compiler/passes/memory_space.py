@@ -125,22 +125,31 @@ def _spill(body: Block, is_acc, slots: "_Slots") -> None:
                 readers = vector_readers(r) if is_acc(r) else []
                 if not readers:
                     continue
-                exchange = _exchange(r, slots.take(), op.loc)
+                exchange, loaded = _exchange(r, slots, op.loc, block is not body)
                 at = block.ops.index(op) + 1
                 block.ops[at:at] = exchange
                 for u in readers:
-                    u.operands = [exchange[-1].result if v is r else v for v in u.operands]
+                    u.operands = [loaded if v is r else v for v in u.operands]
 
 
 class _Slots:
-    """Workspace slots (and their cross-core flags) numbered across the whole kernel."""
+    """Workspace slots and cross-core flags (15, 14, ...), numbered across the kernel."""
 
-    def __init__(self, first: int = 0):
-        self.next = first
+    def __init__(self):
+        self.slots = 0
+        self.flags = 0
 
-    def take(self) -> int:
-        self.next += 1
-        return self.next - 1
+    def slot(self) -> int:
+        self.slots += 1
+        return self.slots - 1
+
+    def flag(self, loc) -> int:
+        self.flags += 1
+        if self.flags > SPLIT_FLAG_BASE + 1:
+            raise CompilationError(
+                f"this kernel needs more than {SPLIT_FLAG_BASE + 1} cross-core flags for its "
+                "cube/vector hand-offs: split it into two kernels", loc)
+        return SPLIT_FLAG_BASE + 1 - self.flags
 
 
 def _blocks(block: Block):
@@ -151,12 +160,19 @@ def _blocks(block: Block):
             yield from _blocks(inner)
 
 
-def _exchange(src: Value, slot: int, loc, to_cube: bool = False) -> list[Op]:
-    """Store ``src`` to workspace slot ``slot``, signal, wait, load it back: from the cube to
-    the vector core (an accumulator), or with ``to_cube`` from the vector core to the cube (a
-    matmul operand computed by vector ops; the load lands in L1)."""
+def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
+              to_cube: bool = False) -> tuple[list[Op], Value]:
+    """Store ``src`` to a workspace slot, signal, wait, load it back: from the cube to the
+    vector core (an accumulator), or with ``to_cube`` from the vector core to the cube (a
+    matmul operand computed by vector ops; the load lands in L1). Returns the ops and the
+    loaded value.
+
+    Inside a loop (or branch) the next iteration stores to the same slot, so the consumer
+    signals back once it has loaded (an "ack" flag) and the producer waits for that after its
+    signal: nothing else stops it from overwriting a slot the other core has not read."""
     shape = src.type.shape
-    flag = {"flag": SPLIT_FLAG_BASE - slot, "split": True}
+    slot = slots.slot()
+    flag = {"flag": slots.flag(loc), "split": True}
     if to_cube:
         flag["to_cube"] = True
     ws = Op("tensor.workspace", [], [TensorType(src.type.dtype, 2)],
@@ -169,7 +185,12 @@ def _exchange(src: Value, slot: int, loc, to_cube: bool = False) -> list[Op]:
     load = Op("tile.load", [ws.result, *offsets], [TileType(src.type.dtype, shape)],
               {"shape": tuple(shape), "padding": None if to_cube else 0}, loc=loc)
     load.result.hint = src.hint
-    return [ws, zero, store, signal, wait, load]
+    ops = [ws, zero, store, signal, wait, load]
+    if in_loop:
+        ack = {**flag, "flag": slots.flag(loc), "ack": True}
+        ops += [Op("pto.sync_set", attrs=ack, loc=loc),
+                Op("pto.sync_wait", attrs=dict(ack), loc=loc)]
+    return ops, load.result
 
 
 def _operands_to_cube(body: Block, slots: _Slots) -> None:
@@ -182,10 +203,11 @@ def _operands_to_cube(body: Block, slots: _Slots) -> None:
             for i, src in enumerate(op.operands[:2]):
                 if src.owner is not None and src.owner.name == "tile.load":
                     continue
-                exchange = _exchange(src, slots.take(), op.loc, to_cube=True)
+                exchange, loaded = _exchange(src, slots, op.loc, block is not body,
+                                             to_cube=True)
                 at = block.ops.index(op)
                 block.ops[at:at] = exchange
-                op.operands[i] = exchange[-1].result
+                op.operands[i] = loaded
 
 
 def infer_memory_space(module: Module) -> Module:

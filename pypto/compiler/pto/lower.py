@@ -126,25 +126,20 @@ class _Lowering:
         out += [Inst("barrier", [], [], {"pipe": "ALL"}), Inst("syncall", [], [])]
 
     def _pto_sync_set(self, op, out):
-        self._cross_core(op, out, "sync.set", split_pipe="FIX", pipe="MTE3")
+        self._cross_core(op, out, "sync.set")
 
     def _pto_sync_wait(self, op, out):
-        self._cross_core(op, out, "sync.wait", split_pipe="MTE2", pipe="S")
+        self._cross_core(op, out, "sync.wait")
 
-    def _cross_core(self, op, out, opcode: str, split_pipe: str, pipe: str) -> None:
+    def _cross_core(self, op, out, opcode: str) -> None:
         """A cube↔vector hand-off (``split``) is FFTS mode 2 within a cluster, ordered by its
-        own pipes: the cube signals from FIX after storing L0C, the vector core from MTE3
-        after storing UB (``to_cube``); both wait on MTE2, the pipe of the load that follows. A kernel's pl.signal / pl.wait has no A2/A3 form: FFTS flags reach every
-        core of one kind (pl.barrier) or a cluster's other half, never one chosen block, and
-        they carry no count; PTO has no cache invalidation to poll a GM counter safely."""
+        own pipes (``_hand_off``). A kernel's pl.signal / pl.wait has no A2/A3 form: FFTS
+        flags reach every core of one kind (pl.barrier) or a cluster's other half, never one
+        chosen block, and they carry no count; PTO has no cache invalidation to poll a GM
+        counter safely."""
         if op.attrs.get("split"):
-            to_cube = op.attrs.get("to_cube", False)
-            if to_cube and opcode == "sync.set":
-                split_pipe = "MTE3"        # the vector core's store to the workspace
-            side = ("vector" if opcode == "sync.set" else "cube") if to_cube else \
-                ("cube" if opcode == "sync.set" else "vector")
-            out.append(Inst(opcode, [], [], {"pipe": split_pipe, **_count_attrs(op),
-                                             "_side": side}))
+            out.append(Inst(opcode, [], [], {**_hand_off(opcode, op.attrs),
+                                             **_count_attrs(op)}))
             return
         name = "pl.signal" if opcode == "sync.set" else "pl.wait"
         raise NotOnChip(
@@ -238,6 +233,20 @@ def scratch_like(op):
     if opcode not in TMP_OPS:
         return None
     return op.result if opcode in ("tsel", "tsels") else op.operands[0]
+
+
+def _hand_off(opcode: str, attrs: dict) -> dict:
+    """The pipe and the core (``_side``) of one flag of a workspace hand-off: the producer
+    (the cube, or the vector core ``to_cube``) signals after its store (FIX / MTE3); the
+    consumer waits before its load (MTE2). An ``ack`` flag goes back: the consumer signals
+    once its load (MTE2) is done, the producer waits for it before its next store."""
+    producer, consumer = ("vector", "cube") if attrs.get("to_cube") else ("cube", "vector")
+    store_pipe = "MTE3" if attrs.get("to_cube") else "FIX"
+    setter = consumer if attrs.get("ack") else producer
+    if opcode == "sync.set":
+        return {"pipe": "MTE2" if attrs.get("ack") else store_pipe, "_side": setter}
+    waiter = producer if setter == consumer else consumer
+    return {"pipe": store_pipe if attrs.get("ack") else "MTE2", "_side": waiter}
 
 
 def _count_attrs(op) -> dict:
