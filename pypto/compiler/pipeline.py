@@ -37,13 +37,12 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     frontend_ir = str(module)
     module = run_pipeline(module)
     program = fold_empty_windows(lower_to_pto(module, tensor_specs))
-    host = interleaved_copy(program)     # None unless the host must interleave the parts
+    # the host's program, when it must run the two parts interleaved (else None)
+    host = interleaved_copy(program) if pto_override is None else None
     program = double_buffer(split_cube_vector(program))
     program = pad_loads(init_accumulators(program), auto_sync)
-    if host is not None and pto_override is None:
+    if host is not None:
         host = pad_loads(init_accumulators(double_buffer(host)), auto_sync)
-    else:
-        host = None
     if auto_sync:
         program = insert_sync(program)
     if pto_override is not None:
