@@ -31,7 +31,7 @@ def _tutorial():
 
 
 def shapes(quick: bool):
-    return [(1, 2, 128, 64)] if quick else [(4, 8, 1024, 64)]
+    return [(1, 2, 100, 64)] if quick else [(4, 8, 1024, 64)]
 
 
 def run(args) -> list:

@@ -186,11 +186,13 @@ def main():
     rng = np.random.default_rng(0)
 
     # --- correctness: odd sequence lengths, causal and not ------------------------------------
-    # 100 and 37 are multiples of neither block size: the last query block moves back, the
-    # last key block is masked by position (and reads the next head's rows, or zeros).
-    cases = [(1, 2, 100, False), (2, 1, 37, True)]
+    # 100 (and 37, 200) are multiples of neither block size: the last query block moves back,
+    # the last key block is masked by position (and reads the next head's rows, or zeros).
+    # (--quick checks the shapes benchmarks/flash_attention.py --quick times: in the smoke
+    # tests, which share a disk cache, those compile once.)
+    cases = [(1, 2, 100, False), (1, 2, 100, True)]
     if not args.quick:
-        cases += [(1, 2, 100, True), (2, 3, 200, False), (1, 1, 16, True)]
+        cases += [(2, 1, 37, True), (2, 3, 200, False), (1, 1, 16, True)]
     for batch, heads, seq, causal in cases:
         q, k, v = inputs(rng, batch, heads, seq, 64)
         out = flash_attention(q, k, v, np.empty_like(q), causal)

@@ -176,7 +176,7 @@ def main():
     E, K = 8, 2
 
     # --- correctness: a token count that is not a multiple of BLOCK_T -----------------------
-    T, H, F = (40, 32, 64) if args.quick else (100, 64, 128)
+    T, H, F = (40, 16, 32) if args.quick else (100, 64, 128)
     x, w_router, w1, w2 = make_layer(rng, T, H, F, E)
     out, ids, weights = moe(x, w_router, w1, w2, K)
     check_routing(x, w_router, ids, weights)
