@@ -1,26 +1,38 @@
 """The cube unit: TMATMUL and TMATMUL.ACC over L0A/L0B into L0C.
 
 The fractal layouts of L0A/L0B are a packing step in disguise; in our simulated buffers the
-operands are dense row-major, so B's rows are already contiguous panels. The product is
-computed by a register-blocked micro-kernel: MR rows × NR columns of C stay in vector
-registers across the whole K loop (NR/LANES vectors per row, updated with FMAs from a
-broadcast A element and a B row vector). Edges that do not fill a block use a plain loop.
+operands are dense row-major. The product is computed the way a host BLAS does it (BLIS's
+loop order): B is packed once per TMATMUL into NR-wide column panels (K rows of NR contiguous
+elements, already in the accumulator type) in the host-only pack area, and a register-blocked
+micro-kernel keeps an MR x NR block of C in vector registers across the whole K loop, updating
+it with FMAs of a broadcast A element and NR/LANES B vectors. Each panel (K x NR, 4 KiB at
+K = 64) stays in the host's L1 cache while the micro-kernel sweeps every row block of A over it.
+
+MR x NR = 6 x 16 float32 is sized for AVX2's 16 ymm registers: 12 accumulators, 2 B vectors
+and one broadcast (a larger block spills accumulators inside the K loop, which halved the
+speed). Rows past the last full MR block run the same kernel with fewer rows, columns past the
+last panel one vector at a time, and what remains (fewer than LANES columns) a plain loop.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from llvmlite import ir
 
 from ....language import dtypes as dt
 from ..lowering_utils import F32, I32, const, convert, counted_loop, i64, storage_type
 
-MR, LANES, NR_VECTORS = 4, 16, 2
+LANES = 8                           # float32 lanes of one host vector register (AVX2)
+MR, NR_VECTORS = 6, 2
 NR = LANES * NR_VECTORS
+PACK_ALIGN = 64
 
 
-def _vector_row(b, cg, ptr, d: dt.dtype, index, acc_dtype):
+def _vector(b, ptr, d: dt.dtype, index, acc_dtype, align=1):
     """LANES consecutive elements of ``ptr`` from ``index``, widened to the accumulator type."""
     elem = storage_type(d)
-    vec = b.load(b.gep(ptr, [index], source_etype=elem), typ=ir.VectorType(elem, LANES), align=1)
+    vec = b.load(b.gep(ptr, [index], source_etype=elem), typ=ir.VectorType(elem, LANES),
+                 align=align)
     acc = storage_type(acc_dtype)
     if d == acc_dtype:
         return vec
@@ -40,45 +52,90 @@ def _splat(b, value, lanes=LANES):
     return b.shuffle_vector(one, undef, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
 
 
-def _blocked(cg, c, a, bt, accumulate, m_blocks, n_blocks):
-    """C[:m_blocks*MR, :n_blocks*NR] (+)= A @ B with an MR x NR register block."""
+@dataclass(frozen=True)
+class _Panels:
+    """Where the micro-kernel reads B: ``panels`` column panels of ``vectors`` * LANES columns
+    starting at column ``col0`` of C; element (kk, j-th vector) of panel p is at ``ptr`` +
+    offset + p * panel_stride + kk * row_stride + j * LANES (in elements of ``dtype``)."""
+    ptr: object
+    dtype: dt.dtype
+    col0: int
+    panels: int
+    vectors: int
+    panel_stride: int
+    row_stride: int
+    offset: int = 0
+    align: int = 1
+
+    @property
+    def width(self) -> int:
+        return self.vectors * LANES
+
+    def index(self, b, p, kk, j):
+        return b.add(b.add(b.mul(p, i64(self.panel_stride)), b.mul(kk, i64(self.row_stride))),
+                     i64(self.offset + j * LANES))
+
+
+def _packed_b(cg, bt, acc_dtype, panels: int, at: int) -> _Panels:
+    """B's first ``panels`` * NR columns copied into contiguous K x NR panels in the pack area
+    at byte ``at``, converted to the accumulator type (exact for every operand type)."""
+    from ....compiler.pto import Tile
+    k, n, b = bt.rows, bt.cols, cg.b
+    pack = Tile("pack_b", "pack", acc_dtype, panels * k, NR, at)
+    src, dst = cg.tile_ptr(bt), cg.tile_ptr(pack)
+    acc = storage_type(acc_dtype)
+    with counted_loop(b, i64(0), i64(panels), name="pp") as p:
+        with counted_loop(b, i64(0), i64(k), name="pk") as kk:
+            for j in range(NR_VECTORS):
+                row = _vector(b, src, bt.dtype, b.add(b.add(b.mul(kk, i64(n)), b.mul(p, i64(NR))),
+                                                      i64(j * LANES)), acc_dtype)
+                to = b.add(b.mul(b.add(b.mul(p, i64(k)), kk), i64(NR)), i64(j * LANES))
+                b.store(row, b.gep(dst, [to], source_etype=acc), align=32)
+    return _Panels(dst, acc_dtype, 0, panels, NR_VECTORS, k * NR, NR, align=32)
+
+
+def _blocked(cg, c, a, panels: _Panels, rows, mr: int, accumulate: bool):
+    """C[rows, panels' columns] (+)= A @ B with an mr x panels.width register block; ``rows``
+    = (first, end), a multiple of ``mr`` apart."""
     b = cg.b
-    k, n = a.cols, bt.cols
-    cd = c.dtype
+    k, n = a.cols, c.cols
+    cd, nv = c.dtype, panels.vectors
     acc_ty = ir.VectorType(storage_type(cd), LANES)
     fma = None
     if cd.is_floating:
         name = f"llvm.fma.v{LANES}f{cd.bits}"
         fma = b.module.globals.get(name) or ir.Function(
             b.module, ir.FunctionType(acc_ty, [acc_ty, acc_ty, acc_ty]), name=name)
-    cp, ap, bp = cg.tile_ptr(c), cg.tile_ptr(a), cg.tile_ptr(bt)
-    slots = [cg.entry_alloca(acc_ty) for _ in range(MR * NR_VECTORS)]
-    with counted_loop(b, i64(0), i64(m_blocks * MR), i64(MR), name="mb") as m0:
-        with counted_loop(b, i64(0), i64(n_blocks * NR), i64(NR), name="nb") as n0:
-            for i in range(MR):
-                for j in range(NR_VECTORS):
-                    index = b.add(b.mul(b.add(m0, i64(i)), i64(n)), b.add(n0, i64(j * LANES)))
-                    init = _vector_row(b, cg, cp, cd, index, cd) if accumulate else \
+    cp, ap = cg.tile_ptr(c), cg.tile_ptr(a)
+    slots = [cg.entry_alloca(acc_ty) for _ in range(mr * nv)]
+
+    def c_index(m0, p, i, j):
+        return b.add(b.mul(b.add(m0, i64(i)), i64(n)),
+                     b.add(b.mul(p, i64(panels.width)), i64(panels.col0 + j * LANES)))
+
+    with counted_loop(b, i64(0), i64(panels.panels), name="np") as p:
+        with counted_loop(b, i64(rows[0]), i64(rows[1]), i64(mr), name="mb") as m0:
+            for i in range(mr):
+                for j in range(nv):
+                    init = _vector(b, cp, cd, c_index(m0, p, i, j), cd) if accumulate else \
                         ir.Constant(acc_ty, [const(cd, 0).constant] * LANES)
-                    b.store(init, slots[i * NR_VECTORS + j])
+                    b.store(init, slots[i * nv + j])
             with counted_loop(b, i64(0), i64(k), name="k") as kk:
-                rows = [_vector_row(b, cg, bp, bt.dtype, b.add(b.mul(kk, i64(n)),
-                                                              b.add(n0, i64(j * LANES))), cd)
-                        for j in range(NR_VECTORS)]
-                for i in range(MR):
+                bvs = [_vector(b, panels.ptr, panels.dtype, panels.index(b, p, kk, j), cd,
+                               panels.align) for j in range(nv)]
+                for i in range(mr):
                     a_el = cg.load_elem(ap, a.dtype, b.add(b.mul(b.add(m0, i64(i)), i64(k)), kk))
                     av = _splat(b, convert(b, a_el, a.dtype, cd))
-                    for j in range(NR_VECTORS):
-                        slot = slots[i * NR_VECTORS + j]
+                    for j in range(nv):
+                        slot = slots[i * nv + j]
                         old = b.load(slot)
-                        new = b.call(fma, [av, rows[j], old]) if fma else \
-                            b.add(old, b.mul(av, rows[j]))
+                        new = b.call(fma, [av, bvs[j], old]) if fma else \
+                            b.add(old, b.mul(av, bvs[j]))
                         b.store(new, slot)
-            for i in range(MR):
-                for j in range(NR_VECTORS):
-                    index = b.add(b.mul(b.add(m0, i64(i)), i64(n)), b.add(n0, i64(j * LANES)))
-                    ptr = b.gep(cp, [index], source_etype=storage_type(cd))
-                    b.store(b.load(slots[i * NR_VECTORS + j]), ptr, align=1)
+            for i in range(mr):
+                for j in range(nv):
+                    ptr = b.gep(cp, [c_index(m0, p, i, j)], source_etype=storage_type(cd))
+                    b.store(b.load(slots[i * nv + j]), ptr, align=1)
 
 
 def _plain(cg, c, a, bt, accumulate, rows, cols):
@@ -110,28 +167,45 @@ def _plain(cg, c, a, bt, accumulate, rows, cols):
                 cg.store_elem(new, cp, cd, ci)
 
 
-def _widened(cg, a, bt):
-    """Half-precision operands converted to float32 once, into the host packing area, so the
-    micro-kernel's inner loop does plain float32 FMAs (the widening is exact)."""
+def _widened_a(cg, a):
+    """A half-precision A converted to float32 once, at the start of the pack area, so the
+    micro-kernel broadcasts plain float32 elements (the widening is exact); other types are
+    read as they are."""
     if a.dtype not in (dt.float16, dt.bfloat16):
-        return a, bt
+        return a
     from ....compiler.pto import Tile
-    pa = Tile("pack_a", "pack", dt.float32, a.rows, a.cols, 0)
-    pb = Tile("pack_b", "pack", dt.float32, bt.rows, bt.cols,
-              -(-a.rows * a.cols * 4 // 64) * 64)
-    for src, dst in ((a, pa), (bt, pb)):
-        cg.elementwise(dst, [src], lambda x: x)
-    return pa, pb
+    wide = Tile("pack_a", "pack", dt.float32, a.rows, a.cols, 0)
+    cg.elementwise(wide, [a], lambda x: x)
+    return wide
+
+
+def _column_panels(cg, a, bt, acc_dtype) -> list:
+    """The B panels the micro-kernel covers: the full NR-wide ones packed, then whole vectors
+    of the rest read from L0B in place."""
+    n = bt.cols
+    segments = []
+    if n // NR:
+        at = 0 if a.loc != "pack" else -(-a.numel * 4 // PACK_ALIGN) * PACK_ALIGN
+        segments.append(_packed_b(cg, bt, acc_dtype, n // NR, at))
+    col0 = n // NR * NR
+    if (n - col0) // LANES:
+        segments.append(_Panels(cg.tile_ptr(bt), bt.dtype, col0, 1, (n - col0) // LANES,
+                                0, n, offset=col0))
+    return segments
 
 
 def _matmul(cg, c, a, bt, accumulate: bool):
-    a, bt = _widened(cg, a, bt)
+    a = _widened_a(cg, a)
     m, n = a.rows, bt.cols
-    m_blocks, n_blocks = m // MR, n // NR
-    if m_blocks and n_blocks:
-        _blocked(cg, c, a, bt, accumulate, m_blocks, n_blocks)
-    _plain(cg, c, a, bt, accumulate, (0, m_blocks * MR), (n_blocks * NR, n))   # right edge
-    _plain(cg, c, a, bt, accumulate, (m_blocks * MR, m), (0, n))              # bottom edge
+    m_full = m // MR * MR
+    covered = 0
+    for panels in _column_panels(cg, a, bt, c.dtype):
+        if m_full:
+            _blocked(cg, c, a, panels, (0, m_full), MR, accumulate)
+        if m > m_full:
+            _blocked(cg, c, a, panels, (m_full, m), m - m_full, accumulate)
+        covered = panels.col0 + panels.panels * panels.width
+    _plain(cg, c, a, bt, accumulate, (0, m), (covered, n))
 
 
 def tmatmul(cg, inst):
