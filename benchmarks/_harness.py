@@ -459,6 +459,34 @@ def blas_info() -> str:
     return "unknown (not OpenBLAS, and threadpoolctl is not installed)"
 
 
+OPENBLAS_TUNING_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def run_without_openblas_tuning(script: str, argv, threads: int):
+    """The JSON that ``python -c script argv...`` prints last, run in a subprocess whose
+    environment lacks OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (OpenBLAS reads them when it
+    loads, so they cannot be undone in this process; without them it picks its own kernel and
+    blocking for this CPU), with OpenBLAS on ``threads`` threads. The benchmarks directory is
+    argv[0] of the script's own arguments, for ``import _harness``. None on failure."""
+    import json
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in OPENBLAS_TUNING_VARIABLES}
+    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        proc = subprocess.run([sys.executable, "-c", script, here, *map(str, argv)], env=env,
+                              capture_output=True, text=True, timeout=900)
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except Exception:  # noqa: BLE001 - a missing baseline is reported, not fatal
+        return None
+
+
+def openblas_tuning_set() -> str:
+    """'OPENBLAS_CORETYPE=..., ...' for the tuning variables set in this environment, or ''."""
+    return ", ".join(f"{k}={os.environ[k]}" for k in OPENBLAS_TUNING_VARIABLES
+                     if os.environ.get(k))
+
+
 def per_call_time(fn, calls: int, reps: int) -> float:
     """Median over ``reps`` batches of the mean time of one ``fn()`` in a batch of ``calls``
     (for calls too short to time one by one), after one warm-up batch."""

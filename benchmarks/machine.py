@@ -21,8 +21,9 @@ Compute:
   sgemm 2048^3   numpy's BLAS (OpenBLAS in the PyPI wheels) on the same threads: the practical
                  peak; PyPTO's matmul and torch's are timed at the same size beside it. Which
                  BLAS kernel ran is printed (threadpoolctl when installed, else OpenBLAS's own
-                 openblas_get_corename). When OPENBLAS_CORETYPE is set in the environment (it
-                 forces a kernel), sgemm is also run in a subprocess without it.
+                 openblas_get_corename). When OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE is set in
+                 the environment (they force a kernel or its blocking), sgemm is also run in a
+                 subprocess without them.
 
 Limits are the best of the repetitions (STREAM's convention: what the machine can do), not
 the median.
@@ -30,10 +31,6 @@ the median.
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -44,11 +41,13 @@ from _harness import (
     fmt_size,
     import_torch,
     make_row,
+    openblas_tuning_set,
     parse_args,
     pct_of,
     print_environment,
     print_load_during_run,
     print_rows,
+    run_without_openblas_tuning,
     settle,
     speedup,
     use_threads,
@@ -230,33 +229,27 @@ def fma_peak(threads: int, reps: int, seconds: float) -> float:
 
 _SGEMM_CHILD = r"""
 import json, sys, time
+sys.path.insert(0, sys.argv[1])
 import numpy as np
-n, reps = int(sys.argv[1]), int(sys.argv[2])
+from _harness import blas_info, blas_set_threads
+n, reps, threads = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+blas_set_threads(threads)
 a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
 c = np.empty_like(a)
 np.matmul(a, a, out=c)
 best = float("inf")
 for _ in range(reps):
     t0 = time.perf_counter(); np.matmul(a, a, out=c); best = min(best, time.perf_counter() - t0)
-sys.path.insert(0, sys.argv[3])
-from _harness import blas_info
 print(json.dumps({"seconds": best, "blas": blas_info()}))
 """
 
 
 def sgemm_without_coretype(n: int, reps: int, threads: int):
     """(best seconds, BLAS description) of numpy's sgemm in a subprocess whose environment
-    lacks OPENBLAS_CORETYPE, so OpenBLAS picks its kernel itself; None on failure."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
-    env["OPENBLAS_NUM_THREADS"] = str(threads)
-    try:
-        proc = subprocess.run([sys.executable, "-c", _SGEMM_CHILD, str(n), str(reps),
-                               os.path.dirname(os.path.abspath(__file__))],
-                              env=env, capture_output=True, text=True, timeout=300)
-        out = json.loads(proc.stdout.strip().splitlines()[-1])
-        return out["seconds"], out["blas"]
-    except Exception:  # noqa: BLE001 - a missing baseline is reported, not fatal
-        return None
+    lacks OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, so OpenBLAS picks its kernel itself; None
+    on failure."""
+    out = run_without_openblas_tuning(_SGEMM_CHILD, [n, reps, threads], threads)
+    return None if out is None else (out["seconds"], out["blas"])
 
 
 def sgemm(n: int, reps: int, torch) -> dict:
@@ -326,16 +319,17 @@ def measure(args, patterns=tuple(PATTERNS), flops: bool = True) -> dict:
                                f"(practical peak; {by} GFLOP/s); numpy's BLAS: {blas_info()}")
         practical = fl / t["numpy"]
         note = ""
-        if os.environ.get("OPENBLAS_CORETYPE"):
+        tuning = openblas_tuning_set()
+        if tuning:
             other = sgemm_without_coretype(m, args.reps, threads)
             if other is not None:
                 practical = max(practical, fl / other[0])
-                note = (f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set in the "
-                        f"environment and forces numpy's BLAS kernel; without it, in a "
-                        f"subprocess: {fl / other[0] / 1e9:.1f} GFLOP/s ({other[1]})")
+                note = (f"{tuning} set in the environment chooses numpy's BLAS kernel or "
+                        f"blocking; without them, in a subprocess: "
+                        f"{fl / other[0] / 1e9:.1f} GFLOP/s ({other[1]})")
             else:
-                note = (f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set in the "
-                        "environment and forces numpy's BLAS kernel (the run without it failed)")
+                note = (f"{tuning} set in the environment chooses numpy's BLAS kernel or "
+                        "blocking (the run without them failed)")
             limits["lines"].append("  " + note)
         limits["flops"] = peak if peak else practical
         base = min(s for lib, s in t.items() if lib != "PyPTO")

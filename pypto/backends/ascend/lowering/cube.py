@@ -94,48 +94,55 @@ def _packed_b(cg, bt, acc_dtype, panels: int, at: int) -> _Panels:
     return _Panels(dst, acc_dtype, 0, panels, NR_VECTORS, k * NR, NR, align=32)
 
 
+def _madd(b, cd: dt.dtype, acc_ty):
+    """``madd(x, y, acc)`` = acc + x * y on vectors: one fused multiply-add for floats."""
+    if not cd.is_floating:
+        return lambda x, y, acc: b.add(acc, b.mul(x, y))
+    name = f"llvm.fma.v{LANES}f{cd.bits}"
+    fma = b.module.globals.get(name) or ir.Function(
+        b.module, ir.FunctionType(acc_ty, [acc_ty, acc_ty, acc_ty]), name=name)
+    return lambda x, y, acc: b.call(fma, [x, y, acc])
+
+
 def _blocked(cg, c, a, panels: _Panels, rows, mr: int, accumulate: bool):
     """C[rows, panels' columns] (+)= A @ B with an mr x panels.width register block; ``rows``
-    = (first, end), a multiple of ``mr`` apart."""
+    = (first, end), a multiple of ``mr`` apart. The block lives in stack slots that LLVM
+    promotes to registers for the whole K loop."""
     b = cg.b
     k, n = a.cols, c.cols
     cd, nv = c.dtype, panels.vectors
-    acc_ty = ir.VectorType(storage_type(cd), LANES)
-    fma = None
-    if cd.is_floating:
-        name = f"llvm.fma.v{LANES}f{cd.bits}"
-        fma = b.module.globals.get(name) or ir.Function(
-            b.module, ir.FunctionType(acc_ty, [acc_ty, acc_ty, acc_ty]), name=name)
+    elem = storage_type(cd)
+    acc_ty = ir.VectorType(elem, LANES)
+    madd = _madd(b, cd, acc_ty)
     cp, ap = cg.tile_ptr(c), cg.tile_ptr(a)
-    slots = [cg.entry_alloca(acc_ty) for _ in range(mr * nv)]
+    slots = [[cg.entry_alloca(acc_ty) for _ in range(nv)] for _ in range(mr)]
+    zero = ir.Constant(acc_ty, [const(cd, 0).constant] * LANES)
 
-    def c_index(m0, p, i, j):
-        return b.add(b.mul(b.add(m0, i64(i)), i64(n)),
-                     b.add(b.mul(p, i64(panels.width)), i64(panels.col0 + j * LANES)))
+    def c_ptr(m0, p, i, j):
+        col = b.add(b.mul(p, i64(panels.width)), i64(panels.col0 + j * LANES))
+        return b.gep(cp, [b.add(b.mul(b.add(m0, i64(i)), i64(n)), col)], source_etype=elem)
+
+    def k_step(m0, p, kk):
+        bvs = [_vector(b, panels.ptr, panels.dtype, panels.index(b, p, kk, j), cd,
+                       panels.align) for j in range(nv)]
+        for i in range(mr):
+            a_el = cg.load_elem(ap, a.dtype, b.add(b.mul(b.add(m0, i64(i)), i64(k)), kk))
+            av = _splat(b, convert(b, a_el, a.dtype, cd))
+            for j in range(nv):
+                b.store(madd(av, bvs[j], b.load(slots[i][j])), slots[i][j])
 
     with counted_loop(b, i64(0), i64(panels.panels), name="np") as p:
         with counted_loop(b, i64(rows[0]), i64(rows[1]), i64(mr), name="mb") as m0:
             for i in range(mr):
                 for j in range(nv):
-                    init = _vector(b, cp, cd, c_index(m0, p, i, j), cd) if accumulate else \
-                        ir.Constant(acc_ty, [const(cd, 0).constant] * LANES)
-                    b.store(init, slots[i * nv + j])
+                    start = b.load(c_ptr(m0, p, i, j), typ=acc_ty, align=1) if accumulate \
+                        else zero
+                    b.store(start, slots[i][j])
             with counted_loop(b, i64(0), i64(k), name="k") as kk:
-                bvs = [_vector(b, panels.ptr, panels.dtype, panels.index(b, p, kk, j), cd,
-                               panels.align) for j in range(nv)]
-                for i in range(mr):
-                    a_el = cg.load_elem(ap, a.dtype, b.add(b.mul(b.add(m0, i64(i)), i64(k)), kk))
-                    av = _splat(b, convert(b, a_el, a.dtype, cd))
-                    for j in range(nv):
-                        slot = slots[i * nv + j]
-                        old = b.load(slot)
-                        new = b.call(fma, [av, bvs[j], old]) if fma else \
-                            b.add(old, b.mul(av, bvs[j]))
-                        b.store(new, slot)
+                k_step(m0, p, kk)
             for i in range(mr):
                 for j in range(nv):
-                    ptr = b.gep(cp, [c_index(m0, p, i, j)], source_etype=storage_type(cd))
-                    b.store(b.load(slots[i * nv + j]), ptr, align=1)
+                    b.store(b.load(slots[i][j]), c_ptr(m0, p, i, j), align=1)
 
 
 def _plain(cg, c, a, bt, accumulate, rows, cols):
