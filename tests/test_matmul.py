@@ -15,7 +15,7 @@ subnormal. int8 x int8 accumulates exactly in int32.
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import pypto
@@ -414,6 +414,23 @@ def test_matmul_property(m, n, k, tiles, dtypes, seed):
     run_matmul(a, b, c, tiles)
     assert_matmul_close(c, a, b)
     assert_outside_untouched(big, original)
+
+
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 90), n=st.integers(1, 90), k=st.integers(1, 60),
+       tiles=st.tuples(st.integers(1, 40), st.integers(1, 56), st.integers(1, 24)),
+       dtypes=st.sampled_from(DTYPE_PAIRS), seed=st.integers(0, 2 ** 32 - 1))
+@example(m=40, n=61, k=30, tiles=(13, 29, 7), dtypes=(F32, F32), seed=0)
+@example(m=40, n=61, k=30, tiles=(13, 29, 7), dtypes=(BF16, F32), seed=1)
+@example(m=25, n=50, k=19, tiles=(12, 40, 5), dtypes=(I8, I32), seed=2)
+@example(m=9, n=9, k=9, tiles=(5, 7, 3), dtypes=(F16, F32), seed=3)
+def test_matmul_odd_tile_shapes(m, n, k, tiles, dtypes, seed):
+    """Tile shapes that reach every path of the host's cube micro-kernel (lowering/cube.py):
+    full 6-row blocks and the rows after them, full 16-column panels, one 8-column vector
+    after them and the last columns in a plain loop (29 = 16 + 8 + 5), tiles with no full
+    block at all (5 x 7), and the partial tiles at the matrix's edges; K spans several tiles,
+    so the first matmul of each block and the accumulating ones both run."""
+    test_matmul_property.hypothesis.inner_test(m, n, k, tiles, dtypes, seed)
 
 
 @pytest.mark.slow

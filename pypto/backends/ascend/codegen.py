@@ -42,8 +42,11 @@ JOB_FIELDS = 7              # a cooperative thread's job: args, grid, scratch, c
 
 def scratch_layout(target: Target) -> tuple[dict, int]:
     """Byte offset of each buffer inside one core's scratch area, and the total size. After the
-    chip's buffers comes "pack": host-only room where the cube lowering widens half-precision
-    L0A/L0B operands to float32 once per TMATMUL (not a PTO buffer; nothing in .pto uses it)."""
+    chip's buffers comes "pack": host-only room where the cube lowering widens a half-precision
+    L0A operand to float32 and packs L0B into column panels of the accumulator type once per
+    TMATMUL (lowering/cube.py; not a PTO buffer, nothing in .pto uses it). Twice L0A and L0B
+    together is enough for both: int8 B widened to int32 takes four times L0B, but int8 A
+    stays where it is."""
     offsets, at = {}, 0
     for space in SPACE_ORDER:
         offsets[space] = at

@@ -82,6 +82,8 @@ def _packed_b(cg, bt, acc_dtype, panels: int, at: int) -> _Panels:
     from ....compiler.pto import Tile
     k, n, b = bt.rows, bt.cols, cg.b
     pack = Tile("pack_b", "pack", acc_dtype, panels * k, NR, at)
+    room = cg.space_base["workspace"] - cg.space_base["pack"]
+    assert at + pack.numel * acc_dtype.bits // 8 <= room, "the pack area is too small"
     src, dst = cg.tile_ptr(bt), cg.tile_ptr(pack)
     acc = storage_type(acc_dtype)
     with counted_loop(b, i64(0), i64(panels), name="pp") as p:
