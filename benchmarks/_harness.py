@@ -466,8 +466,9 @@ def run_without_openblas_tuning(script: str, argv, threads: int):
     """The JSON that ``python -c script argv...`` prints last, run in a subprocess whose
     environment lacks OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (OpenBLAS reads them when it
     loads, so they cannot be undone in this process; without them it picks its own kernel and
-    blocking for this CPU), with OpenBLAS on ``threads`` threads. The benchmarks directory is
-    argv[0] of the script's own arguments, for ``import _harness``. None on failure."""
+    blocking for this CPU), with OpenBLAS on ``threads`` threads. The script finds the
+    benchmarks directory in sys.argv[1] (for ``import _harness``), then ``argv``. None on
+    failure."""
     import json
     import subprocess
     env = {k: v for k, v in os.environ.items() if k not in OPENBLAS_TUNING_VARIABLES}

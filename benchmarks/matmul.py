@@ -193,7 +193,8 @@ def run(args, limits=None) -> list[dict]:
 
 def goal_rows(data, t_pypto, t_numpy, t_torch, limit, blas: str, on_npu: bool) -> list[dict]:
     """The table rows: one per case, plus the torch goal's row for fp16 at 1024^3; the
-    footnotes name numpy's BLAS kernel (first goal row) and the fp16 baselines."""
+    footnotes (on the first row of each dtype) name numpy's BLAS kernel and the fp16
+    baselines."""
     rows = []
     notes = {"float32": blas, "float16": (
         "matmul fp16->fp32: numpy runs the fp32 GEMM on fp32 copies (it has no fp16 GEMM); "
