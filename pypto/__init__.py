@@ -30,7 +30,7 @@ _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
 
 def __getattr__(name):
     import importlib
-    if name in ("graph", "debug", "ascend_c"):
+    if name in ("graph", "debug", "ascend_c", "frontend"):
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:                 # loaded on first use, as the graph API is
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
@@ -43,6 +43,12 @@ def __getattr__(name):
         value = getattr(importlib.import_module(".graph", __name__), name)
         globals()[name] = value
         return value
+    if not name.startswith("__"):     # CANN PyPTO's names (pypto.DT_FP32, pypto.loop, ...)
+        from .frontend import names
+        try:
+            return names.lookup(name)
+        except AttributeError:
+            pass
     raise AttributeError(f"module 'pypto' has no attribute {name!r}")
 
 

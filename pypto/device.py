@@ -71,7 +71,22 @@ class Context:
 
 
 class Tensor:
-    """A tensor in the simulated NPU's global memory."""
+    """A tensor in the simulated NPU's global memory.
+
+    The same class is CANN PyPTO's kernel annotation: ``pypto.Tensor(shape, dtype)`` (a list or
+    tuple first, or no argument) and ``pypto.Tensor[[shape], dtype]`` give a
+    ``pypto.frontend.annotations.TensorSpec``, a subclass without data (docs/from_cann_pypto.md).
+    """
+
+    def __new__(cls, *args, **kwargs):
+        from .frontend import annotations
+        if cls is Tensor and annotations.is_annotation_call(args, kwargs):
+            return annotations.make(cls, args, kwargs)
+        return super().__new__(cls)
+
+    def __class_getitem__(cls, item):
+        from .frontend import annotations
+        return annotations.subscript(item)
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
         self._data = data

@@ -22,11 +22,18 @@ class constexpr:
         return f"constexpr({self.value!r})"
 
 
+# Set by pypto.frontend while it traces a CANN PyPTO kernel: the primitives that share a name
+# with a CANN op (pypto.exp, pypto.sum, ...) are then that op (pypto/frontend/tracer.py).
+FRONTEND_HOOK = None
+
+
 def builtin(fn):
     """Mark ``fn`` as a kernel-language primitive named after itself."""
 
     @functools.wraps(fn)
     def outside_kernel(*args, **kwargs):
+        if FRONTEND_HOOK is not None:
+            return FRONTEND_HOOK(fn.__name__, args, kwargs)
         raise RuntimeError(
             f"pypto.language.{fn.__name__}() can only be used inside a @pypto.jit kernel")
 

@@ -1,0 +1,128 @@
+"""Running a trace: each write's value computed (``lowering``) and stored into its buffer.
+
+Buffers are the caller's arrays (numpy views of torch CPU tensors share their memory, so the
+writes land in the caller's tensors) and zero-filled arrays for ``pypto.tensor``s. Computed
+values are kept for the rest of the run, so a value stored twice is computed once.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import lowering, ops
+from .symbolic import SymTensor
+from .unavailable import NotAvailableError
+
+
+class Evaluator:
+    def __init__(self, trace, arrays: list):
+        self.trace = trace
+        self.arrays = {}
+        for buf in trace.buffers:
+            self.arrays[id(buf)] = arrays[buf.arg_index] if buf.arg_index is not None else \
+                np.zeros(buf.shape, dtype=buf.dtype.to_numpy())
+        self.versions = {id(b): 0 for b in trace.buffers}
+        self.memo = {}
+        self.vec_tile = trace.tile_shapes("vec_tile_shapes")
+        self.cube_tile = trace.tile_shapes("cube_tile_shapes")
+
+    def run(self) -> None:
+        for write in self.trace.writes:
+            value = self.value(write.value)
+            dest = self.place(write.buffer, write.chain)
+            np.copyto(dest, np.broadcast_to(value, dest.shape).astype(dest.dtype, copy=False))
+            self.versions[id(write.buffer)] += 1
+
+    def place(self, buf, chain) -> np.ndarray:
+        array = self.arrays[id(buf)]
+        for index in chain:
+            array = array[index]
+        return array
+
+    def value(self, node) -> np.ndarray:
+        """The array of ``node`` (its logical shape)."""
+        if not isinstance(node, SymTensor):
+            return np.asarray(node)
+        if id(node) in self.memo:
+            return self.memo[id(node)]
+        result = np.asarray(self._compute(node))
+        if result.shape != tuple(node._shape):
+            result = result.reshape(node._shape)
+        if node.op not in _VIEWS:       # a fresh array: what the node meant when it was traced
+            self.memo[id(node)] = result
+        return result
+
+    def _compute(self, node):
+        if node.op == "read":
+            buf = node.attrs["buffer"]
+            if self.versions[id(buf)] != node.attrs["version"]:
+                raise NotAvailableError(f"reading {buf.name!r} as it was before a later write "
+                                        "to it", "compute the value before overwriting")
+            return self.place(buf, node.attrs["chain"])
+        if node.op in ops.EW or node.op in ops.REDUCE:
+            return self._reduce_or_segment(node)
+        rule = _RULES.get(node.op)
+        if rule is None:
+            raise NotAvailableError(f"pypto.{node.op}")
+        return rule(self, node)
+
+    def _reduce_or_segment(self, node):
+        if node.op in ops.REDUCE and not lowering._last_axis_reduce(node):
+            return self._other_axis_reduce(node)
+        segment = lowering.Segment(node, self.value)
+        out = lowering.run_tile_op(segment.source(), segment.arrays,
+                                   segment.tile(self.vec_tile), "segment")
+        return out
+
+    def _other_axis_reduce(self, node):
+        x = node.args[0]
+        axis, shape = node.attrs["axis"], x._shape
+        before, after = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+        if before == 1:
+            return lowering.first_axis_reduce(node, self.value(x), self.vec_tile)
+        if after == 1:
+            from . import build
+            flat = build.reshape(x, (before, shape[axis]))
+            return self.value(build.reduce(node.op, flat, -1, True))
+        raise NotAvailableError(f"pypto.{node.op} over axis {axis} of shape {list(shape)}",
+                                "a middle-axis reduction needs rank-3 tiles")
+
+
+def _full(ev, node):
+    return np.full(node._shape, node.attrs["value"], dtype=node.ptype.to_numpy())
+
+
+def _arange(ev, node):
+    a = node.attrs
+    return (a["start"] + a["step"] * np.arange(node._shape[0])).astype(node.ptype.to_numpy())
+
+
+def _reshape(ev, node):
+    return np.reshape(ev.value(node.args[0]), node._shape)
+
+
+def _slice(ev, node):
+    return ev.value(node.args[0])[node.attrs["index"]]
+
+
+def _concat(ev, node):
+    return np.concatenate([ev.value(t) for t in node.args], axis=node.attrs["axis"])
+
+
+def _expand(ev, node):
+    return np.ascontiguousarray(np.broadcast_to(ev.value(node.args[0]), node._shape))
+
+
+def _matmul(ev, node):
+    a, b = (ev.value(t) for t in node.args)
+    return lowering.matmul(node, a, b, ev.cube_tile)
+
+
+def _transpose(ev, node):
+    return lowering.transpose(node, ev.value(node.args[0]), ev.vec_tile)
+
+
+_VIEWS = {"read", "reshape", "slice"}      # views of buffers: never kept across writes
+_RULES = {"full": _full, "arange": _arange, "reshape": _reshape, "slice": _slice,
+          "concat": _concat, "expand": _expand, "matmul": _matmul, "transpose": _transpose}

@@ -1,0 +1,192 @@
+"""From a traced CANN kernel to arrays: fused rank-2 kernels through the graph API.
+
+Every write of the trace stores the value of one node tree. Evaluating a node:
+
+* a row-local tree (elementwise ops, reductions over the last axis) becomes one *segment*:
+  each tensor is seen as a rank-2 view (leading axes flattened into rows, the last axis kept),
+  the tree is written as one ``@pypto.tile_op`` (``ops.EW`` / ``ops.REDUCE`` expressions), and
+  ``tile_map`` cuts it by CANN's vec tile shape (rows = product of the leading extents, the
+  last extent; a segment that reduces keeps rows whole) into a ``pypto.compile``d module: a
+  generated ``@pypto.jit`` kernel, cached per source, shapes and tile;
+* ``matmul`` is a cube tile op over 2-D operands, its batch axes looped; ``transpose`` of the
+  last two axes is ``pl.trans``; a reduction over the first axis of a 2-D view is one too;
+* shape ops (reshape, windows, concat, expand_clone) and creation (full, arange) are data
+  movement on the host arrays, which the cycle model does not see (docs/from_cann_pypto.md).
+
+What would need a rank-3/4 tile (a broadcast or a reduction over a middle axis, a transpose of
+other axes) raises ``NotAvailableError`` saying so.
+"""
+from __future__ import annotations
+
+import hashlib
+import linecache
+import math
+
+import numpy as np
+
+from .. import language as pl
+from ..compiler.errors import CompilationError
+from . import ops
+from .symbolic import SymTensor
+from .unavailable import NotAvailableError
+
+_MODULES: dict = {}        # (source, leaf shapes and dtypes, tile) -> compiled graph Module
+DEFAULT_VEC_TILE = (8, 512)
+
+
+def rows_cols(shape) -> tuple:
+    """The rank-2 view of ``shape``: leading axes flattened into rows, the last axis kept."""
+    shape = tuple(shape)
+    return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
+
+
+def seen_as(shape, within) -> tuple | None:
+    """The rank-2 view of an operand of ``shape`` broadcast into a result of shape ``within``
+    (rows all, or 1 when every leading axis broadcasts); None if that needs a rank-3 tile."""
+    shape, within = tuple(shape), tuple(within)
+    if not within:
+        return (1, 1)
+    shape = (1,) * (len(within) - len(shape)) + shape
+    cols = shape[-1]
+    if shape[:-1] == within[:-1]:
+        return (math.prod(within[:-1]), cols)
+    if all(e == 1 for e in shape[:-1]):
+        return (1, cols)
+    return None
+
+
+def _last_axis_reduce(node) -> bool:
+    return node.op in ops.REDUCE and node.attrs["axis"] == len(node.args[0]._shape) - 1
+
+
+def _fusable(node, within) -> bool:
+    """Whether ``node`` can be computed inside the segment of a parent of shape ``within``."""
+    if not isinstance(node, SymTensor):
+        return False
+    view = seen_as(node._shape, within)
+    if node.op in ops.EW:
+        return view is not None
+    if _last_axis_reduce(node):
+        return view == (rows_cols(node.args[0]._shape)[0], 1) or view == (1, 1) == \
+            rows_cols(node.args[0]._shape)
+    return False
+
+
+class Segment:
+    """One fused row-local tree written as a tile op over rank-2 leaves."""
+
+    def __init__(self, root, evaluate):
+        self.evaluate, self.leaves, self.arrays = evaluate, [], []
+        self.reduces = False
+        within = root.args[0]._shape if _last_axis_reduce(root) else root._shape
+        self.expr = self._emit(root, within, top=True)
+        self.out_form = (rows_cols(within)[0], 1) if _last_axis_reduce(root) else \
+            rows_cols(root._shape)
+
+    def _emit(self, node, within, top=False) -> str:
+        if not isinstance(node, SymTensor):
+            return repr(node) if not (isinstance(node, float) and math.isinf(node)) else \
+                ("float('inf')" if node > 0 else "float('-inf')")
+        if top or _fusable(node, within):
+            if node.op in ops.EW:
+                args = [self._emit(a, node._shape) for a in node.args]
+                return ops.EW[node.op].format(*args, dtype=f"pl.{node.ptype.name}")
+            self.reduces = True
+            arg = self._emit(node.args[0], node.args[0]._shape)
+            return f"{ops.REDUCE[node.op]}({arg}, axis=1, keepdims=True)"
+        return self._leaf(node, within)
+
+    def _leaf(self, node, within) -> str:
+        array = self.evaluate(node)
+        view = seen_as(node._shape, within)
+        if view is None:            # a broadcast over a leading axis: copied out on the host
+            full = tuple(within[:-1]) + (node._shape[-1],)
+            array = np.ascontiguousarray(np.broadcast_to(array, full))
+            view = rows_cols(full)
+        self.arrays.append(np.reshape(array, view))
+        self.leaves.append(f"p{len(self.leaves)}")
+        return self.leaves[-1]
+
+    def source(self) -> str:
+        return (f"def segment({', '.join(self.leaves)}):\n"
+                f"    return {self.expr}\n")
+
+    def tile(self, vec_tile) -> tuple:
+        rows, cols = self.out_form
+        vec = tuple(vec_tile or DEFAULT_VEC_TILE)
+        tm = max(1, min(rows, math.prod(vec[:-1]) if len(vec) > 1 else 1))
+        tn = cols if self.reduces else max(1, min(cols, vec[-1]))
+        return (tm, tn)
+
+
+def run_tile_op(source: str, arrays: list, tile: tuple, what: str) -> np.ndarray:
+    """Run the one-function tile op ``source`` on rank-2 ``arrays`` cut into ``tile``s."""
+    key = (source, tuple((a.shape, str(a.dtype)) for a in arrays), tile)
+    module = _MODULES.get(key)
+    if module is None:
+        module = _compile(source, arrays, tile, what)
+        _MODULES[key] = module
+    inputs = {f"p{k}": np.ascontiguousarray(a) for k, a in enumerate(arrays)}
+    return module.run(inputs).numpy()
+
+
+def _compile(source, arrays, tile, what):
+    from ..graph import TensorGraph, compile as compile_graph, tile_map, tile_op
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    filename = f"<pypto.frontend {what} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"pl": pl}
+    exec(compile(source, filename, "exec"), namespace)      # defines the function only
+    graph = TensorGraph(name=f"cann_{what}")
+    leaves = [graph.placeholder(a.shape, a.dtype, name=f"p{k}") for k, a in enumerate(arrays)]
+    try:
+        tile_map(tile_op(namespace[next(k for k in namespace if k != "pl"
+                                        and k != "__builtins__")]), leaves, tile_size=tile)
+        return compile_graph(graph)
+    except CompilationError as e:
+        if "UB" in str(e) or "capacity" in str(e) or "overflow" in str(e).lower():
+            raise ValueError(f"the vec tile shape gives {what} tiles of {tile} (rows x last "
+                             f"axis) that do not fit the 910B's 192 KiB UB: choose a smaller "
+                             f"pypto.set_vec_tile_shapes (CANN: 'in/output total size exceeds "
+                             f"MEM_UB size'). Compiler: {e}") from None
+        raise
+
+
+def matmul(node, a, b, cube_tile) -> np.ndarray:
+    """``pypto.matmul`` on 2-D operands, batch axes looped on the host."""
+    at, bt = node.attrs["a_trans"], node.attrs["b_trans"]
+    source = (f"def mm(p0, p1):\n    return pl.matmul(p0, p1, a_trans={at}, b_trans={bt}, "
+              f"out_dtype=pl.{node.ptype.name})\n")
+    m, n = node._shape[-2:]
+    bm, bn = (cube_tile[0][0], cube_tile[2][0]) if cube_tile else (64, 64)
+    tile = (max(1, min(m, bm)), max(1, min(n, bn)))
+    batch = node._shape[:-2]
+    out = np.empty(node._shape, dtype=node.ptype.to_numpy())
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    for index in np.ndindex(*batch):
+        out[index] = run_tile_op(source, [a[index], b[index]], tile, "matmul")
+    return out
+
+
+def transpose(node, x, vec_tile) -> np.ndarray:
+    rank = len(node._shape)
+    if sorted(node.attrs["axes"]) != [rank - 2, rank - 1]:
+        raise NotAvailableError(f"pypto.transpose of axes {node.attrs['axes']} of a rank-{rank} "
+                                "tensor", "only the last two axes: other pairs need rank-3/4 "
+                                "tiles")
+    out = np.empty(node._shape, dtype=x.dtype)
+    tile = tuple(vec_tile[-2:]) if vec_tile and len(vec_tile) >= 2 else (32, 32)
+    tile = (min(tile[0], node._shape[-2]), min(tile[1], node._shape[-1]))
+    for index in np.ndindex(*node._shape[:-2]):
+        out[index] = run_tile_op("def tr(p0):\n    return pl.trans(p0)\n", [x[index]], tile,
+                                 "transpose")
+    return out
+
+
+def first_axis_reduce(node, x, vec_tile) -> np.ndarray:
+    """A reduction over axis 0 of ``x`` seen as (that axis, the rest)."""
+    view = x.reshape(x.shape[0], -1)
+    tn = min(view.shape[1], (vec_tile or DEFAULT_VEC_TILE)[-1])
+    source = (f"def col(p0):\n    return {ops.REDUCE[node.op]}(p0, axis=0, keepdims=True)\n")
+    return run_tile_op(source, [view], (1, tn), "reduce").reshape(node._shape)
