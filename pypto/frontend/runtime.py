@@ -22,6 +22,9 @@ from .tracer import run as trace_kernel
 _GROUPS = ("codegen_options", "host_options", "pass_options", "runtime_options",
            "verify_options", "debug_options")
 _SAID_NO_NPU: list = []
+# callables (kernel, trace, arguments before the call, arguments after) run after every call:
+# the examples runner checks each call against the reference (reference.py) through it
+CALL_HOOKS: list = []
 
 
 class NoNPUWarning(UserWarning):
@@ -89,7 +92,10 @@ class JitKernel:
             trace = trace_kernel(self.fn, specs, constants)
             self._traces[key] = trace
         self._say_host()
+        before = [a.copy() for a in arrays] if CALL_HOOKS else None
         Evaluator(trace, arrays).run()
+        for hook in CALL_HOOKS:
+            hook(self, trace, before, arrays)
 
     def _say_host(self):
         if self.run_mode == opts.RunMode.NPU and not _SAID_NO_NPU:

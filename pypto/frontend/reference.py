@@ -1,0 +1,107 @@
+"""A trace evaluated eagerly with torch, one op at a time: the reference for checking runs.
+
+Each op has its torch meaning (CANN's API pages define its ops as torch's); nothing here is
+compiled, tiled or fused, so comparing ``evaluate`` with this checks the lowering. The
+examples runner (tests/frontend/test_cann_examples.py) uses it for every kernel call of an
+example whose own check runs only on an NPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .symbolic import SymTensor
+
+_EW = {
+    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg", "abs": "abs",
+    "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal",
+    "exp2": "exp2", "log2": "log2", "ceil": "ceil", "floor": "floor", "round": "round",
+    "trunc": "trunc", "pow": "pow", "maximum": "maximum", "minimum": "minimum", "clip": "clip",
+    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "eq": "eq", "ne": "ne", "lt": "lt",
+    "le": "le", "gt": "gt", "ge": "ge", "where": "where", "logical_and": "logical_and",
+    "logical_not": "logical_not",
+}
+_REDUCE = {"sum": "sum", "amax": "amax", "amin": "amin", "mean": "mean", "prod": "prod",
+           "argmax": "argmax", "argmin": "argmin"}
+
+
+def run(trace, arrays: list) -> None:
+    """Run ``trace`` on ``arrays`` (numpy, modified in place) with torch ops."""
+    import torch
+    tensors = {}
+    for buf in trace.buffers:
+        array = arrays[buf.arg_index] if buf.arg_index is not None else \
+            np.zeros(buf.shape, buf.dtype.to_numpy())
+        tensors[id(buf)] = _torch(array)
+    memo: dict = {}
+    for write in trace.writes:
+        value = _value(write.value, tensors, memo, torch)
+        dest = tensors[id(write.buffer)]
+        for index in write.chain:
+            dest = dest[index]
+        dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))
+    for buf in trace.buffers:
+        if buf.arg_index is not None:
+            arrays[buf.arg_index][...] = _numpy(tensors[id(buf)], arrays[buf.arg_index].dtype)
+
+
+def _torch(array):
+    import torch
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(array.copy())
+
+
+def _numpy(tensor, dtype):
+    import torch
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(dtype)
+    return tensor.numpy()
+
+
+def _value(node, tensors, memo, torch):
+    if not isinstance(node, SymTensor):
+        return node
+    if node.op == "read":
+        t = tensors[id(node.attrs["buffer"])]
+        for index in node.attrs["chain"]:
+            t = t[index]
+        return t.clone()
+    if id(node) in memo:
+        return memo[id(node)]
+    args = [_value(a, tensors, memo, torch) for a in node.args]
+    dtype = _torch(np.zeros(1, node.ptype.to_numpy())).dtype
+    op, a = node.op, node.attrs
+    if op in _EW:
+        if op == "clip":
+            out = torch.clamp(args[0], args[1], args[2])
+        elif op == "where":
+            out = torch.where(*args)
+        else:
+            out = getattr(torch, _EW[op])(*args)
+    elif op == "cast":
+        out = args[0].to(dtype)
+    elif op in _REDUCE:
+        out = getattr(torch, _REDUCE[op])(args[0], dim=a["axis"], keepdim=a["keepdim"])
+    elif op == "matmul":
+        x = args[0].transpose(-1, -2) if a["a_trans"] else args[0]
+        y = args[1].transpose(-1, -2) if a["b_trans"] else args[1]
+        out = torch.matmul(x.float(), y.float())
+    elif op == "transpose":
+        out = args[0].transpose(*a["axes"])
+    elif op == "reshape":
+        out = args[0].reshape(node._shape)
+    elif op == "slice":
+        out = args[0][a["index"]]
+    elif op == "concat":
+        out = torch.cat(args, dim=a["axis"])
+    elif op == "expand":
+        out = args[0].expand(node._shape).clone()
+    elif op == "full":
+        out = torch.full(node._shape, a["value"])
+    elif op == "arange":
+        out = a["start"] + a["step"] * torch.arange(node._shape[0])
+    else:
+        raise NotImplementedError(f"reference: no torch rule for {op}")
+    out = torch.as_tensor(out).to(dtype)
+    memo[id(node)] = out
+    return out
