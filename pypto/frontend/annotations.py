@@ -40,6 +40,10 @@ class TensorSpec(Tensor):
     def dtype(self):
         return self.spec_dtype
 
+    @property
+    def dim(self) -> int:
+        return len(self.spec_shape or ())
+
     def check(self, param: str, shape: tuple, dtype) -> None:
         """Raise if an argument of ``shape`` and ``dtype`` does not match this annotation."""
         if self.spec_dtype is not None and to_pypto(self.spec_dtype) != dtype:
@@ -47,11 +51,15 @@ class TensorSpec(Tensor):
                             f"{self.spec_dtype.name}, the tensor passed has {dtype}")
         if self.spec_shape is None:
             return
-        if len(self.spec_shape) != len(shape):
+        fixed = self.spec_shape
+        if ... in fixed:            # [DYNAMIC, ...]: the axes before ... checked, any after
+            fixed = fixed[:fixed.index(...)]
+            shape = shape[:len(fixed)] if len(shape) >= len(fixed) else shape
+        if len(fixed) != len(shape):
             raise ValueError(f"argument {param!r}: the annotation has rank "
                              f"{len(self.spec_shape)} {list(self.spec_shape)}, the tensor passed "
                              f"has shape {tuple(shape)}")
-        for axis, (want, got) in enumerate(zip(self.spec_shape, shape)):
+        for axis, (want, got) in enumerate(zip(fixed, shape)):
             if isinstance(want, int) and want != got:
                 raise ValueError(f"argument {param!r}: axis {axis} is {got}, the annotation "
                                  f"says {want} (mark it pypto.DYNAMIC if it varies)")
@@ -69,7 +77,9 @@ def _check_shape(shape):
         raise TypeError(f"pypto.Tensor(shape=...): a list or tuple of extents, got {shape!r}")
     out = []
     for k, e in enumerate(shape):
-        if e is ... or isinstance(e, _Dynamic) or getattr(e, "is_symbolic", False):
+        if e is ...:
+            out.append(...)
+        elif isinstance(e, _Dynamic) or getattr(e, "is_symbolic", False):
             out.append(DYNAMIC)
         elif isinstance(e, int) and not isinstance(e, bool) and e >= 0:
             out.append(int(e))

@@ -53,7 +53,10 @@ def elementwise(op, *operands, dtype=None, **attrs) -> SymTensor:
     return SymTensor(op, args, shape, result, **attrs)
 
 
-def binary(op, a, b):
+def binary(op, a, b, alpha=None):
+    """``add``/``sub`` take CANN's ``alpha``: ``a + alpha * b``."""
+    if alpha is not None:
+        b = elementwise("mul", b, alpha) if isinstance(b, SymTensor) else b * alpha
     return elementwise(op, a, b)
 
 
@@ -235,8 +238,30 @@ def arange(start, end=None, step=1, *, dtype=None):
 
 
 def tensor(shape=None, dtype=DataType.DT_FP32, name="", *_, **__):
-    """``pypto.tensor(shape, dtype, name)``: an uninitialised buffer of the kernel."""
+    """``pypto.tensor(shape, dtype, name)``: an uninitialised buffer of the kernel; outside a
+    kernel (or without a shape, as an annotation) a ``TensorSpec``."""
+    if shape is None or not tracer.active():
+        from .annotations import TensorSpec
+        return TensorSpec(shape, dtype if shape is not None else None, name)
     return tracer.new_buffer(name or "tensor", tuple(shape), to_pypto(dtype))
+
+
+def symbolic_scalar(*args, **_):
+    """``pypto.symbolic_scalar(value)`` / ``(name, value)``: the value itself (a trace knows
+    every extent, so a symbolic scalar is concrete here)."""
+    value = args[-1] if args else 0
+    if isinstance(value, str):
+        raise NotAvailableError("a symbolic scalar without a value")
+    return value
+
+
+def _scalar_or_reduce(op, builtin):
+    """``pypto.max``/``pypto.min``: a reduction on a tensor, Python's on scalars."""
+    def fn(x, *rest, **kwargs):
+        if isinstance(x, SymTensor):
+            return reduce(op, x, *rest, **kwargs)
+        return builtin(x, *rest)
+    return fn
 
 
 # -- matmul and composites -------------------------------------------------------------------
@@ -325,7 +350,10 @@ FUNCTIONS = {
     "set_vec_tile_shapes": set_vec_tile_shapes, "get_vec_tile_shapes": get_vec_tile_shapes,
     "set_cube_tile_shapes": set_cube_tile_shapes, "get_cube_tile_shapes": get_cube_tile_shapes,
 }
-FUNCTIONS["max"], FUNCTIONS["min"] = FUNCTIONS["amax"], FUNCTIONS["amin"]
+FUNCTIONS.update(add=lambda a, b, alpha=None: binary("add", a, b, alpha),
+                 sub=lambda a, b, alpha=None: binary("sub", a, b, alpha),
+                 max=_scalar_or_reduce("amax", max), min=_scalar_or_reduce("amin", min),
+                 symbolic_scalar=symbolic_scalar)
 
 # pypto.Tensor methods (x.exp(), x.sum(dim), out.move(e), ...)
 METHODS = {**{k: v for k, v in FUNCTIONS.items()

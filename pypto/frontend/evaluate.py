@@ -85,8 +85,15 @@ class Evaluator:
             from . import build
             flat = build.reshape(x, (before, shape[axis]))
             return self.value(build.reduce(node.op, flat, -1, True))
-        raise NotAvailableError(f"pypto.{node.op} over axis {axis} of shape {list(shape)}",
-                                "a middle-axis reduction needs rank-3 tiles")
+        return self._middle_axis_reduce(node, before, after)
+
+    def _middle_axis_reduce(self, node, before, after):
+        """A middle axis reduced as the first axis of each (axis, rest) slab, slabs looped."""
+        x = self.value(node.args[0])
+        slabs = x.reshape(before, x.shape[node.attrs["axis"]], after)
+        out = np.stack([lowering.first_axis_reduce(node, slab, self.vec_tile, (1, after))
+                        for slab in slabs])
+        return out.reshape(node._shape)
 
 
 def _full(ev, node):
@@ -116,7 +123,7 @@ def _expand(ev, node):
 
 def _matmul(ev, node):
     a, b = (ev.value(t) for t in node.args)
-    return lowering.matmul(node, a, b, ev.cube_tile)
+    return lowering.matmul(node, a, b, ev.cube_tile, ev.vec_tile)
 
 
 def _transpose(ev, node):

@@ -152,9 +152,15 @@ def _compile(source, arrays, tile, what):
         raise
 
 
-def matmul(node, a, b, cube_tile) -> np.ndarray:
-    """``pypto.matmul`` on 2-D operands, batch axes looped on the host."""
+def matmul(node, a, b, cube_tile, vec_tile) -> np.ndarray:
+    """``pypto.matmul`` on 2-D operands, batch axes looped on the host; a transposed float32
+    operand is transposed by a kernel first (A2/A3's float32 L1 fractal has no transposed
+    view)."""
     at, bt = node.attrs["a_trans"], node.attrs["b_trans"]
+    if at and a.dtype == np.float32:
+        a, at = _swap_last(a, vec_tile), False
+    if bt and b.dtype == np.float32:
+        b, bt = _swap_last(b, vec_tile), False
     source = (f"def mm(p0, p1):\n    return pl.matmul(p0, p1, a_trans={at}, b_trans={bt}, "
               f"out_dtype=pl.{node.ptype.name})\n")
     m, n = node._shape[-2:]
@@ -175,18 +181,24 @@ def transpose(node, x, vec_tile) -> np.ndarray:
         raise NotAvailableError(f"pypto.transpose of axes {node.attrs['axes']} of a rank-{rank} "
                                 "tensor", "only the last two axes: other pairs need rank-3/4 "
                                 "tiles")
-    out = np.empty(node._shape, dtype=x.dtype)
+    return _swap_last(x, vec_tile)
+
+
+def _swap_last(x, vec_tile) -> np.ndarray:
+    """``x`` with its last two axes swapped by a ``pl.trans`` kernel, leading axes looped."""
+    shape = x.shape[:-2] + (x.shape[-1], x.shape[-2])
+    out = np.empty(shape, dtype=x.dtype)
     tile = tuple(vec_tile[-2:]) if vec_tile and len(vec_tile) >= 2 else (32, 32)
-    tile = (min(tile[0], node._shape[-2]), min(tile[1], node._shape[-1]))
-    for index in np.ndindex(*node._shape[:-2]):
+    tile = (min(tile[0], shape[-2]), min(tile[1], shape[-1]))
+    for index in np.ndindex(*shape[:-2]):
         out[index] = run_tile_op("def tr(p0):\n    return pl.trans(p0)\n", [x[index]], tile,
                                  "transpose")
     return out
 
 
-def first_axis_reduce(node, x, vec_tile) -> np.ndarray:
+def first_axis_reduce(node, x, vec_tile, shape=None) -> np.ndarray:
     """A reduction over axis 0 of ``x`` seen as (that axis, the rest)."""
     view = x.reshape(x.shape[0], -1)
     tn = min(view.shape[1], (vec_tile or DEFAULT_VEC_TILE)[-1])
     source = (f"def col(p0):\n    return {ops.REDUCE[node.op]}(p0, axis=0, keepdims=True)\n")
-    return run_tile_op(source, [view], (1, tn), "reduce").reshape(node._shape)
+    return run_tile_op(source, [view], (1, tn), "reduce").reshape(shape or node._shape)
