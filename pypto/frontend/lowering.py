@@ -124,10 +124,31 @@ def run_tile_op(source: str, arrays: list, tile: tuple, what: str) -> np.ndarray
     key = (source, tuple((a.shape, str(a.dtype)) for a in arrays), tile)
     module = _MODULES.get(key)
     if module is None:
-        module = _compile(source, arrays, tile, what)
+        module = _fitting(source, arrays, tile, what)
         _MODULES[key] = module
     inputs = {f"p{k}": np.ascontiguousarray(a) for k, a in enumerate(arrays)}
     return module.run(inputs).numpy()
+
+
+def _fitting(source, arrays, tile, what):
+    """The module for the largest tile up to ``tile`` that fits on-chip: CANN's tile shapes
+    assume its buffer reuse, so a tile PyPTO cannot hold is halved (rows first) until it fits;
+    only a one-row tile that still overflows is an error, in CANN's terms."""
+    first_error = None
+    while True:
+        try:
+            return _compile(source, arrays, tile, what)
+        except CompilationError as e:
+            if "overflow" not in str(e):
+                raise
+            first_error = first_error or e
+            if tile == (1, 1):
+                break
+            tile = (max(1, tile[0] // 2), tile[1]) if tile[0] > 1 else (1, max(1, tile[1] // 2))
+    raise ValueError(f"pypto.frontend {what}: even one row of the tile shape does not fit the "
+                     f"910B's on-chip buffers (CANN: 'in/output total size exceeds MEM_UB "
+                     f"size'); the rows or the reduced axis are too long. Compiler: "
+                     f"{first_error}") from None
 
 
 def _compile(source, arrays, tile, what):
@@ -139,17 +160,9 @@ def _compile(source, arrays, tile, what):
     exec(compile(source, filename, "exec"), namespace)      # defines the function only
     graph = TensorGraph(name=f"cann_{what}")
     leaves = [graph.placeholder(a.shape, a.dtype, name=f"p{k}") for k, a in enumerate(arrays)]
-    try:
-        tile_map(tile_op(namespace[next(k for k in namespace if k != "pl"
-                                        and k != "__builtins__")]), leaves, tile_size=tile)
-        return compile_graph(graph)
-    except CompilationError as e:
-        if "UB" in str(e) or "capacity" in str(e) or "overflow" in str(e).lower():
-            raise ValueError(f"the vec tile shape gives {what} tiles of {tile} (rows x last "
-                             f"axis) that do not fit the 910B's 192 KiB UB: choose a smaller "
-                             f"pypto.set_vec_tile_shapes (CANN: 'in/output total size exceeds "
-                             f"MEM_UB size'). Compiler: {e}") from None
-        raise
+    name = next(k for k in namespace if k not in ("pl", "__builtins__"))
+    tile_map(tile_op(namespace[name]), leaves, tile_size=tile)
+    return compile_graph(graph)
 
 
 def matmul(node, a, b, cube_tile, vec_tile) -> np.ndarray:
