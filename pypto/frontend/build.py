@@ -15,7 +15,7 @@ import numpy as np
 from ..language import dtypes as pl_dtypes
 from . import ops, tracer
 from .dtypes import DataType, to_pypto
-from .symbolic import LoopIndex, SymTensor
+from .symbolic import LoopIndex, SymbolicScalar, SymTensor
 from .unavailable import CATALOGUE, NotAvailableError
 
 BOOL = pl_dtypes.bool_
@@ -252,7 +252,7 @@ def symbolic_scalar(*args, **_):
     value = args[-1] if args else 0
     if isinstance(value, str):
         raise NotAvailableError("a symbolic scalar without a value")
-    return value
+    return SymbolicScalar(value)
 
 
 def _scalar_or_reduce(op, builtin):
@@ -317,20 +317,36 @@ def is_loop_end(index):
     return isinstance(index, LoopIndex) and int(index) == index.last
 
 
+def _settings() -> dict:
+    """The kernel's settings while tracing, else the global scope's (set before a call)."""
+    from .options import SCOPE
+    return tracer.current().settings if tracer.active() else SCOPE.stack[0]
+
+
+def _setting(key):
+    from .options import SCOPE
+    return tracer.current().tile_shapes(key) if tracer.active() else SCOPE.get(key)
+
+
 def set_vec_tile_shapes(*shape):
-    tracer.current().settings["vec_tile_shapes"] = tuple(int(e) for e in shape)
+    _settings()["vec_tile_shapes"] = tuple(int(e) for e in shape)
 
 
 def get_vec_tile_shapes():
-    return list(tracer.current().tile_shapes("vec_tile_shapes") or [])
+    return list(_setting("vec_tile_shapes") or [])
 
 
 def set_cube_tile_shapes(m, k, n, enable_split_k=False, *_):
-    tracer.current().settings["cube_tile_shapes"] = (list(m), list(k), list(n))
+    _settings()["cube_tile_shapes"] = (list(m), list(k), list(n))
+
+
+def set_matrix_size(size, *_):
+    """CANN's matmul size hint: recorded, no effect (the trace knows every extent)."""
+    _settings()["matrix_size"] = list(size)
 
 
 def get_cube_tile_shapes():
-    return list(tracer.current().tile_shapes("cube_tile_shapes") or [])
+    return list(_setting("cube_tile_shapes") or [])
 
 
 def _named(op):
@@ -349,6 +365,7 @@ FUNCTIONS = {
     "is_loop_begin": is_loop_begin, "is_loop_end": is_loop_end,
     "set_vec_tile_shapes": set_vec_tile_shapes, "get_vec_tile_shapes": get_vec_tile_shapes,
     "set_cube_tile_shapes": set_cube_tile_shapes, "get_cube_tile_shapes": get_cube_tile_shapes,
+    "set_matrix_size": set_matrix_size,
 }
 FUNCTIONS.update(add=lambda a, b, alpha=None: binary("add", a, b, alpha),
                  sub=lambda a, b, alpha=None: binary("sub", a, b, alpha),

@@ -35,7 +35,7 @@ class SymTensor:
     # -- what CANN's Tensor reports
     @property
     def shape(self) -> list:
-        return list(self._shape)
+        return [SymbolicScalar(e) for e in self._shape]
 
     @property
     def dtype(self):
@@ -97,8 +97,49 @@ SymTensor.__neg__ = lambda self: __import__("pypto.frontend.build", fromlist=["x
     "neg", self)
 
 
-class LoopIndex(int):
-    """A ``pypto.loop`` index: an int (loops are unrolled when traced) that knows its loop."""
+class SymbolicScalar(int):
+    """CANN's ``SymbolicScalar``: here always concrete (a trace knows every extent and loop
+    index), an int with CANN's methods; arithmetic keeps the type."""
+
+    def min(self, other):
+        return SymbolicScalar(min(int(self), int(other)))
+
+    def max(self, other):
+        return SymbolicScalar(max(int(self), int(other)))
+
+    def is_concrete(self) -> bool:
+        return True
+
+    def is_immediate(self) -> bool:
+        return True
+
+    def is_symbol(self) -> bool:
+        return False
+
+    def is_expression(self) -> bool:
+        return False
+
+    def concrete(self) -> int:
+        return int(self)
+
+
+def _keep_type(name):
+    method = getattr(int, name)
+
+    def wrapped(self, *args):
+        result = method(self, *args)
+        return SymbolicScalar(result) if type(result) is int else result
+    return wrapped
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__"):
+    setattr(SymbolicScalar, _name, _keep_type(_name))
+
+
+class LoopIndex(SymbolicScalar):
+    """A ``pypto.loop`` index: a concrete scalar (loops are unrolled when traced) that knows
+    its loop's first and last values."""
 
     def __new__(cls, value, first, last):
         self = super().__new__(cls, value)
