@@ -101,6 +101,14 @@ def clip(x, min=None, max=None):  # noqa: A002
     return elementwise("clip", x, lo, hi)
 
 
+def round(x, decimals=0):  # noqa: A001 - CANN's name
+    """``pypto.round(x, decimals=)``: half to even at ``decimals`` places, as torch.round."""
+    if not decimals:
+        return elementwise("round", x)
+    scale = 10.0 ** decimals
+    return elementwise("round", x * scale) / scale
+
+
 def pow(x, exponent):  # noqa: A001
     return elementwise("pow", x, exponent)
 
@@ -357,7 +365,7 @@ FUNCTIONS = {
     **{op: _named(op) for op in ops.EW if op not in ("cast", "where", "clip", "pow", "copy")},
     **{op: (lambda op: lambda x, dim=-1, keepdim=False: reduce(op, x, dim, keepdim))(op)
        for op in ops.REDUCE},
-    "cast": cast, "where": where, "clip": clip, "pow": pow, "greater": _named("gt"),
+    "cast": cast, "where": where, "clip": clip, "pow": pow, "round": round, "greater": _named("gt"),
     "reshape": reshape, "unsqueeze": unsqueeze, "transpose": transpose, "concat": concat,
     "expand_clone": expand_clone, "view": view, "assemble": assemble, "full": full,
     "zeros": zeros, "ones": ones, "arange": arange, "tensor": tensor, "matmul": matmul,
