@@ -1,0 +1,136 @@
+"""CANN ops run by pypto.frontend, each against a numpy/torch golden."""
+import numpy as np
+import pytest
+
+import pypto
+
+torch = pytest.importorskip("torch", reason="the CANN frontend's ops are checked on torch tensors")
+RNG = np.random.default_rng(1)
+
+
+def _x(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def test_elementwise_chain_on_rank4_writes_the_torch_tensor_in_place():
+    @pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.SIM})
+    def k(x: pypto.Tensor((1, 4, 1, 64), pypto.DT_FP32),
+          y: pypto.Tensor((1, 4, 1, 64), pypto.DT_FP32),
+          out: pypto.Tensor((1, 4, 1, 64), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 4, 1, 64)
+        a = pypto.where(x > y, pypto.exp(x), pypto.abs(y))
+        out[:] = pypto.clip(pypto.maximum(a, pypto.sigmoid(y)) - pypto.relu(x), -1.0, 2.0)
+
+    x, y = torch.randn(1, 4, 1, 64), torch.randn(1, 4, 1, 64)
+    out = torch.full((1, 4, 1, 64), float("nan"))
+    k(x, y, out)
+    a = torch.where(x > y, torch.exp(x), torch.abs(y))
+    want = torch.clamp(torch.maximum(a, torch.sigmoid(y)) - torch.relu(x), -1.0, 2.0)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, dim, keepdim", [("sum", -1, True), ("amax", 0, False),
+                                              ("mean", 1, False), ("amin", -1, False),
+                                              ("prod", 0, True)])
+def test_reductions(op, dim, keepdim):
+    shape = (3, 5, 16)
+    out_shape = np.sum(np.zeros(shape), axis=dim, keepdims=keepdim).shape
+
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor(shape, pypto.DT_FP32), out: pypto.Tensor(out_shape, pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 5, 16)
+        out[:] = getattr(pypto, op)(x, dim=dim, keepdim=keepdim)
+
+    x = _x(*shape) * 0.5 + 1.0
+    out = np.zeros(out_shape, np.float32)
+    k(x, out)
+    want = getattr(torch, op)(torch.from_numpy(x), dim=dim, keepdim=keepdim)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_layer_norm_rms_norm_composites():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([16, 64], pypto.DT_FP32), w: pypto.Tensor([64], pypto.DT_FP32),
+          b: pypto.Tensor([64], pypto.DT_FP32), s: pypto.Tensor([16, 64], pypto.DT_FP32),
+          ln: pypto.Tensor([16, 64], pypto.DT_FP32), rms: pypto.Tensor([16, 64], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 64)
+        s[:] = pypto.softmax(x, dim=-1)
+        ln[:] = pypto.layer_norm(x, w, b, dim=-1, epsilon=1e-5)
+        rms[:] = pypto.rms_norm(x, w, epsilon=1e-6)
+
+    x, w, b = torch.randn(16, 64), torch.rand(64), torch.rand(64)
+    s, ln, rms = (torch.empty(16, 64) for _ in range(3))
+    k(x, w, b, s, ln, rms)
+    torch.testing.assert_close(s, torch.softmax(x, -1))
+    torch.testing.assert_close(ln, torch.nn.functional.layer_norm(x, (64,), w, b, 1e-5),
+                               rtol=1e-5, atol=1e-5)
+    want = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+    torch.testing.assert_close(rms, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_matmul_with_transposed_operand_and_out_dtype():
+    @pypto.frontend.jit
+    def k(a: pypto.Tensor([2, 32, 64], pypto.DT_FP16), b: pypto.Tensor([48, 64], pypto.DT_FP16),
+          c: pypto.Tensor([2, 32, 48], pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([16, 16], [64, 64], [16, 16])
+        c[:] = pypto.matmul(a, b, pypto.DT_FP32, b_trans=True)
+
+    a, b = torch.randn(2, 32, 64).half(), torch.randn(48, 64).half()
+    c = torch.empty(2, 32, 48)
+    k(a, b, c)
+    torch.testing.assert_close(c, torch.matmul(a.float(), b.float().T), rtol=1e-3, atol=1e-3)
+
+
+def test_shape_ops_creation_and_cast():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 8], pypto.DT_FP32), t: pypto.Tensor([8, 4], pypto.DT_FP32),
+          cat: pypto.Tensor([4, 16], pypto.DT_FP32), h: pypto.Tensor([2, 16], pypto.DT_FP16),
+          r: pypto.Tensor([3, 4, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        t[:] = pypto.transpose(x, 0, 1)
+        cat[:] = pypto.concat([x, pypto.full([4, 8], 3.0, pypto.DT_FP32)], dim=-1)
+        h[:] = pypto.cast(pypto.reshape(x, [2, 16]), pypto.DT_FP16)
+        r[:] = pypto.expand_clone(pypto.unsqueeze(x, 0), [3, 4, 8]) + pypto.ones([8])
+
+    x = _x(4, 8)
+    t, cat, r = np.zeros((8, 4), np.float32), np.zeros((4, 16), np.float32), \
+        np.zeros((3, 4, 8), np.float32)
+    h = np.zeros((2, 16), np.float16)
+    k(x, t, cat, h, r)
+    np.testing.assert_array_equal(t, x.T)
+    np.testing.assert_array_equal(cat, np.concatenate([x, np.full((4, 8), 3.0)], -1))
+    np.testing.assert_array_equal(h, x.reshape(2, 16).astype(np.float16))
+    np.testing.assert_array_equal(r, np.broadcast_to(x, (3, 4, 8)) + 1)
+
+
+def test_profiler_reports_modelled_npu_time_of_a_frontend_kernel():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([64, 128], pypto.DT_FP32), out: pypto.Tensor([64, 128], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(16, 128)
+        out[:] = pypto.softmax(x, dim=-1)
+
+    x, out = _x(64, 128), np.zeros((64, 128), np.float32)
+    with pypto.Profiler() as prof:
+        k(x, out)
+    assert prof.kernels and all(kk.npu_time_ms > 0 for kk in prof.kernels)
+    np.testing.assert_allclose(out, torch.softmax(torch.from_numpy(x), -1).numpy(), rtol=1e-5)
+
+
+def test_middle_axis_broadcast_of_a_rank3_operand_is_computed():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), y: pypto.Tensor([2, 1, 16], pypto.DT_FP32),
+          out: pypto.Tensor([2, 3, 16], pypto.DT_FP32)):
+        out[:] = x + y
+
+    x, y, out = _x(2, 3, 16), _x(2, 1, 16), np.zeros((2, 3, 16), np.float32)
+    k(x, y, out)
+    np.testing.assert_allclose(out, x + y, rtol=1e-6)
+
+
+def test_transpose_of_leading_axes_is_not_available_yet():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), out: pypto.Tensor([3, 2, 16], pypto.DT_FP32)):
+        out[:] = pypto.transpose(x, 0, 1)
+
+    with pytest.raises(pypto.frontend.NotAvailableError, match="rank-3/4 tiles"):
+        k(_x(2, 3, 16), np.zeros((3, 2, 16), np.float32))

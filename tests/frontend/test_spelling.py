@@ -1,0 +1,121 @@
+"""CANN PyPTO's spelling: annotations, dtypes, option groups, run modes, errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto.frontend import NoNPUWarning, NotAvailableError
+from pypto.frontend.annotations import TensorSpec
+from pypto.frontend.options import UnknownOptionWarning
+
+
+def test_tensor_is_both_annotation_and_device_tensor():
+    spec = pypto.Tensor([4, pypto.DYNAMIC], pypto.DT_FP16, "x")
+    assert isinstance(spec, TensorSpec) and isinstance(spec, pypto.Tensor)
+    assert spec.shape == (4, pypto.DYNAMIC) and spec.dtype is pypto.DT_FP16 and spec.dim == 2
+    assert pypto.Tensor[[8, 8], pypto.DT_FP32].shape == (8, 8)
+    assert pypto.Tensor().shape is None
+    device = pypto.Tensor.from_numpy(np.ones(3, np.float32))
+    assert not isinstance(device, TensorSpec) and device.to_numpy().sum() == 3
+
+
+def test_annotation_mismatch_names_the_argument():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 8], pypto.DT_FP32), out: pypto.Tensor([4, 8], pypto.DT_FP32)):
+        out[:] = x
+
+    with pytest.raises(ValueError, match="argument 'x': axis 1 is 9"):
+        k(np.zeros((4, 9), np.float32), np.zeros((4, 8), np.float32))
+    with pytest.raises(TypeError, match="argument 'x'.*DT_FP32"):
+        k(np.zeros((4, 8), np.float16), np.zeros((4, 8), np.float32))
+
+
+def test_dynamic_and_ellipsis_dims_take_any_extent():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32),
+          out: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 2, 16)
+        out[:] = x * 2.0
+
+    x = np.arange(3 * 2 * 16, dtype=np.float32).reshape(3, 2, 16)
+    out = np.zeros_like(x)
+    k(x, out)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_unknown_option_keys_are_warned_about():
+    with pytest.warns(UnknownOptionWarning, match=r"runtime_options\['run_mdoe'\]"):
+        pypto.frontend.jit(runtime_options={"run_mdoe": 1})(lambda x: None)
+    with pytest.warns(UnknownOptionWarning, match="runtime_optoins"):
+        pypto.frontend.jit(runtime_optoins={})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.SIM},
+                           pass_options={"vec_nbuffer_setting": {-1: 2}},
+                           debug_options={"runtime_debug_mode": 0})(lambda x: None)
+    with pytest.raises(ValueError, match="run_mode"):
+        pypto.frontend.jit(runtime_options={"run_mode": "gpu"})(lambda x: None)
+
+
+def test_npu_mode_runs_on_the_host_and_says_so_once(monkeypatch):
+    from pypto.frontend import runtime
+    monkeypatch.setattr(runtime, "_SAID_NO_NPU", [])
+
+    @pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.NPU})
+    def k(x: pypto.Tensor([2, 8], pypto.DT_FP32), out: pypto.Tensor([2, 8], pypto.DT_FP32)):
+        out[:] = x + 1.0
+
+    x, out = np.ones((2, 8), np.float32), np.zeros((2, 8), np.float32)
+    with pytest.warns(NoNPUWarning, match="no NPU here"):
+        k(x, out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        k(x, out)
+    np.testing.assert_array_equal(out, 2)
+
+
+def test_options_scope_gives_tile_shapes_and_rejects_unknown_groups():
+    with pypto.options(vec_tile_shapes=[4, 16]):
+        assert pypto.get_vec_tile_shapes() == [4, 16]
+    with pytest.raises(TypeError, match="not one of CANN's option groups"):
+        pypto.options(colour_options={})
+
+
+def test_unavailable_names_and_dtypes_say_so():
+    with pytest.raises(NotAvailableError, match="not available in PyPTO yet: pypto.index_select"):
+        pypto.index_select(None, 0, None)
+    with pytest.raises(NotAvailableError, match="DT_FP8"):
+        pypto.DT_FP8.pypto
+    with pytest.raises(AttributeError):
+        pypto.no_such_name_anywhere
+
+
+def test_returning_a_value_is_an_error():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([2, 8], pypto.DT_FP32)):
+        return x + 1.0
+
+    with pytest.raises(TypeError, match="returns nothing"):
+        k(np.ones((2, 8), np.float32))
+
+
+def test_helpers_loops_and_views_assemble():
+    @pypto.frontend.function
+    def twice(t):
+        return pypto.mul(t, 2.0)
+
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 32], pypto.DT_FP32), out: pypto.Tensor([4, 32], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 16)
+        for i in pypto.loop(2, name="rows", idx_name="i"):
+            tile = pypto.view(x, [2, 32], [i * 2, 0])
+            if pypto.is_loop_begin(i):
+                pypto.assemble(twice(tile), [i * 2, 0], out)
+            else:
+                out[2:4, :] = tile + 1.0
+
+    x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
+    out = np.zeros_like(x)
+    k(x, out)
+    np.testing.assert_allclose(out, np.concatenate([x[:2] * 2, x[2:] + 1]), rtol=1e-6)
