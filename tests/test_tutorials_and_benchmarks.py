@@ -38,6 +38,7 @@ SCRIPTS = {
     "tutorials/16_moe.py": r"^\s*size\s+PyPTO\s+numpy\s+NPU router\s+NPU experts$",
     "benchmarks/flash_attention.py":
         r"^shape \(B, H, S, D\)\s+causal\s+PyPTO host\s+torch SDPA\s+torch/PyPTO\s+NPU \(model\)$",
+    "tutorials/17_from_cann_pypto.py": r"^kernel\s+host\s+NPU \(model\)\s+max err$",
     "benchmarks/mpmd.py": r"^kernel\s+tasks\s+CANN\s+PyPTO\s+CANN/PyPTO$",
     "tutorials/09_profiling.py":
         r"^\s*stages\s+blocks\s+host time\s+NPU time\s+util\s+bound by\s*$",
