@@ -15,7 +15,7 @@ import numpy as np
 from ..language import dtypes as pl_dtypes
 from . import ops, tracer
 from .dtypes import DataType, to_pypto
-from .symbolic import LoopIndex, SymbolicScalar, SymTensor
+from .symbolic import LoopIndex, SymbolicScalar, SymTensor, pinned
 from .unavailable import CATALOGUE, NotAvailableError
 
 BOOL = pl_dtypes.bool_
@@ -184,7 +184,7 @@ def getitem(x, index):
     shape = np.empty(x._shape, dtype=np.bool_)[index].shape
     if x.op == "read":
         return SymTensor("read", (), shape, x.ptype, buffer=x.attrs["buffer"],
-                         chain=x.attrs["chain"] + (index,), version=x.attrs["version"])
+                         chain=x.attrs["chain"] + (index,), version=None)
     return SymTensor("slice", (x,), shape, x.ptype, index=index)
 
 
@@ -204,7 +204,7 @@ def write(place: SymTensor, value):
     if value.ptype != place.ptype:
         value = elementwise("cast", value, dtype=place.ptype)
     buf = place.attrs["buffer"]
-    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], value, ""))
+    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], pinned(value), ""))
     buf.version += 1
 
 

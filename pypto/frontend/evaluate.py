@@ -23,6 +23,8 @@ class Evaluator:
             self.arrays[id(buf)] = arrays[buf.arg_index] if buf.arg_index is not None else \
                 np.zeros(buf.shape, dtype=buf.dtype.to_numpy())
         self.versions = {id(b): 0 for b in trace.buffers}
+        self.keep = _read_after_overwrite(trace)
+        self.old = {}           # (buffer, version) -> its contents then, when read later
         self.memo = {}
         self.vec_tile = trace.tile_shapes("vec_tile_shapes")
         self.cube_tile = trace.tile_shapes("cube_tile_shapes")
@@ -30,12 +32,17 @@ class Evaluator:
     def run(self) -> None:
         for write in self.trace.writes:
             value = self.value(write.value)
+            key = (id(write.buffer), self.versions[id(write.buffer)])
+            if key in self.keep:
+                self.old[key] = self.arrays[id(write.buffer)].copy()
             dest = self.place(write.buffer, write.chain)
             np.copyto(dest, np.broadcast_to(value, dest.shape).astype(dest.dtype, copy=False))
             self.versions[id(write.buffer)] += 1
 
-    def place(self, buf, chain) -> np.ndarray:
+    def place(self, buf, chain, version=None) -> np.ndarray:
         array = self.arrays[id(buf)]
+        if version is not None and version != self.versions[id(buf)]:
+            array = self.old[(id(buf), version)]
         for index in chain:
             array = array[index]
         return array
@@ -55,11 +62,7 @@ class Evaluator:
 
     def _compute(self, node):
         if node.op == "read":
-            buf = node.attrs["buffer"]
-            if self.versions[id(buf)] != node.attrs["version"]:
-                raise NotAvailableError(f"reading {buf.name!r} as it was before a later write "
-                                        "to it", "compute the value before overwriting")
-            return self.place(buf, node.attrs["chain"])
+            return self.place(node.attrs["buffer"], node.attrs["chain"], node.attrs["version"])
         if node.op in ops.EW or node.op in ops.REDUCE:
             return self._reduce_or_segment(node)
         rule = _RULES.get(node.op)
@@ -94,6 +97,26 @@ class Evaluator:
         out = np.stack([lowering.first_axis_reduce(node, slab, self.vec_tile, (1, after))
                         for slab in slabs])
         return out.reshape(node._shape)
+
+
+def _read_after_overwrite(trace) -> set:
+    """(buffer, version) pairs some write's value reads after a later version was written:
+    their contents are kept when they are overwritten."""
+    versions, keep = {}, set()
+    for write in trace.writes:
+        seen, stack = set(), [write.value]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, SymTensor) or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.op == "read":
+                buf = node.attrs["buffer"]
+                if node.attrs["version"] < versions.get(id(buf), 0):
+                    keep.add((id(buf), node.attrs["version"]))
+            stack.extend(node.args)
+        versions[id(write.buffer)] = versions.get(id(write.buffer), 0) + 1
+    return keep
 
 
 def _full(ev, node):

@@ -10,8 +10,9 @@ Every write of the trace stores the value of one node tree. Evaluating a node:
   generated ``@pypto.jit`` kernel, cached per source, shapes and tile;
 * ``matmul`` is a cube tile op over 2-D operands, its batch axes looped; ``transpose`` of the
   last two axes is ``pl.trans``; a reduction over the first axis of a 2-D view is one too;
-* shape ops (reshape, windows, concat, expand_clone) and creation (full, arange) are data
-  movement on the host arrays, which the cycle model does not see (docs/from_cann_pypto.md).
+* shape ops (reshape, windows, concat, expand_clone, transposes of leading axes) and creation
+  (full, arange) are data movement on the host arrays, which the cycle model does not see
+  (docs/from_cann_pypto.md).
 
 What would need a rank-3/4 tile (a broadcast or a reduction over a middle axis, a transpose of
 other axes) raises ``NotAvailableError`` saying so.
@@ -189,7 +190,11 @@ def matmul(node, a, b, cube_tile, vec_tile) -> np.ndarray:
 
 
 def transpose(node, x, vec_tile) -> np.ndarray:
+    """Swapping leading axes moves whole rows: data movement on the host. Swapping the last
+    two axes is a ``pl.trans`` kernel; any other pair would need a rank-3/4 tile."""
     rank = len(node._shape)
+    if rank - 1 not in node.attrs["axes"]:
+        return np.ascontiguousarray(np.swapaxes(x, *node.attrs["axes"]))
     if sorted(node.attrs["axes"]) != [rank - 2, rank - 1]:
         raise NotAvailableError(f"pypto.transpose of axes {node.attrs['axes']} of a rank-{rank} "
                                 "tensor", "only the last two axes: other pairs need rank-3/4 "

@@ -33,9 +33,12 @@ def run(trace, arrays: list) -> None:
             np.zeros(buf.shape, buf.dtype.to_numpy())
         tensors[id(buf)] = _torch(array)
     memo: dict = {}
+    versions = {id(b): 0 for b in trace.buffers}
     for write in trace.writes:
-        value = _value(write.value, tensors, memo, torch)
+        value = _value(write.value, (tensors, versions), memo, torch)
         dest = tensors[id(write.buffer)]
+        tensors[(id(write.buffer), versions[id(write.buffer)])] = dest.clone()
+        versions[id(write.buffer)] += 1
         for index in write.chain:
             dest = dest[index]
         dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))
@@ -58,17 +61,19 @@ def _numpy(tensor, dtype):
     return tensor.numpy()
 
 
-def _value(node, tensors, memo, torch):
+def _value(node, state, memo, torch):
     if not isinstance(node, SymTensor):
         return node
+    tensors, versions = state
     if node.op == "read":
-        t = tensors[id(node.attrs["buffer"])]
+        buf, version = id(node.attrs["buffer"]), node.attrs["version"]
+        t = tensors[buf] if version == versions[buf] else tensors[(buf, version)]
         for index in node.attrs["chain"]:
             t = t[index]
         return t.clone()
     if id(node) in memo:
         return memo[id(node)]
-    args = [_value(a, tensors, memo, torch) for a in node.args]
+    args = [_value(a, state, memo, torch) for a in node.args]
     dtype = _torch(np.zeros(1, node.ptype.to_numpy())).dtype
     op, a = node.op, node.attrs
     if op in _EW:

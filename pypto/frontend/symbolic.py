@@ -4,8 +4,9 @@ The body runs once per shape signature as ordinary Python on ``SymTensor`` value
 computed: every op adds a node (``op``, operands, attributes, shape, dtype), and every write
 (``out[:] = e``, ``out[a:b] = e``, ``out.move(e)``, ``pypto.assemble``) is recorded by the
 trace (``tracer.Trace``) with the node it stores. A node whose op is ``read`` is a view of a
-*buffer* (a kernel argument or a ``pypto.tensor``) at the buffer's version when it was read,
-so a later write to the buffer cannot change what an earlier read meant.
+*buffer* (a kernel argument or a ``pypto.tensor``). As in CANN, a tensor variable aliases its
+buffer, so it sees later writes; an op (or a write) that takes it pins the buffer's version
+at that point of the program (``pinned``), which is what the op computes with.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class SymTensor:
     """A tensor of a traced CANN kernel (CANN's ``pypto.Tensor`` inside the body)."""
 
     def __init__(self, op: str, args: tuple, shape, dtype, **attrs):
-        self.op, self.args, self.attrs = op, tuple(args), attrs
+        self.op, self.args, self.attrs = op, tuple(pinned(a) for a in args), attrs
         self._shape, self.ptype = tuple(int(e) for e in shape), dtype
 
     # -- what CANN's Tensor reports
@@ -75,6 +76,14 @@ class SymTensor:
     def __setitem__(self, index, value):
         from . import build
         build.setitem(self, index, value)
+
+
+def pinned(x):
+    """``x``, or for a read of a buffer, that read at the buffer's current version."""
+    if not isinstance(x, SymTensor) or x.op != "read":
+        return x
+    return SymTensor("read", (), x._shape, x.ptype, buffer=x.attrs["buffer"],
+                     chain=x.attrs["chain"], version=x.attrs["buffer"].version)
 
 
 def _binary(op, reflected=False):

@@ -52,7 +52,7 @@ def new_buffer(name, shape, dtype, arg_index=None) -> SymTensor:
     """A buffer of the current trace and the tensor reading all of it."""
     buf = Buffer(name, shape, dtype, arg_index)
     current().buffers.append(buf)
-    return SymTensor("read", (), shape, dtype, buffer=buf, chain=(), version=0)
+    return SymTensor("read", (), shape, dtype, buffer=buf, chain=(), version=None)
 
 
 @contextlib.contextmanager

@@ -127,10 +127,37 @@ def test_middle_axis_broadcast_of_a_rank3_operand_is_computed():
     np.testing.assert_allclose(out, x + y, rtol=1e-6)
 
 
-def test_transpose_of_leading_axes_is_not_available_yet():
+def test_transposes_of_leading_axes_run_and_of_axes_0_2_say_rank3_tiles():
     @pypto.frontend.jit
     def k(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), out: pypto.Tensor([3, 2, 16], pypto.DT_FP32)):
-        out[:] = pypto.transpose(x, 0, 1)
+        out[:] = pypto.transpose(x, 0, 1) * 2.0
 
+    @pypto.frontend.jit
+    def bad(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), out: pypto.Tensor([16, 3, 2], pypto.DT_FP32)):
+        out[:] = pypto.transpose(x, 0, 2)
+
+    x, out = _x(2, 3, 16), np.zeros((3, 2, 16), np.float32)
+    k(x, out)
+    np.testing.assert_array_equal(out, np.swapaxes(x, 0, 1) * 2)
     with pytest.raises(pypto.frontend.NotAvailableError, match="rank-3/4 tiles"):
-        k(_x(2, 3, 16), np.zeros((3, 2, 16), np.float32))
+        bad(x, np.zeros((16, 3, 2), np.float32))
+
+
+def test_a_tensor_variable_sees_writes_to_it_and_ops_see_the_value_they_were_given():
+    """CANN's multi_jit pattern: ``t = pypto.tensor(...); t[:] = e; return t`` (failed before:
+    the returned variable read the tensor as it was before the write)."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([2, 16], pypto.DT_FP32), out: pypto.Tensor([2, 16], pypto.DT_FP32),
+          old: pypto.Tensor([2, 16], pypto.DT_FP32)):
+        t = pypto.tensor([2, 16], pypto.DT_FP32)
+        t[:] = x + 1.0
+        before = t * 1.0
+        t[:] = t * 3.0
+        out[:] = t
+        old[:] = before
+
+    x = _x(2, 16)
+    out, old = np.zeros_like(x), np.zeros_like(x)
+    k(x, out, old)
+    np.testing.assert_allclose(out, (x + 1) * 3, rtol=1e-6)
+    np.testing.assert_allclose(old, x + 1, rtol=1e-6)
