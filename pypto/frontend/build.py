@@ -15,7 +15,8 @@ import numpy as np
 from ..language import dtypes as pl_dtypes
 from . import ops, tracer
 from .dtypes import DataType, to_pypto
-from .symbolic import LoopIndex, SymbolicScalar, SymTensor, pinned
+from .scalars import symbolic_scalar
+from .symbolic import LoopIndex, SymTensor, pinned
 from .unavailable import CATALOGUE, NotAvailableError
 
 BOOL = pl_dtypes.bool_
@@ -252,15 +253,6 @@ def tensor(shape=None, dtype=DataType.DT_FP32, name="", *_, **__):
         from .annotations import TensorSpec
         return TensorSpec(shape, dtype if shape is not None else None, name)
     return tracer.new_buffer(name or "tensor", tuple(shape), to_pypto(dtype))
-
-
-def symbolic_scalar(*args, **_):
-    """``pypto.symbolic_scalar(value)`` / ``(name, value)``: the value itself (a trace knows
-    every extent, so a symbolic scalar is concrete here)."""
-    value = args[-1] if args else 0
-    if isinstance(value, str):
-        raise NotAvailableError("a symbolic scalar without a value")
-    return SymbolicScalar(value)
 
 
 def _scalar_or_reduce(op, builtin):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from . import dtypes as cann_dtypes
+from .scalars import SymbolicScalar
 
 
 class Buffer:
@@ -104,46 +105,6 @@ for _op, _name in {"eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__
 SymTensor.__hash__ = object.__hash__
 SymTensor.__neg__ = lambda self: __import__("pypto.frontend.build", fromlist=["x"]).unary(
     "neg", self)
-
-
-class SymbolicScalar(int):
-    """CANN's ``SymbolicScalar``: here always concrete (a trace knows every extent and loop
-    index), an int with CANN's methods; arithmetic keeps the type."""
-
-    def min(self, other):
-        return SymbolicScalar(min(int(self), int(other)))
-
-    def max(self, other):
-        return SymbolicScalar(max(int(self), int(other)))
-
-    def is_concrete(self) -> bool:
-        return True
-
-    def is_immediate(self) -> bool:
-        return True
-
-    def is_symbol(self) -> bool:
-        return False
-
-    def is_expression(self) -> bool:
-        return False
-
-    def concrete(self) -> int:
-        return int(self)
-
-
-def _keep_type(name):
-    method = getattr(int, name)
-
-    def wrapped(self, *args):
-        result = method(self, *args)
-        return SymbolicScalar(result) if type(result) is int else result
-    return wrapped
-
-
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__neg__"):
-    setattr(SymbolicScalar, _name, _keep_type(_name))
 
 
 class LoopIndex(SymbolicScalar):

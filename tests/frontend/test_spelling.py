@@ -119,3 +119,14 @@ def test_helpers_loops_and_views_assemble():
     out = np.zeros_like(x)
     k(x, out)
     np.testing.assert_allclose(out, np.concatenate([x[:2] * 2, x[2:] + 1]), rtol=1e-6)
+
+
+def test_symbolic_scalars_concrete_and_named():
+    s = pypto.symbolic_scalar(10)
+    assert s.is_concrete() and s.concrete() == 10 and isinstance(s < 2, pypto.symbolic_scalar)
+    assert (s < 2).concrete() == 0 and (s + 1).min(5) == 5
+    b = pypto.symbolic_scalar("b")
+    assert b.is_symbol() and not b.is_concrete()
+    assert str((b >= 2) * (b < 8)) == "((b>=2)*(b<8))"
+    with pytest.raises(NotAvailableError, match="symbolic scalar b used as a number"):
+        range(b)
