@@ -1,7 +1,8 @@
 """CANN's option groups (``runtime_options``, ``host_options``, ...), ``RunMode`` and
 ``pypto.options`` scopes.
 
-Options are data: each group lists the keys CANN 0.2.0 documents (docs/api/config). A known
+Options are data: each group lists the keys CANN 0.2.0 documents (docs/api/config) or
+configures (``framework/src/interface/configs/tile_fwk_config.json`` at r0.2.0). A known
 key is accepted and, unless PyPTO acts on it (``run_mode``), has no effect here, which the
 docs page says; an unknown key is warned about by name, never silently dropped.
 """
@@ -23,12 +24,16 @@ KNOWN = {
     "runtime_options": {"run_mode", "device_sched_mode", "stitch_function_max_num",
                         "valid_shape_optimize", "ready_on_host_tensors",
                         "stitch_function_inner_memory", "stitch_function_outcast_memory",
-                        "stitch_function_num_initial"},
+                        "stitch_function_num_initial", "stitch_cfgcache_size",
+                        "stitch_function_num_step", "stitch_function_size",
+                        "triple_stream_sched"},
     "host_options": {"compile_stage", "compile_monitor_enable", "compile_timeout",
                      "compile_timeout_stage", "compile_monitor_print_interval"},
     "codegen_options": {"support_dynamic_aligned"},
     "pass_options": {"pg_skip_partition", "pg_upper_bound", "vec_nbuffer_setting",
-                     "cube_l1_reuse_setting", "cube_nbuffer_setting", "sg_set_scope"},
+                     "cube_l1_reuse_setting", "cube_nbuffer_setting", "sg_set_scope",
+                     "copyout_resolve_coalescing", "mg_copyin_upper_bound",
+                     "mg_vec_parallel_lb", "pg_lower_bound", "pg_parallel_lower_bound"},
     "verify_options": {"enable_pass_verify", "pass_verify_save_tensor",
                        "pass_verify_save_tensor_dir", "pass_verify_pass_filter",
                        "pass_verify_error_tol"},
@@ -38,7 +43,7 @@ KNOWN = {
 
 
 class UnknownOptionWarning(UserWarning):
-    """An option key CANN 0.2.0 does not document: accepted, but it does nothing."""
+    """An option key CANN 0.2.0 does not have: accepted, but it does nothing."""
 
 
 def check_group(group: str, value, where: str) -> dict:
@@ -50,7 +55,7 @@ def check_group(group: str, value, where: str) -> dict:
     for key in value:
         if key not in KNOWN[group]:
             warnings.warn(f"{where}: {group}[{key!r}] is not an option CANN PyPTO 0.2.0 "
-                          f"documents; it has no effect (known: {', '.join(sorted(KNOWN[group]))})",
+                          f"has; it has no effect (known: {', '.join(sorted(KNOWN[group]))})",
                           UnknownOptionWarning, stacklevel=4)
     return dict(value)
 
