@@ -81,7 +81,7 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         from .frontend import annotations
         if cls is Tensor and annotations.is_annotation_call(args, kwargs):
-            return annotations.make(cls, args, kwargs)
+            return annotations.make(args, kwargs)
         return super().__new__(cls)
 
     def __class_getitem__(cls, item):

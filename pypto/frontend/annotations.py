@@ -95,8 +95,8 @@ def _check_dtype(dtype):
     raise TypeError(f"pypto.Tensor(dtype=...): a pypto.DT_* type, got {dtype!r}")
 
 
-def make(cls, args, kwargs):
-    """``pypto.Tensor(...)``: a TensorSpec unless the first argument is array data."""
+def make(args, kwargs):
+    """``pypto.Tensor(...)`` when ``is_annotation_call``: a TensorSpec."""
     return TensorSpec(*args, **kwargs)
 
 

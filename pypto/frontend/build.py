@@ -354,10 +354,11 @@ def _named(op):
 
 
 FUNCTIONS = {
-    **{op: _named(op) for op in ops.EW if op not in ("cast", "where", "clip", "pow", "copy")},
+    **{op: _named(op) for op in ops.EW if op not in ("cast", "where", "clip", "pow")},
     **{op: (lambda op: lambda x, dim=-1, keepdim=False: reduce(op, x, dim, keepdim))(op)
        for op in ops.REDUCE},
-    "cast": cast, "where": where, "clip": clip, "pow": pow, "round": round, "greater": _named("gt"),
+    "cast": cast, "where": where, "clip": clip, "pow": pow, "round": round,
+    "greater": _named("gt"),
     "reshape": reshape, "unsqueeze": unsqueeze, "transpose": transpose, "concat": concat,
     "expand_clone": expand_clone, "view": view, "assemble": assemble, "full": full,
     "zeros": zeros, "ones": ones, "arange": arange, "tensor": tensor, "matmul": matmul,
@@ -377,13 +378,9 @@ METHODS = {**{k: v for k, v in FUNCTIONS.items()
               if k not in ("full", "zeros", "ones", "arange", "tensor", "loop", "concat")},
            "move": move, "view": view}
 
-# kernel-language primitive name -> CANN op, when they differ
-_LANGUAGE_ALIASES = {"maximum": "maximum", "minimum": "minimum"}
-
-
 def language_call(name, args, kwargs):
     """A ``pl`` primitive called while a CANN kernel is traced: the CANN op of that name."""
-    fn = FUNCTIONS.get(_LANGUAGE_ALIASES.get(name, name))
+    fn = FUNCTIONS.get(name)
     if fn is None:
         raise NotAvailableError(f"pypto.{name} in a CANN PyPTO kernel",
                                 CATALOGUE.get(name, "it is a PyPTO tile-kernel primitive"))

@@ -23,7 +23,6 @@ EW = {
     "gt": "({0} > {1})", "ge": "({0} >= {1})", "where": "pl.where({0}, {1}, {2})",
     "logical_and": "pl.where({0}, {1}, False)", "logical_not": "({0} == False)",
     "cast": "pl.cast({0}, {dtype})", "ceil_div": "(({0} + {1} - 1) // {1})",
-    "copy": "({0} + 0)",
 }
 
 # op -> (pl reduction, whether its result is an index)

@@ -18,7 +18,7 @@ _EW = {
     "trunc": "trunc", "pow": "pow", "maximum": "maximum", "minimum": "minimum", "clip": "clip",
     "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "eq": "eq", "ne": "ne", "lt": "lt",
     "le": "le", "gt": "gt", "ge": "ge", "where": "where", "logical_and": "logical_and",
-    "logical_not": "logical_not",
+    "logical_not": "logical_not", "ceil_div": None,
 }
 _REDUCE = {"sum": "sum", "amax": "amax", "amin": "amin", "mean": "mean", "prod": "prod",
            "argmax": "argmax", "argmin": "argmin"}
@@ -79,6 +79,8 @@ def _value(node, state, memo, torch):
     if op in _EW:
         if op == "clip":
             out = torch.clamp(args[0], args[1], args[2])
+        elif op == "ceil_div":
+            out = torch.div(args[0] + args[1] - 1, args[1], rounding_mode="floor")
         elif op == "where":
             out = torch.where(*args)
         else:

@@ -133,7 +133,8 @@ def test_transposes_of_leading_axes_run_and_of_axes_0_2_say_rank3_tiles():
         out[:] = pypto.transpose(x, 0, 1) * 2.0
 
     @pypto.frontend.jit
-    def bad(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), out: pypto.Tensor([16, 3, 2], pypto.DT_FP32)):
+    def bad(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32),
+            out: pypto.Tensor([16, 3, 2], pypto.DT_FP32)):
         out[:] = pypto.transpose(x, 0, 2)
 
     x, out = _x(2, 3, 16), np.zeros((3, 2, 16), np.float32)
