@@ -7,6 +7,8 @@ here instead: after the call, the same trace is run on the call's inputs by
 ``pypto.frontend.reference`` (torch, op by op) and every argument must agree with what the
 kernel wrote (dtype tolerances). ``check(path)`` runs one example in a subprocess and returns
 ``{"calls", "mismatches", "error", "seconds"}``; ``test_cann_examples.py`` tabulates them.
+With ``--profile`` the table also gives, per example, every call replayed once more warm:
+the host time (measured) and the NPU time (modelled by ``pypto.Profiler``), summed.
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ _MARK = "CANN_EXAMPLE_RESULT "
 
 def _compare(kernel, trace, before, after, record):
     from pypto.frontend import reference
+    record["replay"].append((trace, [a.copy() for a in before]))
     expected = [a.copy() for a in before]
     reference.run(trace, expected)
     record["calls"] += 1
@@ -61,9 +64,24 @@ def _compare(kernel, trace, before, after, record):
             record["mismatches"].append(f"{kernel.__name__} argument {k}: max |diff| {diff:.3g}")
 
 
-def _main(path: str) -> None:
+def _replay(record) -> None:
+    """Each call again, warm: host seconds measured, NPU time modelled."""
+    import pypto
+    from pypto.frontend.evaluate import Evaluator
+    host = npu = 0.0
+    for trace, arrays in record.pop("replay"):
+        t0 = time.perf_counter()
+        Evaluator(trace, arrays).run()
+        host += time.perf_counter() - t0
+        with pypto.Profiler() as prof:
+            Evaluator(trace, arrays).run()
+        npu += sum(k.npu_time_ms for k in prof.kernels)
+    record["host_ms"], record["npu_us"] = round(host * 1e3, 2), round(npu * 1e3, 1)
+
+
+def _main(path: str, profile: bool) -> None:
     from pypto.frontend import runtime
-    record = {"calls": 0, "mismatches": [], "error": None}
+    record = {"calls": 0, "mismatches": [], "error": None, "replay": []}
     runtime.CALL_HOOKS.append(lambda *a: _compare(*a, record))
     flag = not any(path.endswith(name) for name in NO_RUN_MODE_FLAG)
     sys.argv = [path, "--run_mode", "sim"] if flag else [path]
@@ -79,14 +97,18 @@ def _main(path: str) -> None:
         record["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}" \
                           f" ({os.path.basename(last.filename)}:{last.lineno})"
     record["seconds"] = round(time.perf_counter() - t0, 1)
+    if profile and not record["error"]:
+        _replay(record)
+    record.pop("replay", None)
     print(_MARK + json.dumps(record), flush=True)
 
 
-def check(path: str, timeout: float = 900) -> dict:
+def check(path: str, timeout: float = 900, profile: bool = False) -> dict:
     """Run the example at ``path`` in a subprocess with this worktree first on the path."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", path],
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", path,
+                           *(["--profile"] if profile else [])],
                           capture_output=True, text=True, timeout=timeout, env=env,
                           cwd=os.path.dirname(path))
     for line in proc.stdout.splitlines():
@@ -108,9 +130,13 @@ def verdict(result: dict) -> tuple[str, str]:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--one":
-        _main(sys.argv[2])
+        _main(sys.argv[2], "--profile" in sys.argv)
         sys.exit(0)
-    base, names = sys.argv[1], sys.argv[2:] or EXAMPLES
-    for name in names:
-        status, reason = verdict(check(os.path.join(base, name)))
-        print(f"| {name} | {status} | {reason} |", flush=True)
+    profiled = "--profile" in sys.argv
+    base, *names = [a for a in sys.argv[1:] if a != "--profile"]
+    for name in names or EXAMPLES:
+        result = check(os.path.join(base, name), profile=profiled)
+        status, reason = verdict(result)
+        times = f" host {result['host_ms']} ms, NPU {result['npu_us']} us (modelled) |" \
+            if "host_ms" in result else ""
+        print(f"| {name} | {status} | {reason} |{times}", flush=True)
