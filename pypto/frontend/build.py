@@ -190,8 +190,45 @@ def getitem(x, index):
 
 
 def setitem(dest, index, value):
-    """``dest[index] = value``: a write into the buffer ``dest`` views."""
-    write(getitem(dest, index), value)
+    """``dest[index] = value``, as CANN defines it: ``value`` assembled at the index's start
+    offsets with its own shape (ints are one-wide axes), not broadcast over the slice; a
+    number fills the slice."""
+    if not _is_tensor(value):
+        write(getitem(dest, index), value)
+        return
+    starts = _starts(dest, index)
+    shape = list(value._shape)
+    if len(shape) < dest.dim:                  # CANN: reshape b to the written rank
+        shape = [1] * (dest.dim - len(shape)) + shape
+    if len(shape) != dest.dim:
+        raise ValueError(f"dest[index] = value: a rank-{value.dim} value written into a "
+                         f"rank-{dest.dim} tensor")
+    window = tuple(slice(s, s + e) for s, e in zip(starts, shape))
+    for axis, (s, e) in enumerate(zip(starts, shape)):
+        if s + e > dest._shape[axis]:
+            raise ValueError(f"dest[index] = value: the value's extent {e} at offset {s} on "
+                             f"axis {axis} passes the tensor's end ({dest._shape[axis]})")
+    write(getitem(dest, window), reshape(value, shape) if list(value._shape) != shape
+          else value)
+
+
+def _starts(dest, index):
+    """The start offset per axis of ``dest`` that ``index`` selects (ints and slices)."""
+    index = index if isinstance(index, tuple) else (index,)
+    if any(item is Ellipsis for item in index):
+        k = index.index(Ellipsis)
+        index = index[:k] + (slice(None),) * (dest.dim - len(index) + 1) + index[k + 1:]
+    index = index + (slice(None),) * (dest.dim - len(index))
+    starts = []
+    for axis, item in enumerate(index):
+        extent = dest._shape[axis]
+        if isinstance(item, slice):
+            if item.step not in (None, 1):
+                raise NotAvailableError("a strided slice of a tensor", f"step {item.step}")
+            starts.append(item.indices(extent)[0])
+        else:
+            starts.append(int(item) % extent)
+    return starts
 
 
 def write(place: SymTensor, value):

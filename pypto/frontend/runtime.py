@@ -16,6 +16,7 @@ import numpy as np
 from ..language import dtypes as pl_dtypes
 from . import options as opts
 from .annotations import TensorSpec
+from .coalesce import coalesce
 from .evaluate import Evaluator
 from .tracer import run as trace_kernel
 
@@ -90,6 +91,7 @@ class JitKernel:
         trace = self._traces.get(key)
         if trace is None:
             trace = trace_kernel(self.fn, specs, constants)
+            trace.writes = coalesce(trace.writes)
             self._traces[key] = trace
         self._say_host()
         before = [a.copy() for a in arrays] if CALL_HOOKS else None

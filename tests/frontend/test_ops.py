@@ -162,3 +162,24 @@ def test_a_tensor_variable_sees_writes_to_it_and_ops_see_the_value_they_were_giv
     k(x, out, old)
     np.testing.assert_allclose(out, (x + 1) * 3, rtol=1e-6)
     np.testing.assert_allclose(old, x + 1, rtol=1e-6)
+
+
+def test_unrolled_loop_over_windows_is_one_launch():
+    """CANN's view → op → assemble loops (the softmax example's) merge into one kernel launch
+    (before: one launch per iteration)."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([8, 4, 64], pypto.DT_FP32), b: pypto.Tensor([1, 1, 64], pypto.DT_FP32),
+          out: pypto.Tensor([8, 4, 64], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 4, 64)
+        for i in pypto.loop(4, name="b", idx_name="i"):
+            for j in pypto.loop(2):
+                view = x[i * 2:i * 2 + 2, j * 2:j * 2 + 2, :]
+                pypto.assemble(pypto.softmax(view, dim=-1) + b, [i * 2, j * 2, 0], out)
+
+    x, b = _x(8, 4, 64), _x(1, 1, 64)
+    out = np.zeros_like(x)
+    with pypto.Profiler() as prof:
+        k(x, b, out)
+    assert len(prof.kernels) == 1
+    want = torch.softmax(torch.from_numpy(x), -1).numpy() + b
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)

@@ -130,3 +130,20 @@ def test_symbolic_scalars_concrete_and_named():
     assert str((b >= 2) * (b < 8)) == "((b>=2)*(b<8))"
     with pytest.raises(NotAvailableError, match="symbolic scalar b used as a number"):
         range(b)
+
+
+def test_slice_assignment_assembles_the_value_at_the_slice_start():
+    """CANN's __setitem__: ``a[0:, 0:] = b`` is ``assemble(b, (0, 0), a)`` and ``a[0, 1:3] = c``
+    writes c as a (1, 2) row (before: the value was broadcast over the whole slice)."""
+    @pypto.frontend.jit
+    def k(b: pypto.Tensor([2, 2], pypto.DT_FP32), c: pypto.Tensor([2], pypto.DT_FP32),
+          a: pypto.Tensor([4, 4], pypto.DT_FP32)):
+        a[0:, 0:] = b
+        a[3, 1:3] = c
+
+    b, c = np.full((2, 2), 10, np.float32), np.array([7, 8], np.float32)
+    a = np.zeros((4, 4), np.float32)
+    k(b, c, a)
+    want = np.zeros((4, 4), np.float32)
+    want[:2, :2], want[3, 1:3] = 10, [7, 8]
+    np.testing.assert_array_equal(a, want)
