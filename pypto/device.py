@@ -88,6 +88,10 @@ class Tensor:
         from .frontend import annotations
         return annotations.subscript(item)
 
+    def __getnewargs__(self):
+        """copy/pickle rebuild a device tensor (``Tensor()`` alone means an annotation)."""
+        return (self._data,)
+
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
         self._data = data
         self.ctx = ctx or Context()

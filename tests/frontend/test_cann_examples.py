@@ -33,3 +33,23 @@ def test_cann_example(name):
         assert status == "fail" and EXPECTED_FAILURES[name] in reason, reason
     else:
         assert status == "pass", reason
+
+
+def test_the_runner_catches_a_wrong_output():
+    """The check each example call gets: the reference rerun differs from a corrupted output."""
+    import numpy as np
+    import pypto
+    from .cann_examples import _compare
+    from pypto.frontend.tracer import run as trace
+
+    def kernel(x, out):
+        out[:] = x * 2.0
+
+    specs = [("x", (2, 8), pypto.float32), ("out", (2, 8), pypto.float32)]
+    t = trace(kernel, specs, {})
+    x = np.ones((2, 8), np.float32)
+    record = {"calls": 0, "mismatches": [], "replay": []}
+    _compare(kernel, t, [x, np.zeros_like(x)], [x, np.full_like(x, 2.0)], record)
+    assert record["mismatches"] == []
+    _compare(kernel, t, [x, np.zeros_like(x)], [x, np.full_like(x, 2.5)], record)
+    assert record["mismatches"] == ["kernel argument 1: max |diff| 0.5"]

@@ -1,4 +1,6 @@
 """CANN PyPTO's spelling: annotations, dtypes, option groups, run modes, errors."""
+import copy
+import pickle
 import warnings
 
 import numpy as np
@@ -18,6 +20,8 @@ def test_tensor_is_both_annotation_and_device_tensor():
     assert pypto.Tensor().shape is None
     device = pypto.Tensor.from_numpy(np.ones(3, np.float32))
     assert not isinstance(device, TensorSpec) and device.to_numpy().sum() == 3
+    for again in (copy.deepcopy(device), pickle.loads(pickle.dumps(device))):
+        assert type(again) is pypto.Tensor and again.to_numpy().sum() == 3
 
 
 def test_annotation_mismatch_names_the_argument():
