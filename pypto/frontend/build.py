@@ -242,7 +242,8 @@ def write(place: SymTensor, value):
     if value.ptype != place.ptype:
         value = elementwise("cast", value, dtype=place.ptype)
     buf = place.attrs["buffer"]
-    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], pinned(value), ""))
+    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], pinned(value),
+                                                tracer.user_line()))
     buf.version += 1
 
 

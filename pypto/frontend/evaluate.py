@@ -31,7 +31,11 @@ class Evaluator:
 
     def run(self) -> None:
         for write in self.trace.writes:
-            value = self.value(write.value)
+            try:
+                value = self.value(write.value)
+            except (NotAvailableError, ValueError) as e:     # said at the kernel's line
+                e.args = (f"{e.args[0] if e.args else e}\n  in the write at {write.line}",)
+                raise e.with_traceback(None) from None
             key = (id(write.buffer), self.versions[id(write.buffer)])
             if key in self.keep:
                 self.old[key] = self.arrays[id(write.buffer)].copy()

@@ -41,7 +41,4 @@ OTHER = {
     "full": "a constant tensor", "arange": "a range tensor",
 }
 
-# composites CANN defines in terms of the ops above (build.py writes them out)
-COMPOSITE = ("softmax", "rms_norm", "layer_norm")
-
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_not"}

@@ -82,9 +82,6 @@ class Scope:
                 return frame[key]
         return default
 
-    def set(self, key, value) -> None:
-        self.stack[-1][key] = value
-
 
 SCOPE = Scope()
 _FIELDS = ("name", "vec_tile_shapes", "cube_tile_shapes", "conv_tile_shapes", "matrix_size")

@@ -8,6 +8,8 @@ the CANN op (``pypto.language.core.FRONTEND_HOOK``); outside a trace they behave
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from dataclasses import dataclass, field
 
 from ..language import core as pl_core
@@ -17,11 +19,22 @@ from .symbolic import Buffer, SymTensor
 
 @dataclass
 class Write:
-    """``buffer[index chain] = value`` at this point of the kernel."""
+    """``buffer[index chain] = value`` at this point of the kernel (``line``: where, in the
+    user's source, for errors found when the value is computed)."""
     buffer: Buffer
     chain: tuple
     value: object
     line: str
+
+
+def user_line() -> str:
+    """``file:line`` of the innermost caller outside pypto.frontend (the kernel's line)."""
+    frame = sys._getframe(1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) \
+            == here:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
 
 
 @dataclass

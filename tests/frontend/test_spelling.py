@@ -151,3 +151,9 @@ def test_slice_assignment_assembles_the_value_at_the_slice_start():
     want = np.zeros((4, 4), np.float32)
     want[:2, :2], want[3, 1:3] = 10, [7, 8]
     np.testing.assert_array_equal(a, want)
+
+
+def test_every_op_kind_has_a_lowering():
+    from pypto.frontend import evaluate, ops
+    assert set(ops.OTHER) == set(evaluate._RULES) | {"read"}
+    assert not set(ops.EW) & set(ops.REDUCE) and not set(ops.OTHER) & set(ops.EW)
