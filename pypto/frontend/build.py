@@ -257,6 +257,22 @@ def assemble(x, offsets, out):
     write(_window(out, x.shape, offsets), x)
 
 
+# -- indexing (torch's gather / scatter) ---------------------------------------------------
+def gather(input, dim, index):  # noqa: A002 - CANN's names
+    if index.ptype.kind not in "iu":
+        raise TypeError(f"pypto.gather: the index must be an integer tensor, got {index.ptype}")
+    return SymTensor("gather", (input, index), index._shape, input.ptype,
+                     axis=_axis(dim, input.dim, "gather"))
+
+
+def scatter(input, dim, index, src, *, reduce=None):  # noqa: A002
+    if reduce not in (None, "add"):
+        raise NotAvailableError(f"pypto.scatter(reduce={reduce!r})", "only None and 'add'")
+    value = src if _is_tensor(src) else _scalar(src, "scatter")
+    return SymTensor("scatter", (input, index, value), input._shape, input.ptype,
+                     axis=_axis(dim, input.dim, "scatter"), reduce=reduce)
+
+
 # -- creation --------------------------------------------------------------------------------
 def full(size, fill_value, dtype=None, *, valid_shape=None):
     dtype = to_pypto(dtype) if dtype is not None else (
@@ -404,7 +420,7 @@ FUNCTIONS = {
     "is_loop_begin": is_loop_begin, "is_loop_end": is_loop_end,
     "set_vec_tile_shapes": set_vec_tile_shapes, "get_vec_tile_shapes": get_vec_tile_shapes,
     "set_cube_tile_shapes": set_cube_tile_shapes, "get_cube_tile_shapes": get_cube_tile_shapes,
-    "set_matrix_size": set_matrix_size,
+    "set_matrix_size": set_matrix_size, "gather": gather, "scatter": scatter,
 }
 FUNCTIONS.update(add=lambda a, b, alpha=None: binary("add", a, b, alpha),
                  sub=lambda a, b, alpha=None: binary("sub", a, b, alpha),

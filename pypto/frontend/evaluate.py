@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import lowering, ops
+from . import indexing, lowering, ops
 from .symbolic import SymTensor
 from .unavailable import NotAvailableError
 
@@ -153,10 +153,19 @@ def _matmul(ev, node):
     return lowering.matmul(node, a, b, ev.cube_tile, ev.vec_tile)
 
 
+def _gather(ev, node):
+    return indexing.gather(node, *(ev.value(t) for t in node.args), ev.vec_tile)
+
+
+def _scatter(ev, node):
+    return indexing.scatter(node, *(ev.value(t) for t in node.args))
+
+
 def _transpose(ev, node):
     return lowering.transpose(node, ev.value(node.args[0]), ev.vec_tile)
 
 
 _VIEWS = {"read", "reshape", "slice"}      # views of buffers: never kept across writes
 _RULES = {"full": _full, "arange": _arange, "reshape": _reshape, "slice": _slice,
-          "concat": _concat, "expand": _expand, "matmul": _matmul, "transpose": _transpose}
+          "concat": _concat, "expand": _expand, "matmul": _matmul, "transpose": _transpose,
+          "gather": _gather, "scatter": _scatter}

@@ -39,6 +39,8 @@ OTHER = {
     "expand": "a broadcast copy (expand_clone)",
     "matmul": "the cube: pl.matmul on 2-D operands, batch axes looped",
     "full": "a constant tensor", "arange": "a range tensor",
+    "gather": "torch.gather: a pl.gather kernel (indexing.py)",
+    "scatter": "torch.scatter of a tensor or a number: a pl.scatter kernel (indexing.py)",
 }
 
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_not"}

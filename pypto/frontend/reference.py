@@ -103,6 +103,11 @@ def _value(node, state, memo, torch):
         out = torch.cat(args, dim=a["axis"])
     elif op == "expand":
         out = args[0].expand(node._shape).clone()
+    elif op == "gather":
+        out = torch.gather(args[0], a["axis"], args[1].long())
+    elif op == "scatter":
+        out = torch.scatter(args[0], a["axis"], args[1].long(), args[2],
+                            **({"reduce": a["reduce"]} if a["reduce"] else {}))
     elif op == "full":
         out = torch.full(node._shape, a["value"])
     elif op == "arange":

@@ -9,8 +9,8 @@ from __future__ import annotations
 # name -> why it is missing (what PyPTO would need)
 CATALOGUE = {
     **{n: "data-dependent addressing (gather/scatter/index ops) on whole tensors"
-       for n in ("gather", "gathermask", "index_select", "index_add", "index_add_",
-                 "index_put_", "scatter", "scatter_", "scatter_update", "one_hot")},
+       for n in ("gathermask", "index_select", "index_add", "index_add_", "index_put_",
+                 "scatter_", "scatter_update", "one_hot")},
     **{n: "sorting ops in the CANN frontend" for n in ("topk", "argsort", "sort32", "mrgsort")},
     **{n: "distributed shared-memory ops (one simulated device only)"
        for n in ("create_shmem_tensor", "create_shmem_signal", "shmem_put", "shmem_get",

@@ -13,7 +13,6 @@ from .cann_examples import EXAMPLES, check, verdict
 ROOT = os.environ.get("PYPTO_CANN_EXAMPLES")
 # examples that stop at a feature PyPTO does not have yet (the reason is asserted)
 EXPECTED_FAILURES = {
-    "01_beginner/transform/transform_ops.py": "pypto.gather",
     "03_advanced/cost_model/cost_model.py": "AssertionError",   # wants CANN's ./output swim lanes
     "03_advanced/aclgraph/aclgraph.py": "npu",                  # torch.npu graphs: an NPU only
 }

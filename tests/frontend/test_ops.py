@@ -184,3 +184,37 @@ def test_unrolled_loop_over_windows_is_one_launch():
     assert len(prof.kernels) == 1
     want = torch.softmax(torch.from_numpy(x), -1).numpy() + b
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_gather_is_torch_gather(dim):
+    shape = (3, 4, 16)
+
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor(shape, pypto.DT_FP32), i: pypto.Tensor(shape, pypto.DT_INT64),
+          out: pypto.Tensor(shape, pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 4, 8)
+        out[:] = pypto.gather(x, dim, i)
+
+    x = torch.randn(shape)
+    i = torch.randint(0, shape[dim], shape)
+    out = torch.empty(shape)
+    k(x, i, out)
+    assert torch.equal(out, torch.gather(x, dim, i))
+
+
+def test_scatter_of_a_number_and_of_a_tensor():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 8], pypto.DT_FP32), i0: pypto.Tensor([2, 8], pypto.DT_INT32),
+          i1: pypto.Tensor([2, 8], pypto.DT_INT64), v: pypto.Tensor([2, 8], pypto.DT_FP32),
+          a: pypto.Tensor([4, 8], pypto.DT_FP32), b: pypto.Tensor([4, 8], pypto.DT_FP32)):
+        a[:] = pypto.scatter(x, 0, i0, 0.5)
+        b[:] = pypto.scatter(x, 1, i1, v)
+
+    x, v = torch.randn(4, 8), torch.randn(2, 8)
+    i0 = torch.randint(0, 4, (2, 8), dtype=torch.int32)
+    i1 = torch.stack([torch.randperm(8), torch.randperm(8)])    # no repeats in a row
+    a, b = torch.empty(4, 8), torch.empty(4, 8)
+    k(x, i0, i1, v, a, b)
+    assert torch.equal(a, torch.scatter(x, 0, i0.long(), 0.5))
+    assert torch.equal(b, torch.scatter(x, 1, i1, v))
