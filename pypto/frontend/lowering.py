@@ -14,14 +14,17 @@ Every write of the trace stores the value of one node tree. Evaluating a node:
   (full, arange) are data movement on the host arrays, which the cycle model does not see
   (docs/from_cann_pypto.md).
 
-What would need a rank-3/4 tile (a broadcast or a reduction over a middle axis, a transpose of
-other axes) raises ``NotAvailableError`` saying so.
+An operand broadcast over some leading axes only is copied out to full rows on the host;
+a middle-axis reduction runs as first-axis ones over its slabs (``evaluate.py``). What would
+need a rank-3/4 tile (a transpose of the last axis with a non-adjacent one) raises
+``NotAvailableError`` saying so.
 """
 from __future__ import annotations
 
 import hashlib
 import linecache
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -31,7 +34,8 @@ from . import ops
 from .symbolic import SymTensor
 from .unavailable import NotAvailableError
 
-_MODULES: dict = {}        # (source, leaf shapes and dtypes, tile) -> compiled graph Module
+_MODULES: OrderedDict = OrderedDict()   # (source, leaf shapes, dtypes, tile) -> graph Module
+_MAX_MODULES = 256
 DEFAULT_VEC_TILE = (8, 512)
 
 
@@ -73,11 +77,19 @@ def _fusable(node, within) -> bool:
     return False
 
 
+def _literal(value) -> str:
+    """A number as kernel source (inf and nan have no literal)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    return repr(value)
+
+
 class Segment:
     """One fused row-local tree written as a tile op over rank-2 leaves."""
 
     def __init__(self, root, evaluate):
         self.evaluate, self.leaves, self.arrays = evaluate, [], []
+        self._named: dict = {}      # (id(node), rank-2 view) -> its parameter: loaded once
         self.reduces = False
         within = root.args[0]._shape if _last_axis_reduce(root) else root._shape
         self.expr = self._emit(root, within, top=True)
@@ -86,8 +98,7 @@ class Segment:
 
     def _emit(self, node, within, top=False) -> str:
         if not isinstance(node, SymTensor):
-            return repr(node) if not (isinstance(node, float) and math.isinf(node)) else \
-                ("float('inf')" if node > 0 else "float('-inf')")
+            return _literal(node)
         if top or _fusable(node, within):
             if node.op in ops.EW:
                 args = [self._emit(a, node._shape) for a in node.args]
@@ -98,14 +109,18 @@ class Segment:
         return self._leaf(node, within)
 
     def _leaf(self, node, within) -> str:
-        array = self.evaluate(node)
         view = seen_as(node._shape, within)
+        key = (id(node), view, tuple(within))
+        if key in self._named:
+            return self._named[key]
+        array = self.evaluate(node)
         if view is None:            # a broadcast over a leading axis: copied out on the host
             full = tuple(within[:-1]) + (node._shape[-1],)
             array = np.ascontiguousarray(np.broadcast_to(array, full))
             view = rows_cols(full)
         self.arrays.append(np.reshape(array, view))
         self.leaves.append(f"p{len(self.leaves)}")
+        self._named[key] = self.leaves[-1]
         return self.leaves[-1]
 
     def source(self) -> str:
@@ -127,6 +142,10 @@ def run_tile_op(source: str, arrays: list, tile: tuple, what: str) -> np.ndarray
     if module is None:
         module = _fitting(source, arrays, tile, what)
         _MODULES[key] = module
+        if len(_MODULES) > _MAX_MODULES:
+            _MODULES.popitem(last=False)
+    else:
+        _MODULES.move_to_end(key)
     inputs = {f"p{k}": np.ascontiguousarray(a) for k, a in enumerate(arrays)}
     return module.run(inputs).numpy()
 
