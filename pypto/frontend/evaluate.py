@@ -55,13 +55,14 @@ class Evaluator:
         """The array of ``node`` (its logical shape)."""
         if not isinstance(node, SymTensor):
             return np.asarray(node)
-        if id(node) in self.memo:
-            return self.memo[id(node)]
+        kept = self.memo.get(id(node))
+        if kept is not None and kept[0] is node:
+            return kept[1]
         result = np.asarray(self._compute(node))
         if result.shape != tuple(node._shape):
             result = result.reshape(node._shape)
         if node.op not in _VIEWS:       # a fresh array: what the node meant when it was traced
-            self.memo[id(node)] = result
+            self.memo[id(node)] = (node, result)    # the node kept: its id stays its own
         return result
 
     def _compute(self, node):

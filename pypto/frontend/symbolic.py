@@ -80,8 +80,8 @@ class SymTensor:
 
 
 def pinned(x):
-    """``x``, or for a read of a buffer, that read at the buffer's current version."""
-    if not isinstance(x, SymTensor) or x.op != "read":
+    """``x``, or for an unpinned read of a buffer, that read at the buffer's current version."""
+    if not isinstance(x, SymTensor) or x.op != "read" or x.attrs["version"] is not None:
         return x
     return SymTensor("read", (), x._shape, x.ptype, buffer=x.attrs["buffer"],
                      chain=x.attrs["chain"], version=x.attrs["buffer"].version)

@@ -218,3 +218,20 @@ def test_scatter_of_a_number_and_of_a_tensor():
     k(x, i0, i1, v, a, b)
     assert torch.equal(a, torch.scatter(x, 0, i0.long(), 0.5))
     assert torch.equal(b, torch.scatter(x, 1, i1, v))
+
+
+def test_a_reduction_computed_after_its_input_is_overwritten_sees_the_old_input():
+    """The (rows, axis, 1) reduction rewrites its input view when it runs; that view keeps the
+    version the reduction was given (before: it read the overwritten tensor)."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 16, 1], pypto.DT_FP32), out: pypto.Tensor([4, 1], pypto.DT_FP32)):
+        s = pypto.sum(x, dim=1)
+        x[:] = pypto.full([4, 16, 1], 0.0, pypto.DT_FP32)
+        out[:] = s
+
+    x = _x(4, 16, 1)
+    want = x.sum(axis=1)
+    out = np.zeros((4, 1), np.float32)
+    k(x, out)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert not x.any()
