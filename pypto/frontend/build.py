@@ -89,7 +89,12 @@ def reduce(op, x, dim=-1, keepdim=False):
 
 
 def cast(x, dtype, mode=None, satmode=None):
-    return elementwise("cast", x, dtype=to_pypto(dtype))
+    """``pypto.cast(x, dtype, mode=CastMode.*, satmode=SaturationMode.OFF)``."""
+    from .names import CastMode, SaturationMode
+    rounding = CastMode.rounding(mode)
+    if satmode not in (None, SaturationMode.OFF):
+        raise NotAvailableError(f"pypto.cast(satmode={satmode!r})", "only SaturationMode.OFF")
+    return elementwise("cast", x, dtype=to_pypto(dtype), rounding=rounding)
 
 
 def where(condition, input, other):  # noqa: A002 - CANN's names

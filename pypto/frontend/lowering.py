@@ -102,7 +102,9 @@ class Segment:
         if top or _fusable(node, within):
             if node.op in ops.EW:
                 args = [self._emit(a, node._shape) for a in node.args]
-                return ops.EW[node.op].format(*args, dtype=f"pl.{node.ptype.name}")
+                rounding = node.attrs.get("rounding")
+                return ops.EW[node.op].format(*args, dtype=f"pl.{node.ptype.name}",
+                                              rounding=f", {rounding!r}" if rounding else "")
             self.reduces = True
             arg = self._emit(node.args[0], node.args[0]._shape)
             return f"{ops.REDUCE[node.op]}({arg}, axis=1, keepdims=True)"

@@ -8,10 +8,12 @@ PyPTO's; inside a traced CANN kernel they act as CANN's op of the same name.
 """
 from __future__ import annotations
 
+import enum
+
 from . import build, options
 from .annotations import DYNAMIC
 from .dtypes import BY_NAME, DataType
-from .unavailable import CATALOGUE, unavailable
+from .unavailable import CATALOGUE, NotAvailableError, unavailable
 
 
 class TileOpFormat:
@@ -21,9 +23,38 @@ class TileOpFormat:
     TILEOP_NZ = "NZ"
 
 
+class CastMode(enum.Enum):
+    """``pypto.CastMode``: how ``pypto.cast`` rounds (``rounding``: PyPTO's ``pl.cast`` name)."""
+    CAST_NONE = None
+    CAST_RINT = "rint"
+    CAST_FLOOR = "floor"
+    CAST_CEIL = "ceil"
+    CAST_TRUNC = "trunc"
+    CAST_ROUND = "<round half away from zero>"
+    CAST_ODD = "<round to odd>"
+
+    @classmethod
+    def rounding(cls, mode):
+        """``pl.cast``'s rounding for ``mode`` (None: the default); raises if it has none."""
+        if mode is None:
+            return None
+        mode = cls(mode) if not isinstance(mode, cls) else mode
+        if mode.value is not None and mode.value.startswith("<"):
+            raise NotAvailableError(f"pypto.cast(mode=pypto.CastMode.{mode.name})",
+                                    f"{mode.value[1:-1]} has no PTO conversion here")
+        return mode.value
+
+
+class SaturationMode(enum.Enum):
+    """``pypto.SaturationMode``: PyPTO's conversions saturate float -> int (docs/tile_ir.md)."""
+    OFF = 0
+    ON = 1
+
+
 EXPORTS = {**BY_NAME, "DataType": DataType, "RunMode": options.RunMode, "DYNAMIC": DYNAMIC,
            "DYN": DYNAMIC, "options": options.options, "set_options": options.set_options,
-           "TileOpFormat": TileOpFormat, **build.FUNCTIONS}
+           "TileOpFormat": TileOpFormat, "CastMode": CastMode,
+           "SaturationMode": SaturationMode, **build.FUNCTIONS}
 
 
 def lookup(name: str):

@@ -22,7 +22,7 @@ EW = {
     "eq": "({0} == {1})", "ne": "({0} != {1})", "lt": "({0} < {1})", "le": "({0} <= {1})",
     "gt": "({0} > {1})", "ge": "({0} >= {1})", "where": "pl.where({0}, {1}, {2})",
     "logical_and": "pl.where({0}, {1}, False)", "logical_not": "({0} == False)",
-    "cast": "pl.cast({0}, {dtype})", "ceil_div": "(({0} + {1} - 1) // {1})",
+    "cast": "pl.cast({0}, {dtype}{rounding})", "ceil_div": "(({0} + {1} - 1) // {1})",
 }
 
 # op -> (pl reduction, whether its result is an index)

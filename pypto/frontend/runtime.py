@@ -38,6 +38,12 @@ def _is_tensor_param(param) -> bool:
     return isinstance(ann, TensorSpec) or ann is Tensor
 
 
+def _is_array(value) -> bool:
+    """A numpy array or a torch tensor (not a torch dtype or device, which are constants)."""
+    return isinstance(value, np.ndarray) or (type(value).__module__.startswith("torch")
+                                              and hasattr(value, "data_ptr"))
+
+
 def as_array(value, param: str) -> np.ndarray:
     """A numpy view sharing memory with ``value`` (torch CPU tensor, numpy array, pypto.Tensor)."""
     if isinstance(value, np.ndarray):
@@ -85,6 +91,10 @@ class JitKernel:
                     ann.check(name, array.shape, dtype)
                 arrays.append(array)
                 specs.append((name, tuple(array.shape), dtype))
+            elif _is_array(value):
+                raise TypeError(f"{self.__name__}: parameter {name!r} is not annotated "
+                                "pypto.Tensor but gets a tensor; annotate it (CANN: "
+                                "x: pypto.Tensor([shape], pypto.DT_FP32), or pypto.Tensor())")
             else:
                 constants[name] = value
         key = (tuple(specs), tuple((k, repr(v)) for k, v in constants.items()))

@@ -235,3 +235,25 @@ def test_a_reduction_computed_after_its_input_is_overwritten_sees_the_old_input(
     k(x, out)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
     assert not x.any()
+
+
+def test_cast_modes_round_as_asked():
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([2, 16], pypto.DT_FP32), f: pypto.Tensor([2, 16], pypto.DT_INT32),
+          c: pypto.Tensor([2, 16], pypto.DT_INT32), r: pypto.Tensor([2, 16], pypto.DT_INT32)):
+        f[:] = pypto.cast(x, pypto.DT_INT32, mode=pypto.CastMode.CAST_FLOOR)
+        c[:] = pypto.cast(x, pypto.DT_INT32, pypto.CastMode.CAST_CEIL)
+        r[:] = pypto.cast(x, pypto.DT_INT32, mode=pypto.CastMode.CAST_RINT)
+
+    x = (_x(2, 16) * 4).round(1)
+    f, c, r = (np.zeros((2, 16), np.int32) for _ in range(3))
+    k(x, f, c, r)
+    np.testing.assert_array_equal(f, np.floor(x))
+    np.testing.assert_array_equal(c, np.ceil(x))
+    np.testing.assert_array_equal(r, np.rint(x))
+    @pypto.frontend.jit
+    def odd(x: pypto.Tensor(), out: pypto.Tensor()):
+        out.move(pypto.cast(x, pypto.DT_FP16, pypto.CastMode.CAST_ODD))
+
+    with pytest.raises(pypto.frontend.NotAvailableError, match="CAST_ODD"):
+        odd(np.zeros((2, 16), np.float32), np.zeros((2, 16), np.float16))

@@ -95,6 +95,15 @@ def test_unavailable_names_and_dtypes_say_so():
         pypto.no_such_name_anywhere
 
 
+def test_an_array_for_an_unannotated_parameter_is_an_error():
+    @pypto.frontend.jit
+    def k(x, out: pypto.Tensor()):
+        out[:] = x
+
+    with pytest.raises(TypeError, match="parameter 'x' is not annotated"):
+        k(np.ones(4, np.float32), np.zeros(4, np.float32))
+
+
 def test_returning_a_value_is_an_error():
     @pypto.frontend.jit
     def k(x: pypto.Tensor([2, 8], pypto.DT_FP32)):
