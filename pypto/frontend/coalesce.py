@@ -98,8 +98,9 @@ def _read_steps(a, b, axis, i, dest) -> bool:
     extent = wa[axis][1] - wa[axis][0]
     if wa == wb:
         return extent == 1
-    return extent == dest_extent and wb == [(s + i * extent, e + i * extent) if d == axis else (s, e)
-                  for d, (s, e) in enumerate(wa)]
+    moved = [(s + i * extent, e + i * extent) if d == axis else (s, e)
+             for d, (s, e) in enumerate(wa)]
+    return extent == dest_extent and wb == moved
 
 
 def _independent_along(node, axis) -> bool:
