@@ -5,8 +5,8 @@
 ``coalesce``), lowered to fused rank-2 ``@pypto.jit`` kernels through the graph API (``ops``
 rules, ``lowering``, ``indexing``, ``evaluate``) and run on the caller's torch CPU tensors or
 numpy arrays (``runtime``); ``reference`` runs a trace op by op in torch, to check against.
-CANN's other top-level names (``pypto.DT_*``, ``pypto.RunMode``, ``pypto.loop``, ...) are resolved by
-``names``. docs/from_cann_pypto.md.
+CANN's other top-level names (``pypto.DT_*``, ``pypto.RunMode``, ``pypto.loop``, ...) are
+resolved by ``names``. docs/from_cann_pypto.md.
 """
 from .runtime import JitKernel, NoNPUWarning, dynamic, function, jit
 from .unavailable import NotAvailableError
