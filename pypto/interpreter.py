@@ -25,9 +25,10 @@ from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
 
-_BY_NUMPY = {d.to_numpy(): d for d in dt.ALL if d != dt.bfloat16}
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+_BY_NUMPY = {d.to_numpy(): d for d in dt.ALL if d.name not in _ML_DTYPES}
 try:
-    _BY_NUMPY[dt.bfloat16.to_numpy()] = dt.bfloat16
+    _BY_NUMPY.update({dt.BY_NAME[n].to_numpy(): dt.BY_NAME[n] for n in _ML_DTYPES})
 except TypeError:  # pragma: no cover - no ml_dtypes
     pass
 
@@ -68,8 +69,9 @@ def convert(x, dst: dt.dtype, rounding: str | None = None) -> np.ndarray:
         return x
     if dst == dt.bool_:
         return to_compute(x) != 0
-    if dst == dt.bfloat16 and src != dt.float32:
-        # The backend reaches bfloat16 through float32 only; rounding twice is part of the rule.
+    if (dst == dt.bfloat16 or dst.storage_only) and src != dt.float32:
+        # The backend reaches bfloat16 and float8 through float32 only; rounding twice is part
+        # of the rule.
         x = convert(x, dt.float32)
     if src.is_floating and dst.is_int:
         return _float_to_int(x, dst)
@@ -481,6 +483,11 @@ def _reshape(run, op, ins):
     return np.reshape(ins[0], _result(op).shape)
 
 
+def _bitcast(run, op, ins):
+    """The same bytes seen as another dtype of the same width (legalize_storage's marker)."""
+    return np.ascontiguousarray(ins[0]).view(_result(op).dtype.to_numpy())
+
+
 def _transpose(run, op, ins):
     return np.transpose(ins[0])
 
@@ -620,7 +627,8 @@ HANDLERS = {
     "tile.getval": _getval, "tile.setval": _setval, "tile.sort": _sort, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
     "tile.unary": _unary, "tile.binary": _tile_binary, "tile.where": _where,
     "tile.cast": _cast, "tile.broadcast": _broadcast, "tile.reduce": _reduce,
-    "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.transpose": _transpose,
+    "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.bitcast": _bitcast,
+    "tile.transpose": _transpose,
     "tile.slice": _slice, "tile.concat": _concat, "tile.matmul": _matmul, "tile.mov": _mov,
     "arith.constant": _constant, "arith.cast": _scalar_cast, "arith.select": _select,
     "arith.cmp": _cmp, "pto.program_id": _program_id, "pto.num_programs": _num_programs,

@@ -13,7 +13,7 @@ KNOWN_OPS = {
                              "and", "or", "xor", "shl", "shr")),
     "pto.program_id", "pto.num_programs", "tensor.dim",
     "tile.load", "tile.store", "tile.full", "tile.arange", "tile.unary", "tile.binary",
-    "tile.where", "tile.cast", "tile.broadcast", "tile.reduce", "tile.cumsum",
+    "tile.where", "tile.cast", "tile.bitcast", "tile.broadcast", "tile.reduce", "tile.cumsum",
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "tile.gather", "tile.scatter", "tile.getval", "tile.setval", "tile.sort",
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-try:  # bfloat16 on the numpy side
+try:  # bfloat16 and the float8 types on the numpy side
     import ml_dtypes as _ml_dtypes
-    _NP_BF16 = np.dtype(_ml_dtypes.bfloat16)
+    _NP_EXTRA = {name: np.dtype(getattr(_ml_dtypes, name))
+                 for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
 except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
-    _NP_BF16 = None
+    _NP_EXTRA = {}
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,17 @@ class dtype:
     def is_signed(self) -> bool:
         return self.kind == "i"
 
+    @property
+    def storage_only(self) -> bool:
+        """Kept in memory and converted, never computed in (docs/language.md, "Low-precision
+        dtypes"): the float8 types on every target PyPTO has."""
+        return self.name.startswith("float8")
+
     def to_numpy(self) -> np.dtype:
-        if self.name == "bfloat16":
-            if _NP_BF16 is None:
-                raise TypeError("bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
-            return _NP_BF16
+        if self.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            if self.name not in _NP_EXTRA:
+                raise TypeError(f"{self.name} needs the ml_dtypes package (pip install ml_dtypes)")
+            return _NP_EXTRA[self.name]
         return np.dtype(self.name if self.name != "bool" else np.bool_)
 
     def __repr__(self) -> str:
@@ -58,14 +65,19 @@ bool_ = dtype("bool", 1, "b", "i1")
 int8 = dtype("int8", 8, "i", "i8")
 uint8 = dtype("uint8", 8, "u", "ui8")
 int16 = dtype("int16", 16, "i", "i16")
+uint16 = dtype("uint16", 16, "u", "ui16")
 int32 = dtype("int32", 32, "i", "i32")
+uint32 = dtype("uint32", 32, "u", "ui32")
 int64 = dtype("int64", 64, "i", "i64")
 float16 = dtype("float16", 16, "f", "f16")
 bfloat16 = dtype("bfloat16", 16, "f", "bf16")
 float32 = dtype("float32", 32, "f", "f32")
 float64 = dtype("float64", 64, "f", "f64")
+float8_e4m3fn = dtype("float8_e4m3fn", 8, "f", "f8E4M3FN")   # no infinities; NaN is S.1111.111
+float8_e5m2 = dtype("float8_e5m2", 8, "f", "f8E5M2")         # the top byte of a float16
 
-ALL = (bool_, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32,
+       float64, float8_e4m3fn, float8_e5m2)
 BY_NAME = {d.name: d for d in ALL}
 BY_NAME["bool"] = bool_
 
@@ -88,8 +100,9 @@ def from_any(x) -> dtype:
         npd = np.dtype(x)
     except TypeError:
         raise TypeError(f"{x!r} is not a dtype") from None
-    if _NP_BF16 is not None and npd == _NP_BF16:
-        return bfloat16
+    for name, extra in _NP_EXTRA.items():
+        if npd == extra:
+            return BY_NAME[name]
     if npd == np.bool_:
         return bool_
     if npd.name in BY_NAME:

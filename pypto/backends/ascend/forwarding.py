@@ -114,4 +114,4 @@ def _is_view_reshape(inst, live: dict) -> bool:
         return False
     src, dst = inst.ins[0], inst.outs[0]
     return isinstance(src, Tile) and id(src) in live and (src.rows, src.cols) == \
-        (dst.rows, dst.cols)
+        (dst.rows, dst.cols) and src.dtype == dst.dtype     # a bitcast is not a view here

@@ -14,7 +14,8 @@ F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 BF16 = I16  # raw bits
 PTR = ir.PointerType()
 
-STORAGE = {dt.bool_: I8, dt.int8: I8, dt.uint8: I8, dt.int16: I16, dt.int32: I32,
+STORAGE = {dt.bool_: I8, dt.int8: I8, dt.uint8: I8, dt.int16: I16, dt.uint16: I16,
+           dt.int32: I32, dt.uint32: I32, dt.float8_e4m3fn: I8, dt.float8_e5m2: I8,
            dt.int64: I64, dt.float16: F16, dt.float32: F32, dt.float64: F64}
 
 
@@ -52,8 +53,8 @@ def const(d: dt.dtype, value):
 def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
     """numpy's conversion: floats round to nearest even, float→int truncates (saturating, so
     out-of-range values are defined), ints wrap or extend."""
-    if src == dst:
-        return v
+    if src == dst or src.storage_only or dst.storage_only:
+        return v       # float8 moves as bytes only: its tiles are uint8 (legalize_storage)
     if src == dt.bfloat16:
         return convert(b, _bf16_to_f32(b, v), dt.float32, dst)
     if dst == dt.bfloat16:

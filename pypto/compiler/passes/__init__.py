@@ -10,6 +10,7 @@ from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .fuse_elementwise import fuse_elementwise
 from .legalize import legalize
+from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
 from .memory_plan import plan_memory
 from .memory_space import infer_memory_space
@@ -19,6 +20,7 @@ PIPELINE = (
     ("unbatch", unbatch),
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),
+    ("legalize-storage", legalize_storage),
     ("legalize", legalize),
     ("legalize-types", legalize_types),
     ("infer-memory-space", infer_memory_space),

@@ -305,6 +305,7 @@ TILE_TO_PTO = {
     "tile.broadcast": _broadcast_rule,
     "tile.reduce": _reduce_rule,
     "tile.reshape": lambda op: ("treshape", {}),
+    "tile.bitcast": lambda op: ("treshape", {}),     # a view of the bytes as another dtype
     "tile.transpose": lambda op: ("ttrans", {}),
     "tile.slice": lambda op: ("textract", {"starts": view2d(op.attrs["starts"])
                                            if len(op.attrs["starts"]) == 2

@@ -903,8 +903,9 @@ def constant_lines(name: str, value, ty: str) -> list[str]:
 
 
 def gm_type(dtype) -> str:
-    """A tensor's element type in global memory: a bool is a byte there."""
-    return "i8" if dtype == dt.bool_ else dtype.mlir
+    """A tensor's element type in global memory: a bool is a byte there, and so is a float8
+    (A2/A3 loads no f8 tiles: legalize_storage)."""
+    return "i8" if dtype == dt.bool_ else "ui8" if dtype.storage_only else dtype.mlir
 
 
 def _sty(dtype) -> str:

@@ -1,0 +1,376 @@
+"""Dtypes A2/A3 keeps in memory but does not compute in, rewritten as bits in types it has.
+
+* uint16 / uint32: PTOAS's verifiers accept ui16/ui32 tiles, but pto-isa's A2/A3 instructions
+  static_assert on int16/int32/half/float (npu/a2a3/TAdd.hpp, TMul.hpp, TCmp.hpp ...), so an
+  unsigned tile lives as its signed twin's bits. Wrapping arithmetic (add, sub, mul, neg,
+  bitwise, shl, eq/ne, where) is the same on the bits; an ordered compare, max and min run on
+  ``x ^ MIN`` (the order-preserving map to signed); uint16 division and right shifts run on
+  the zero-extended int32; conversions go through int32 (zero-extended) or, for uint32 → float,
+  the two 16-bit halves (rounded once).
+* float8_e4m3fn / float8_e5m2: A2/A3 has no float8 loads, instructions or conversions (PTOAS
+  accepts f8 tiles on A5 only), so a float8 tensor is bytes (ui8 in the ``.pto``), a float8 tile
+  is a uint8 tile, and a conversion is integer bit manipulation: e5m2 is the top byte of a
+  float16 (decode: ``b << 8``); e4m3fn's byte shifted by 7 is a float16 2**-8 of its value
+  (decode: ``(b & 0x7f) << 7`` seen as float16, times 256, the sign and NaN selected); encoding
+  rounds float32 bits to nearest even in int32 (subnormals through a scaled ``rint``) and
+  saturates as ml_dtypes does (e4m3fn overflows to NaN, e5m2 to inf). Anything else on a
+  float8 tile is refused, naming the target.
+
+``tile.bitcast`` marks where bits change type; two in a row fold, so in straight-line code none
+survives to the PTO program (a loop-carried unsigned tile keeps one: a ``treshape`` view).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...language import dtypes as dt
+from ..errors import NotOnChip
+from ..ir import Module, Op, ScalarType, TileType, Value
+from .dce import dead_code_elimination
+from .legalize import Emitter, rewrite_block
+
+_I8, _U8, _I16, _I32, _F16, _F32 = (dt.int8, dt.uint8, dt.int16, dt.int32, dt.float16,
+                                    dt.float32)
+_U16, _U32, _E4M3, _E5M2 = dt.uint16, dt.uint32, dt.float8_e4m3fn, dt.float8_e5m2
+TWIN = {_U16: _I16, _U32: _I32, _E4M3: _U8, _E5M2: _U8}     # the type whose bits it lives in
+
+# ops that move or arrange elements without looking at them: the same on the bits
+_LAYOUT = {"tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.broadcast",
+           "tile.mov"}
+_SAME_ON_BITS = {"add", "sub", "mul", "and", "or", "xor", "shl", "eq", "ne"}
+_ORDERED = {"lt", "le", "gt", "ge", "max", "min"}
+_VIA_INT32 = {"div", "floordiv", "mod", "fmod", "shr"}       # on zero-extended uint16
+
+
+# float8 formats: mantissa bits, exponent bias, the code an overflow saturates to, NaN's code
+_FP8 = {_E4M3: (3, 7, 0x7F, 0x7F), _E5M2: (2, 15, 0x7C, 0x7E)}
+
+
+def _is_bits(v) -> bool:
+    return isinstance(v, Value) and v.is_tile and v.type.dtype in TWIN
+
+
+def _bitcast(e: Emitter, x: Value, dtype) -> Value:
+    return e.emit("tile.bitcast", [x], TileType(dtype, x.type.shape), {"dtype": dtype})
+
+
+def _bits(e: Emitter, x: Value) -> Value:
+    """``x`` as its twin's bits (an operand that is not unsigned/float8 as it is)."""
+    return _bitcast(e, x, TWIN[x.type.dtype]) if _is_bits(x) else x
+
+
+def _twin_value(value, dtype):
+    """A constant of ``dtype`` as the number its twin's bits spell (uint16 65535 → -1, float8
+    e4m3fn 1.0 → 56)."""
+    if not dtype.storage_only:
+        value = int(value) & ((1 << dtype.bits) - 1)
+    return np.array(value, dtype.to_numpy()).view(TWIN[dtype].to_numpy()).item()
+
+
+def _scalar_bits(e: Emitter, y: Value, dtype) -> Value:
+    """A scalar operand of an unsigned tile op (``dtype``'s twin), as the twin's bits."""
+    if y.owner is not None and y.owner.name == "arith.constant":
+        return e.const(_twin_value(y.owner.attrs["value"], dtype), TWIN[dtype])
+    twin = TWIN[dtype]
+    return e.emit("arith.cast", [y], ScalarType(twin), {"dtype": twin})
+
+
+def _refuse(op: Op, dtype, target) -> NotOnChip:
+    name = getattr(target, "name", "the target")
+    what = op.attrs.get("op", op.name.split(".")[-1])
+    return NotOnChip(f"{what} on a {dtype} tile: {name} (A2/A3) keeps {dtype} in memory only "
+                     f"and has no {dtype} arithmetic. Convert it first, e.g. "
+                     f"x.to(pl.float16), compute, and convert the result back",
+                     op.loc)
+
+
+def _zext(e: Emitter, s: Value) -> Value:
+    """uint16 bits (an int16 tile) as the int32 of the same value."""
+    return e.binary("and", e.cast(s, _I32), 0xFFFF)
+
+
+def _bias(e: Emitter, s: Value) -> Value:
+    """Unsigned order as signed order: flip the top bit."""
+    return e.binary("xor", s, -(1 << (s.type.dtype.bits - 1)))
+
+
+def _binary(op: Op, target):
+    a, b = op.operands
+    dtype = a.type.dtype
+    name = op.attrs["op"]
+    if dtype.storage_only:
+        raise _refuse(op, dtype, target)
+    e = Emitter(op.loc)
+    twin = TWIN[dtype]
+    x = _bits(e, a)
+    y = _bits(e, b) if b.is_tile else _scalar_bits(e, b, dtype)
+    out_bool = op.result.type.dtype == dt.bool_
+    if name in _SAME_ON_BITS:
+        r = e.emit("tile.binary", [x, y], op.result.type if out_bool else x.type, dict(op.attrs))
+    elif name in _ORDERED:
+        if not y.is_tile:
+            y = e.emit("tile.full", [y], x.type)
+        r = e.emit("tile.binary", [_bias(e, x), _bias(e, y)],
+                   op.result.type if out_bool else x.type, dict(op.attrs))
+        r = r if out_bool else _bias(e, r)
+    elif name in _VIA_INT32 and dtype == _U16:
+        wide_y = _zext(e, y) if y.is_tile else e.emit(
+            "arith.and", [e.emit("arith.cast", [y], ScalarType(_I32), {"dtype": _I32}),
+                          e.const(0xFFFF, _I32)], ScalarType(_I32))
+        r = e.cast(e.emit("tile.binary", [_zext(e, x), wide_y], TileType(_I32, x.type.shape),
+                          dict(op.attrs)), _I16)
+    elif name == "shr" and _const_amount(b) is not None:   # uint32: arithmetic shift, masked
+        k = min(_const_amount(b), 32)
+        if k == 0:
+            return e.ops, a
+        r = e.binary("and", e.binary("shr", x, k - 1 if k == 32 else k),
+                     0 if k == 32 else (1 << (32 - k)) - 1)
+    else:
+        raise NotOnChip(f"{name} of uint32 tiles: {getattr(target, 'name', 'A2/A3')} (A2/A3) "
+                        f"divides floats only, and float32 cannot hold every uint32; "
+                        f"{'shift by a constant amount, or ' if name == 'shr' else ''}"
+                        f"convert to a type it computes in (float32, int32)", op.loc)
+    return e.ops, (r if out_bool else _bitcast(e, r, dtype))
+
+
+def _const_amount(v: Value):
+    op = v.owner
+    if op is not None and op.name in ("arith.constant", "tile.full") and not op.operands:
+        value = op.attrs.get("value")
+        return value if isinstance(value, int) and value >= 0 else None
+    return None
+
+
+def _unary(op: Op, target):
+    x = op.operands[0]
+    dtype = x.type.dtype
+    if dtype.storage_only:
+        raise _refuse(op, dtype, target)
+    name = op.attrs["op"]
+    if name in ("abs", "relu"):
+        return [], x
+    e = Emitter(op.loc)
+    if name not in ("neg", "not"):
+        raise NotOnChip(f"{name} of a {dtype} tile has no meaning: convert it to a float "
+                        f"first", op.loc)
+    return e.ops, _bitcast(e, e.unary(name, _bits(e, x)), dtype)
+
+
+def _where(op: Op, target):
+    cond, x, y = op.operands
+    dtype = op.result.type.dtype
+    if dtype.storage_only:
+        raise _refuse(op, dtype, target)
+    e = Emitter(op.loc)
+    r = e.emit("tile.where", [cond, _bits(e, x), _bits(e, y)],
+               TileType(TWIN[dtype], op.result.type.shape))
+    return e.ops, _bitcast(e, r, dtype)
+
+
+def _full(op: Op, target):
+    dtype = op.result.type.dtype
+    e = Emitter(op.loc)
+    twin = TileType(TWIN[dtype], op.result.type.shape)
+    if not op.operands:
+        r = e.full(_twin_value(op.attrs["value"], dtype), twin)
+    elif dtype.storage_only:
+        raise _refuse(op, dtype, target)
+    else:
+        r = e.emit("tile.full", [_scalar_bits(e, op.operands[0], dtype)], twin)
+    return e.ops, _bitcast(e, r, dtype)
+
+
+def _layout(op: Op, target):
+    """Moving elements around: the same on the bits."""
+    e = Emitter(op.loc)
+    operands = [_bits(e, v) if _is_bits(v) else v for v in op.operands]
+    ttype = op.result.type
+    twin = TileType(TWIN[ttype.dtype], ttype.shape, ttype.space)
+    r = e.emit(op.name, operands, twin, dict(op.attrs))
+    return e.ops, _bitcast(e, r, ttype.dtype)
+
+
+def _load(op: Op, target):
+    e = Emitter(op.loc)
+    ttype = op.result.type
+    attrs = dict(op.attrs)
+    if attrs.get("padding") is not None:
+        attrs["padding"] = _twin_value(attrs["padding"], ttype.dtype)
+    raw = e.emit("tile.load", list(op.operands), TileType(TWIN[ttype.dtype], ttype.shape,
+                                                          ttype.space), attrs)
+    return e.ops, _bitcast(e, raw, ttype.dtype)
+
+
+def _store(op: Op, target):
+    *tensor_and_offsets, value = op.operands
+    e = Emitter(op.loc)
+    e.ops.append(Op("tile.store", tensor_and_offsets + [_bits(e, value)], [], dict(op.attrs),
+                    loc=op.loc))
+    return e.ops, None
+
+
+def _reduce(op: Op, target):
+    x = op.operands[0]
+    dtype, out = x.type.dtype, op.result.type.dtype
+    if dtype.storage_only:
+        raise _refuse(op, dtype, target)
+    name = op.attrs["op"]
+    e = Emitter(op.loc)
+    if out != dtype or name not in ("sum", "prod", "max", "min"):
+        if name in ("argmax", "argmin") or out != dtype:   # in a type that holds the values
+            wide = _I32 if dtype == _U16 else dt.float32
+            if dtype == _U32 and name in ("sum", "prod"):
+                wide = _I32                                # wraps as uint32 does
+            return e.ops, e.emit("tile.reduce", [e.cast(x, wide)], op.result.type,
+                                 dict(op.attrs))
+        raise NotOnChip(f"{name} of a {dtype} tile is not supported on A2/A3", op.loc)
+    s = _bits(e, x)
+    rtype = TileType(TWIN[dtype], op.result.type.shape)
+    if name in ("max", "min"):
+        r = _bias(e, e.emit("tile.reduce", [_bias(e, s)], rtype, dict(op.attrs)))
+    else:
+        r = e.emit("tile.reduce", [s], rtype, dict(op.attrs))
+    return e.ops, _bitcast(e, r, dtype)
+
+
+def _cast(op: Op, target):
+    x = op.operands[0]
+    src, dst = x.type.dtype, op.result.type.dtype
+    rounding = op.attrs.get("rounding")
+    e = Emitter(op.loc)
+    if src == dst:
+        return e.ops, x
+    if src in _FP8:
+        return e.ops, e.cast(_decode_fp8(e, _bits(e, x), src), dst, rounding)
+    if dst in _FP8:
+        f = e.cast(x, _F32)
+        if rounding:
+            f = e.cast(f, _F32, rounding)
+        return e.ops, _bitcast(e, _encode_fp8(e, f, dst), dst)
+    if src == _U16:
+        s = _bits(e, x)
+        if dst in (_I16, dt.bool_):
+            return e.ops, (s if dst == _I16 else e.binary("ne", s, 0))
+        wide = _zext(e, s)
+        return e.ops, (_bitcast(e, wide, _U32) if dst == _U32 else e.cast(wide, dst, rounding))
+    if src == _U32:
+        return _from_u32(e, _bits(e, x), dst, rounding)
+    if dst == _U16:
+        return e.ops, _bitcast(e, _to_u16_bits(e, x, rounding), dst)
+    return e.ops, _bitcast(e, _to_u32_bits(e, x, rounding), dst)
+
+
+def _from_u32(e: Emitter, s: Value, dst, rounding):
+    if dst in (_I32, dt.bool_):
+        return e.ops, (s if dst == _I32 else e.binary("ne", s, 0))
+    if dst.is_int:                       # narrower: the low bits, as numpy keeps them
+        low = e.cast(s, _I16 if dst.bits == 16 else dst)
+        return e.ops, (_bitcast(e, low, dst) if dst == _U16 else low)
+    hi = e.cast(e.binary("and", e.binary("shr", s, 16), 0xFFFF), _F32)
+    lo = e.cast(e.binary("and", s, 0xFFFF), _F32)
+    f = e.binary("add", e.binary("mul", hi, 65536.0), lo)    # one rounding, in the add
+    return e.ops, e.cast(f, dst, rounding)
+
+
+def _to_u16_bits(e: Emitter, x: Value, rounding) -> Value:
+    """numpy's conversion to uint16: ints wrap; floats (PyPTO) saturate to [0, 65535]."""
+    src = x.type.dtype
+    if src == _I16:
+        return x
+    wide = e.cast(x, _I32, rounding) if src != _U32 else _bits(e, x)
+    if src.is_floating:
+        wide = e.binary("min", e.binary("max", wide, 0), 0xFFFF)
+    return e.cast(wide, _I16)
+
+
+def _to_u32_bits(e: Emitter, x: Value, rounding) -> Value:
+    """Ints keep their bits (sign-extended first); floats saturate to [0, 2**32 - 1], the
+    top half of the range through ``f - 2**31`` (exact there) and the sign bit."""
+    src = x.type.dtype
+    if not src.is_floating:
+        return e.cast(x, _I32)
+    f = e.cast(x, _F32)
+    if rounding:
+        f = e.cast(f, _F32, rounding)
+    f = e.where(e.binary("gt", f, 0.0), f, 0.0)                 # NaN and negatives: 0
+    big = e.binary("ge", f, 2.0 ** 31)
+    low = e.cast(e.where(big, e.binary("sub", f, 2.0 ** 31), f), _I32, "trunc")
+    r = e.where(big, e.binary("xor", low, -(1 << 31)), low)
+    return e.where(e.binary("ge", f, 2.0 ** 32), e.full(-1, r.type), r)
+
+
+def _decode_fp8(e: Emitter, b: Value, fmt) -> Value:
+    """float8 bytes (a uint8 tile) → the float16 of the same value (exact: float16 holds every
+    float8 value)."""
+    w = e.cast(b, _I16)
+    if fmt == _E5M2:
+        return _bitcast(e, e.binary("shl", w, 8), _F16)
+    mag = e.binary("and", w, 0x7F)
+    h = e.binary("mul", _bitcast(e, e.binary("shl", mag, 7), _F16), 256.0)
+    h = e.where(e.binary("ne", e.binary("and", w, 0x80), 0), e.unary("neg", h), h)
+    return e.where(e.binary("eq", mag, 0x7F), e.full(float("nan"), h.type), h)
+
+
+def _encode_fp8(e: Emitter, f: Value, fmt) -> Value:
+    """float32 → float8 bytes (a uint8 tile), rounded to nearest even once, as ml_dtypes."""
+    mant, bias, top, nan = _FP8[fmt]
+    shift = 23 - mant
+    bits = _bitcast(e, f, _I32)
+    a = e.binary("and", bits, 0x7FFFFFFF)
+    sign = e.binary("and", e.binary("shr", bits, 24), 0x80)
+    is_nan = e.binary("gt", a, 0x7F800000)
+    a = e.binary("min", a, 0x7F800000)
+    t = e.binary("sub", a, (127 - bias) << 23)                  # rebiased exponent
+    odd = e.binary("and", e.binary("shr", t, shift), 1)
+    normal = e.binary("shr", e.binary("add", e.binary("add", t, (1 << (shift - 1)) - 1), odd),
+                      shift)
+    scaled = e.binary("mul", _bitcast(e, a, _F32), float(2 ** (mant + bias - 1)))
+    subnormal = e.cast(scaled, _I32, "rint")                    # m * 2**(1 - bias - mant)
+    r = e.where(e.binary("lt", a, (128 - bias) << 23), subnormal, normal)
+    r = e.where(is_nan, e.full(nan, r.type), e.binary("min", r, top))
+    return e.cast(e.binary("or", r, sign), _U8)
+
+
+def _fold_bitcast(op: Op, target):
+    x = op.operands[0]
+    if x.type.dtype == op.result.type.dtype:
+        return [], x
+    inner = x.owner
+    if inner is not None and inner.name == "tile.bitcast":
+        src = inner.operands[0]
+        if src.type.dtype == op.result.type.dtype:
+            return [], src
+        e = Emitter(op.loc)
+        return e.ops, _bitcast(e, src, op.result.type.dtype)
+    return None
+
+
+RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
+         "tile.full": _full, "tile.load": _load, "tile.store": _store, "tile.reduce": _reduce,
+         "tile.cast": _cast, **{name: _layout for name in _LAYOUT}}
+
+
+def _rule(op: Op, target):
+    if op.name == "tile.bitcast":
+        return _fold_bitcast(op, target)
+    involved = [v for v in (*op.operands, *op.results) if _is_bits(v)]
+    if not involved or op.name not in RULES:
+        if involved and op.name.startswith("tile.") and op.name not in ("tile.getval",):
+            raise _refuse(op, involved[0].type.dtype, target) if \
+                involved[0].type.dtype.storage_only else NotOnChip(
+                    f"{op.name} of a {involved[0].type.dtype} tile is not supported on A2/A3: "
+                    f"convert it to int32 or float32 first", op.loc)
+        return None
+    if op.name == "tile.store" and not _is_bits(op.operands[-1]):
+        return None
+    if op.name == "tile.cast" and not any(_is_bits(v) for v in (*op.operands, *op.results)):
+        return None
+    return RULES[op.name](op, target)
+
+
+def legalize_storage(module: Module) -> Module:
+    body = module.kernel.body
+    target = module.target
+    while rewrite_block(body, body, lambda op: _rule(op, target)):
+        pass
+    return dead_code_elimination(module)      # the bitcasts that folded away
