@@ -1,0 +1,264 @@
+"""uint16, uint32 and float8 (e4m3fn, e5m2): A2/A3 keeps them in memory and computes them as
+bits of types it has (passes/legalize_storage.py). Each kernel runs compiled and in the
+reference interpreter and both are checked against numpy / ml_dtypes, bit for bit: the
+conversions are exact by construction, so there is no tolerance to hide behind.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pypto
+import pypto.language as pl
+from pypto.compiler.errors import CompilationError
+from tests.language.utils import interpret_mode
+
+E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+FP8 = {"float8_e4m3fn": E4M3, "float8_e5m2": E5M2}
+UNSIGNED = {"uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32)}
+SETTINGS = settings(max_examples=6, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+# rows and columns that leave a partial block in both directions (R=4, C=32 blocks)
+SHAPES = st.tuples(st.integers(1, 9), st.integers(1, 70))
+
+
+def _run_both(kernel, grid, *arrays, **constants):
+    """The kernel's outputs compiled, then interpreted (fresh copies of ``arrays`` each)."""
+    results = []
+    for interpret in (False, True):
+        args = [a.copy() for a in arrays]
+        if interpret:
+            with interpret_mode():
+                kernel[grid](*args, **constants)
+        else:
+            kernel[grid](*args, **constants)
+        results.append(args)
+    return results
+
+
+def _same_bits(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
+    a = actual.view(f"u{actual.dtype.itemsize}")
+    b = expected.view(f"u{expected.dtype.itemsize}")
+    if actual.dtype.kind in "fV":                            # V: the ml_dtypes floats
+        nan = np.isnan(actual.astype(np.float32)) & np.isnan(expected.astype(np.float32))
+        a, b = np.where(nan, 0, a), np.where(nan, 0, b)     # any NaN is the same NaN
+    bad = np.flatnonzero(a != b)
+    assert bad.size == 0, (f"{what}: {bad.size} differ, first at {bad[:5]}: got "
+                           f"{actual.ravel()[bad[:5]]}, expected {expected.ravel()[bad[:5]]}")
+
+
+def _grid(shape):
+    return (-(-shape[0] // 4), -(-shape[1] // 32))
+
+
+@pypto.jit
+def convert(x, out, R: pl.constexpr, C: pl.constexpr):
+    i, j = pl.program_id(0), pl.program_id(1)
+    t = pl.load(x, (i * R, j * C), (R, C))
+    pl.store(out, (i * R, j * C), t.to(out.dtype))
+
+
+def _convert(x: np.ndarray, dtype) -> np.ndarray:
+    out = np.zeros(x.shape, dtype)
+    compiled, interpreted = _run_both(convert, _grid(x.shape), x, out, R=4, C=32)
+    _same_bits(compiled[1], interpreted[1], f"{x.dtype} -> {np.dtype(dtype)}: compiled vs "
+                                            f"interpreter")
+    return compiled[1]
+
+
+# -- float8 ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", list(FP8))
+@pytest.mark.parametrize("dst", [np.float32, np.float16, ml_dtypes.bfloat16])
+def test_every_float8_code_decodes_exactly(fmt, dst):
+    codes = np.arange(256, dtype=np.uint8).reshape(8, 32).view(FP8[fmt])
+    _same_bits(_convert(codes, dst), codes.astype(dst), f"{fmt} -> {np.dtype(dst)}")
+
+
+F32_EDGES = np.array(
+    [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 448.0, 464.0, 464.01, 480.0, -500.0, 1e6,
+     57344.0, 61439.0, 61440.0, 65504.0, 1e30, 2.0 ** -6, 2.0 ** -7, 2.0 ** -9, 2.0 ** -10,
+     3 * 2.0 ** -11, 2.0 ** -14, 2.0 ** -16, 2.0 ** -17, 3 * 2.0 ** -18, 1e-30, 1e-45, 1.0625,
+     1.125, 1.1875, 1.25, 0.9375, -0.3, 240.0, 248.0, 3.4e38], np.float32)
+
+
+@pytest.mark.parametrize("fmt", list(FP8))
+def test_float32_encodes_as_ml_dtypes_on_special_values(fmt):
+    """NaN, inf, overflow (e4m3fn → NaN, e5m2 → inf, as ml_dtypes), halfway cases, subnormals
+    and underflow to zero, both signs."""
+    x = np.concatenate([F32_EDGES, -F32_EDGES]).reshape(2, -1)
+    _same_bits(_convert(x, FP8[fmt]), x.astype(FP8[fmt]), f"float32 -> {fmt}")
+
+
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16), fmt=st.sampled_from(list(FP8)),
+       src=st.sampled_from(["float32", "float16", "bfloat16"]))
+def test_floats_encode_as_ml_dtypes(shape, seed, fmt, src):
+    rng = np.random.default_rng(seed)
+    scale = 2.0 ** rng.integers(-20, 18, size=shape)
+    x = (rng.standard_normal(shape) * scale).astype(np.float32).astype(
+        ml_dtypes.bfloat16 if src == "bfloat16" else src)
+    expected = x.astype(np.float32).astype(FP8[fmt])
+    _same_bits(_convert(x, FP8[fmt]), expected, f"{src} -> {fmt} {shape}")
+
+
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16), fmt=st.sampled_from(list(FP8)))
+def test_float8_round_trips_and_converts_to_ints(shape, seed, fmt):
+    codes = np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8).view(FP8[fmt])
+    _same_bits(_convert(codes, FP8[fmt]), codes, f"{fmt} -> {fmt}")
+    finite = np.where(np.isfinite(codes.astype(np.float32)), codes, FP8[fmt].type(1.0))
+    _same_bits(_convert(finite, np.int32), finite.astype(np.float32).astype(np.int32),
+               f"{fmt} -> int32")
+    other = E5M2 if FP8[fmt] == E4M3 else E4M3
+    _same_bits(_convert(codes, other), codes.astype(np.float32).astype(other),
+               f"{fmt} -> {other}")
+
+
+@pypto.jit
+def fp8_scale(x, s, out, R: pl.constexpr, C: pl.constexpr):
+    """The intended use: float8 storage, float16/32 compute (a dequantise-scale-requantise)."""
+    i = pl.program_id(0)
+    t = pl.load(x, (i * R, 0), (R, C)).to(pl.float32)
+    pl.store(out, (i * R, 0), (t * pl.load(s, (i * R, 0), (R, 1))).to(out.dtype))
+
+
+def test_float8_dequantise_compute_requantise():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((12, 48)) * 20).astype(E4M3)
+    s = rng.uniform(0.5, 2, (12, 1)).astype(np.float32)
+    out = np.zeros((12, 48), E5M2)
+    compiled, interpreted = _run_both(fp8_scale, (3,), x, s, out, R=4, C=48)
+    expected = (x.astype(np.float32) * s).astype(E5M2)
+    _same_bits(compiled[2], expected, "compiled")
+    _same_bits(interpreted[2], expected, "interpreted")
+
+
+@pypto.jit
+def fp8_add(x, y, out, N: pl.constexpr):
+    pl.store(out, (0,), pl.load(x, (0,), (N,)) + pl.load(y, (0,), (N,)))
+
+
+def test_float8_arithmetic_is_refused_naming_the_target():
+    x = np.ones(32, E4M3)
+    with pytest.raises(CompilationError) as info:
+        fp8_add[(1,)](x, x, x.copy(), N=32)
+    message = str(info.value)
+    assert "ascend910b" in message and "float8_e4m3fn" in message and ".to(pl.float16)" in \
+        message and "fp8_add" in message or "line" in message
+
+
+# -- uint16 / uint32 ---------------------------------------------------------------------------
+
+@pypto.jit
+def unsigned_ops(x, y, o_add, o_mul, o_max, o_lt, o_xor, o_shr, o_sub, R: pl.constexpr,
+                 C: pl.constexpr):
+    i, j = pl.program_id(0), pl.program_id(1)
+    a = pl.load(x, (i * R, j * C), (R, C))
+    b = pl.load(y, (i * R, j * C), (R, C))
+    at = (i * R, j * C)
+    pl.store(o_add, at, a + b)
+    pl.store(o_mul, at, a * b + 7)
+    pl.store(o_max, at, pl.minimum(pl.maximum(a, b), 60000))
+    pl.store(o_lt, at, pl.where(a < b, a, b) + (a >= 40000).to(a.dtype))
+    pl.store(o_xor, at, (a ^ b) | 1)
+    pl.store(o_shr, at, (a >> 3) + (b << 2))
+    pl.store(o_sub, at, a - b - 1)
+
+
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16), name=st.sampled_from(list(UNSIGNED)))
+def test_unsigned_arithmetic_matches_numpy(shape, seed, name):
+    d = UNSIGNED[name]
+    rng = np.random.default_rng(seed)
+    x, y = (rng.integers(0, np.iinfo(d).max, shape, dtype=d, endpoint=True) for _ in "xy")
+    x.ravel()[:2] = (np.iinfo(d).max, 0)[:x.size]
+    outs = [np.zeros(shape, d) for _ in range(7)]
+    compiled, interpreted = _run_both(unsigned_ops, _grid(shape), x, y, *outs, R=4, C=32)
+    t = d.type
+    with np.errstate(over="ignore"):
+        expected = [x + y, x * y + t(7), np.minimum(np.maximum(x, y), t(60000)),
+                    np.where(x < y, x, y) + (x >= t(40000)).astype(d), (x ^ y) | t(1),
+                    (x >> t(3)) + (y << t(2)), x - y - t(1)]
+    names = ["add", "mul", "max", "lt", "xor", "shr", "sub"]
+    for got, interp, want, what in zip(compiled[2:], interpreted[2:], expected, names):
+        _same_bits(got, want, f"{name} {what} compiled")
+        _same_bits(interp, want, f"{name} {what} interpreted")
+
+
+@pypto.jit
+def u16_divide(x, y, o_div, o_mod, o_sum, N: pl.constexpr):
+    a = pl.load(x, (0, 0), (1, N))
+    b = pl.load(y, (0, 0), (1, N))
+    pl.store(o_div, (0, 0), a // b)
+    pl.store(o_mod, (0, 0), a % b)
+    pl.store(o_sum, (0, 0), pl.max(a, axis=1, keepdims=True))
+
+
+def test_uint16_division_and_reduction():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 65536, (1, 64), dtype=np.uint16)
+    y = rng.integers(1, 65536, (1, 64), dtype=np.uint16)
+    y[0, :4] = (1, 65535, 3, 40000)
+    outs = [np.zeros((1, 64), np.uint16), np.zeros((1, 64), np.uint16),
+            np.zeros((1, 1), np.uint16)]
+    compiled, _ = _run_both(u16_divide, (1,), x, y, *outs, N=64)
+    for got, want, what in zip(compiled[2:], [x // y, x % y, x.max(1, keepdims=True)],
+                               ["//", "%", "max"]):
+        _same_bits(got, want, what)
+
+
+U32_EDGES = np.array([0, 1, 2 ** 16 - 1, 2 ** 16, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31,
+                      2 ** 31 + 129, 2 ** 32 - 129, 2 ** 32 - 1, 3_000_000_000, 123_456_789],
+                     np.uint32)
+
+
+@pytest.mark.parametrize("dst", [np.float32, np.float16, np.int32, np.int16, np.uint16,
+                                 np.uint8])
+def test_uint32_converts_as_numpy(dst):
+    x = np.concatenate([U32_EDGES, np.random.default_rng(4).integers(
+        0, 2 ** 32, 20, dtype=np.uint32)]).reshape(1, -1)
+    with np.errstate(over="ignore"):
+        _same_bits(_convert(x, dst), x.astype(dst), f"uint32 -> {np.dtype(dst)}")
+
+
+@pytest.mark.parametrize("dst", [np.float32, np.float16, np.int32, np.int16, np.uint32,
+                                 np.int8])
+def test_uint16_converts_as_numpy(dst):
+    x = np.arange(0, 65536, 257, dtype=np.uint16).reshape(1, -1)
+    _same_bits(_convert(x, dst), x.astype(dst), f"uint16 -> {np.dtype(dst)}")
+
+
+@pytest.mark.parametrize("dst", ["uint16", "uint32"])
+@pytest.mark.parametrize("src", [np.float32, np.int32, np.int16, np.float16])
+def test_conversions_to_unsigned(src, dst):
+    """Ints wrap (numpy); floats truncate and saturate to the range, NaN → 0 (PyPTO's rule)."""
+    if np.dtype(src).kind == "f":
+        x = np.array([0.0, 0.9, 1.5, 255.7, 65535.0, 65536.0, 70000.0, -1.0, -0.5, np.nan,
+                      np.inf, -np.inf, 2.0 ** 31, 3e9, 4294967040.0, 5e9], np.float32)
+        x = x.astype(src)
+        f = x.astype(np.float64)
+        top = float(np.iinfo(dst).max)
+        expected = np.where(np.isnan(f), 0, np.clip(np.trunc(np.nan_to_num(f)), 0, top))
+        expected = expected.astype(dst)
+    else:
+        info = np.iinfo(src)
+        x = np.array([0, 1, -1, info.min, info.max, 1000, -1000, 77], src)
+        expected = x.astype(dst)
+    _same_bits(_convert(x.reshape(1, -1), dst), expected.reshape(1, -1), f"{src} -> {dst}")
+
+
+@pypto.jit
+def u32_div(x, out, N: pl.constexpr):
+    t = pl.load(x, (0,), (N,))
+    pl.store(out, (0,), t // t)
+
+
+def test_uint32_division_is_refused_naming_the_target():
+    x = np.ones(32, np.uint32)
+    with pytest.raises(CompilationError, match="floordiv of uint32 tiles: ascend910b"):
+        u32_div[(1,)](x, x.copy(), N=32)
