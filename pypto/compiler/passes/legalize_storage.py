@@ -243,10 +243,7 @@ def _cast(op: Op, target):
     if src in _FP8:
         return e.ops, e.cast(_decode_fp8(e, _bits(e, x), src), dst, rounding)
     if dst in _FP8:
-        f = e.cast(x, _F32)
-        if rounding:
-            f = e.cast(f, _F32, rounding)
-        return e.ops, _bitcast(e, _encode_fp8(e, f, dst), dst)
+        return e.ops, _bitcast(e, _encode_fp8(e, _to_f32(e, x, rounding), dst), dst)
     if src == _U16:
         s = _bits(e, x)
         if dst in (_I16, dt.bool_):
@@ -272,6 +269,14 @@ def _from_u32(e: Emitter, s: Value, dst, rounding):
     return e.ops, e.cast(f, dst, rounding)
 
 
+def _to_f32(e: Emitter, x: Value, rounding) -> Value:
+    """``x`` as float32 (exact from the half types and float8), rounded to an integer if
+    ``rounding`` says so. Never a float32 → float32 TCVT without a rounding mode: pto-isa
+    rounds that to an integer."""
+    f = x if x.type.dtype == _F32 else e.cast(x, _F32)
+    return e.cast(f, _F32, rounding) if rounding else f
+
+
 def _to_u16_bits(e: Emitter, x: Value, rounding) -> Value:
     """numpy's conversion to uint16: ints wrap; floats (PyPTO) saturate to [0, 65535]."""
     src = x.type.dtype
@@ -289,9 +294,7 @@ def _to_u32_bits(e: Emitter, x: Value, rounding) -> Value:
     src = x.type.dtype
     if not src.is_floating:
         return e.cast(x, _I32)
-    f = e.cast(x, _F32)
-    if rounding:
-        f = e.cast(f, _F32, rounding)
+    f = _to_f32(e, x, rounding)
     f = e.where(e.binary("gt", f, 0.0), f, 0.0)                 # NaN and negatives: 0
     big = e.binary("ge", f, 2.0 ** 31)
     low = e.cast(e.where(big, e.binary("sub", f, 2.0 ** 31), f), _I32, "trunc")

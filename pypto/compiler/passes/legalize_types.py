@@ -292,6 +292,8 @@ def _cast(op: Op):
     src, dst = x.type.dtype, op.result.type.dtype
     rounding = op.attrs.get("rounding")
     e = Emitter(op.loc)
+    if src == dst and not rounding:
+        return e.ops, x        # no TCVT: pto-isa's same-type TCVT rounds to an integer
     if src == dt.bool_ and dst != dt.bool_:
         work = _wider(dst, VECTOR_TYPES["tsel"])
         ones, zeros = (e.full(v, TileType(work, x.type.shape)) for v in (1, 0))

@@ -485,6 +485,8 @@ class _Printer:
             return
         if op == "tmov" and attrs.pop("transpose", False):
             ins = [self.transposed(i, depth)]
+        if op == "treshape" and i.ins[0].dtype != i.outs[0].dtype:
+            return     # a bitcast: dst's alloc_tile already views src's bytes (plan_memory)
         if op == "treshape":       # a view of the source's bytes, copied when dst is elsewhere
             (src, sty), (dst, dty) = ins[0], outs[0]
             view = f"{dst}.{self.fresh('rs')[1:]}"

@@ -230,18 +230,9 @@ def copy(cg, inst):
     transposing TMOV, used for matmul(a_trans=True), swaps rows and columns)."""
     if inst.attrs.get("transpose"):
         return ttrans(cg, inst)
-    if inst.ins[0].dtype != inst.outs[0].dtype:       # a bitcast: the bytes as they are
-        return _copy_bits(cg, inst)
+    if inst.ins[0].dtype != inst.outs[0].dtype:
+        return     # a bitcast: the planner put dst on src's bytes, which are the result
     _standalone(copy_elem)(cg, inst)
-
-
-def _copy_bits(cg, inst):
-    src, out = inst.ins[0], inst.outs[0]
-    bits = ir.IntType(8 * out.dtype.itemsize)
-    sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
-    with counted_loop(cg.b, i64(0), i64(out.numel), name="bc") as i:
-        v = cg.b.load(cg.b.gep(sp, [i], inbounds=True, source_etype=bits), typ=bits)
-        cg.b.store(v, cg.b.gep(op_, [i], inbounds=True, source_etype=bits))
 
 
 def tci(cg, inst):
