@@ -924,6 +924,26 @@ def _entries() -> list[Entry]:
                      _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))
     add("bf16_fills", "bf16 full binary-ts tail-cols",
         lambda: _pto(bf16_fills, _r(40, dtype=BF16), _z(40, dtype=BF16), 1.5, B=64))
+    # low-precision storage dtypes (passes/legalize_storage.py) ---------------------------------
+    lp = lambda: _tests("language.test_lowp_dtypes")             # noqa: E731
+    E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+    add("lowp_float8_encode", "testsuite cast f32 f8 tail-rows tail-cols",
+        lambda: _pto(lp().convert3, _r(6, 40), _z(6, 40, dtype=E4M3), _z(6, 40, dtype=E5M2),
+                     _z(6, 40, dtype=np.uint16), R=4, C=32))
+    add("lowp_float8_decode", "testsuite cast f8 f16 bf16",
+        lambda: _pto(lp().convert3, _z(8, 32, dtype=E4M3), _z(8, 32, dtype=F16),
+                     _z(8, 32, dtype=BF16), _z(8, 32, dtype=E5M2), R=4, C=32))
+    for name in ("uint16", "uint32"):
+        add(f"lowp_{name}_ops", f"testsuite binary-tt binary-ts compare where {name}",
+            lambda name=name: _pto(lp().unsigned_ops, *[_z(8, 64, dtype=np.dtype(name))] * 9,
+                                   R=4, C=32))
+        add(f"lowp_{name}_casts", f"testsuite cast {name} f32 f16 i32",
+            lambda name=name: _pto(lp().convert3, _z(8, 32, dtype=np.dtype(name)),
+                                   _z(8, 32), _z(8, 32, dtype=F16), _z(8, 32, dtype=I32),
+                                   R=4, C=32))
+    add("lowp_uint16_divide", "testsuite uint16 reduce-max",
+        lambda: _pto(lp().u16_divide, *[_z(1, 64, dtype=np.uint16)] * 4,
+                     _z(1, 1, dtype=np.uint16), N=64))
 
     # shapes, grids ------------------------------------------------------------------------------
     add("tail_2d_37x100", "tail-rows tail-cols grid-2d",
