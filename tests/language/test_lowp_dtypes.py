@@ -278,3 +278,22 @@ def test_uint32_division_is_refused_naming_the_target():
     x = np.ones(32, np.uint32)
     with pytest.raises(CompilationError, match="floordiv of uint32 tiles: ascend910b"):
         u32_div[(1,)](x, x.copy(), N=32)
+
+
+def test_cycle_model_costs_the_legalised_sequences():
+    """The float8 encode is ordinary A2/A3 instructions, each costed: a conversion of the
+    same tile to float8 takes more modelled vector time than one to float16."""
+    from pypto.backends.ascend.cycle_model import model_launch
+    from pypto.compiler.pto.reader import parse_program
+
+    x = np.zeros((4, 32), np.float32)
+    vector = {}
+    for dtype in (np.float16, E4M3):
+        out = np.zeros((4, 32), dtype)
+        program = parse_program(convert.compile(x, out, R=4, C=32).asm["pto"])
+        launch = model_launch(program, (1, 1), {"x": x, "out": out})
+        vector[np.dtype(dtype).name] = launch.pipe_busy["V"]
+        names = {r.name for r in launch.blocks[0].records}
+        if dtype == E4M3:
+            assert {"tand", "tshrs", "tsel", "tcvt", "tmin"} <= names, names
+    assert vector["float8_e4m3fn"] > 5 * vector["float16"] > 0, vector
