@@ -46,9 +46,15 @@ def _from_torch(t):
                         "on the host's simulated AI Cores, which read host memory: pass a CPU "
                         f"tensor (tensor.cpu()){_device_hint(t.device.type)}")
     t = t.detach()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(dt.bfloat16.to_numpy())
+    name = str(t.dtype).removeprefix("torch.")
+    if name in _VIEWED_FROM_TORCH:      # numpy has no such dtype: the bits, seen by ml_dtypes
+        bits = getattr(torch, _VIEWED_FROM_TORCH[name])
+        return t.view(bits).numpy().view(dt.BY_NAME[name].to_numpy())
     return t.numpy()
+
+
+# torch dtypes ``Tensor.numpy()`` refuses → a same-width integer dtype it takes
+_VIEWED_FROM_TORCH = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
 def _device_hint(device: str) -> str:

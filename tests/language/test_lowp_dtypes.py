@@ -297,3 +297,21 @@ def test_cycle_model_costs_the_legalised_sequences():
         if dtype == E4M3:
             assert {"tand", "tshrs", "tsel", "tcvt", "tmin"} <= names, names
     assert vector["float8_e4m3fn"] > 5 * vector["float16"] > 0, vector
+
+
+def test_torch_float8_and_unsigned_tensors_pass_without_copies():
+    """torch.float8_* have no numpy dtype: the kernel sees their bytes through ml_dtypes (a
+    view, so the kernel's stores land in the torch tensor); torch.uint16/uint32 map by name."""
+    torch = pytest.importorskip("torch")
+    from pypto.torch_ops.dtypes import to_torch
+
+    assert [to_torch(d) for d in (pl.uint16, pl.uint32, pl.float8_e4m3fn, pl.float8_e5m2)] \
+        == [torch.uint16, torch.uint32, torch.float8_e4m3fn, torch.float8_e5m2]
+    x = torch.randn(4, 32) * 30
+    for _ in range(2):                                     # the cold and the warm launch
+        out = torch.zeros(4, 32, dtype=torch.float8_e5m2)
+        convert[(1, 1)](x, out, R=4, C=32)
+        assert torch.equal(out.view(torch.uint8), x.to(torch.float8_e5m2).view(torch.uint8))
+    u = torch.zeros(4, 32, dtype=torch.uint32)
+    convert[(1, 1)](x.abs() * 1e6, u, R=4, C=32)
+    assert torch.equal(u.to(torch.int64), (x.abs() * 1e6).to(torch.int64))
