@@ -13,7 +13,8 @@ from .jit import CompiledKernel, JITFunction, LaunchWarning, __version__, jit
 from .runtime import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
-from . import layout, memory, profile
+from . import layout, memory, packed_int4, profile
+from .packed_int4 import int4_tensor
 from .profile import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # The graph API and debug mode are imported on first use (they cost ~17 ms of import time

@@ -178,7 +178,7 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=Fal
                            else n for n, kind, _ in runtime_params)
         raw = ", ".join(n for n, _, _ in runtime_params)
         checks = "".join(
-            f"    if not {n}.flags.writeable:\n"
+            f"    if not ({n} if type({n}) is not _L else {n}._data).flags.writeable:\n"
             f"        raise _read_only({jitfn.__name__!r}, {n!r})\n"
             for n in kernel.metadata["written_tensors"])
     else:
@@ -255,7 +255,7 @@ def call(_pypto_grid, {", ".join(names)}):
              "_grad_enabled": _grad_mode(torch_tensors),
              "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
-             "_nd": np.ndarray,
+             "_nd": np.ndarray, "_L": LayoutTensor,
              "_ctypes_error": ctypes.ArgumentError}
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)
     return scope["call"]

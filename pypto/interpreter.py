@@ -25,7 +25,7 @@ from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
 
-_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")
 _BY_NUMPY = {d.to_numpy(): d for d in dt.ALL if d.name not in _ML_DTYPES}
 try:
     _BY_NUMPY.update({dt.BY_NAME[n].to_numpy(): dt.BY_NAME[n] for n in _ML_DTYPES})
@@ -83,14 +83,13 @@ def _float_to_int(x: np.ndarray, dst: dt.dtype) -> np.ndarray:
     numpy's own cast is undefined out of range, so the range test comes first, in float64 where
     the bounds -2**(b-1), 2**(b-1) and 2**b are exact."""
     npd = dst.to_numpy()
-    info = np.iinfo(npd)
     f = np.asarray(x, dtype=np.float64)
     lo = -2.0 ** (dst.bits - 1) if dst.is_signed else 0.0
     hi_excl = 2.0 ** (dst.bits - 1) if dst.is_signed else 2.0 ** dst.bits
     inside = (f >= lo) & (f < hi_excl)          # False for NaN
-    out = np.where(inside, f, 0.0).astype(npd)
-    out = np.where(f >= hi_excl, npd.type(info.max), out)
-    return np.where(f < lo, npd.type(info.min), out).astype(npd)
+    out = np.where(inside, f, 0.0)
+    out = np.where(f >= hi_excl, hi_excl - 1, out)
+    return np.where(f < lo, lo, out).astype(np.int64).astype(npd)   # int64: exact, any width
 
 
 def to_type(value, ty, where: str = "value"):
@@ -293,10 +292,13 @@ def _load(run, op, ins):
     layout = op.operands[0].type
     if layout.layout != "ND":            # logical coordinates over the physical array
         from .layout import load_window
+        from . import packed_int4
         if run.watch is not None:
             run.watch.access("load", op, run.pid, tensor, offsets, ty.shape, layout=layout)
         try:
-            where, values = load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
+            where, values = packed_int4.load_window(tensor, layout.shape, offsets, ty.shape) \
+                if layout.layout == packed_int4.LAYOUT else \
+                load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
         except IndexError as e:
             raise IndexError(f"pl.load: {e}") from None
         out[where] = convert(values, ty.dtype)
@@ -328,6 +330,11 @@ def _store(run, op, ins):
     if run.watch is not None:
         run.watch.access("store", op, run.pid, tensor, offsets, tile.shape,
                          op.attrs.get("atomic"))
+    if op.operands[0].type.layout == "INT4":
+        from . import packed_int4
+        packed_int4.store_window(tensor, op.operands[0].type.shape, offsets,
+                                 convert(tile, dt.int8))
+        return []
     w = window(tensor.shape, offsets, tile.shape)
     if w is None:
         return []
@@ -745,7 +752,8 @@ def _argument(param: Value, args: dict):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"parameter '{param.hint}' is a tensor; got {type(value).__name__}")
         rank = param.type.rank if param.type.layout == "ND" else value.ndim  # physical
-        if value.ndim != rank or dtype_of(value) != param.type.dtype:
+        held = (dt.uint8, dt.int8) if param.type.layout == "INT4" else (param.type.dtype,)
+        if value.ndim != rank or dtype_of(value) not in held:     # int4: its packed bytes
             raise TypeError(f"parameter '{param.hint}' is a {param.type}; got a {value.ndim}-D "
                             f"{value.dtype} array")
         return value

@@ -307,7 +307,7 @@ class JITFunction:
                      for n, v in zip(self.arg_names, values)}
             grid = self._grid(grid, bound, kernel.metadata, target)
             for name in written:
-                if not bound[name].flags.writeable:
+                if not _physical(bound[name]).flags.writeable:
                     raise read_only(self.__name__, name)
             args = {n: _physical(bound[n]) for n, _, _ in kernel.runtime_params}
             t0 = time.perf_counter()
@@ -474,7 +474,7 @@ class JITFunction:
                 spec_args[name] = v
             elif s[0] == "l":
                 arr = v._data                 # the physical array as the kernel receives it
-                dtype = _dtype_of(arr)
+                dtype = dt.int4 if v.layout == "INT4" else _dtype_of(arr)
                 spec_args[name] = tensor_param(name, dtype, len(v.shape), v.layout, v.shape)
                 tensor_specs[name] = (arr.shape, _layout_strides(v.layout, arr.shape))
                 runtime_params.append((name, "tensor", arr.ndim))

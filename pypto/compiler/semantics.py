@@ -755,6 +755,8 @@ def _layout_window(ty, shape):
     what they mean): NZ, whole 16 x C0 fractals; NC1HWC0, (pixels, channels) with at most
     C0 channels, one 32-byte block per pixel."""
     from ..layout import M0, c0_for
+    if ty.layout == "INT4":
+        return _int4_window(shape)
     c0 = c0_for(ty.dtype)
     if len(shape) != 2:
         raise ValueError(f"load(): a load from a {ty.layout} tensor gives a 2-D tile, got "
@@ -770,13 +772,24 @@ def _layout_window(ty, shape):
                          "separately")
 
 
+def _int4_window(shape):
+    """A packed int4 window is whole bytes: an even number of columns."""
+    if shape[-1] % 2:
+        raise ValueError(f"a packed int4 tile has an even last dimension (two values per "
+                         f"byte), got shape {shape}; round the block size up to an even number "
+                         "(the tensor itself may have an odd length: its tail is padded)")
+
+
 ATOMICS = (None, "add")
 ATOMIC_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int64)
 
 
 def store(b, tensor, offsets, value, atomic=None):
     tensor = _tensor(tensor, "store")
-    if tensor.type.layout != "ND":
+    if tensor.type.layout == "INT4":
+        _int4_window(tuple(value.type.shape) if isinstance(value, Value) and value.is_tile
+                     else (2,))
+    elif tensor.type.layout != "ND":
         raise ValueError(f"store(): the tensor is in the {tensor.type.layout} layout, and "
                          "kernels store into ND tensors only; store into an ND tensor and "
                          "convert it on the host (pypto.layout.to_"

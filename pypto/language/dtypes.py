@@ -12,7 +12,7 @@ import numpy as np
 try:  # bfloat16 and the float8 types on the numpy side
     import ml_dtypes as _ml_dtypes
     _NP_EXTRA = {name: np.dtype(getattr(_ml_dtypes, name))
-                 for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2")}
+                 for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")}
 except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
     _NP_EXTRA = {}
@@ -44,11 +44,11 @@ class dtype:
     @property
     def storage_only(self) -> bool:
         """Kept in memory and converted, never computed in (docs/language.md, "Low-precision
-        dtypes"): the float8 types on every target PyPTO has."""
-        return self.name.startswith("float8")
+        dtypes"): the float8 types and int4 on every target PyPTO has."""
+        return self.name.startswith("float8") or self.name == "int4"
 
     def to_numpy(self) -> np.dtype:
-        if self.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        if self.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4"):
             if self.name not in _NP_EXTRA:
                 raise TypeError(f"{self.name} needs the ml_dtypes package (pip install ml_dtypes)")
             return _NP_EXTRA[self.name]
@@ -62,6 +62,7 @@ class dtype:
 
 
 bool_ = dtype("bool", 1, "b", "i1")
+int4 = dtype("int4", 4, "i", "i4")          # packed two per byte in memory (pypto/packed_int4.py)
 int8 = dtype("int8", 8, "i", "i8")
 uint8 = dtype("uint8", 8, "u", "ui8")
 int16 = dtype("int16", 16, "i", "i16")
@@ -76,7 +77,7 @@ float64 = dtype("float64", 64, "f", "f64")
 float8_e4m3fn = dtype("float8_e4m3fn", 8, "f", "f8E4M3FN")   # no infinities; NaN is S.1111.111
 float8_e5m2 = dtype("float8_e5m2", 8, "f", "f8E5M2")         # the top byte of a float16
 
-ALL = (bool_, int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32,
+ALL = (bool_, int4, int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32,
        float64, float8_e4m3fn, float8_e5m2)
 BY_NAME = {d.name: d for d in ALL}
 BY_NAME["bool"] = bool_

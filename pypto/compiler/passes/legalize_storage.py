@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import packed_int4
 from ...language import dtypes as dt
 from ..errors import NotOnChip
-from ..ir import Module, Op, ScalarType, TileType, Value
+from ..ir import Module, Op, ScalarType, TensorType, TileType, Value
 from .dce import dead_code_elimination
 from .legalize import Emitter, rewrite_block
 
 _I8, _U8, _I16, _I32, _F16, _F32 = (dt.int8, dt.uint8, dt.int16, dt.int32, dt.float16,
                                     dt.float32)
-_U16, _U32, _E4M3, _E5M2 = dt.uint16, dt.uint32, dt.float8_e4m3fn, dt.float8_e5m2
-TWIN = {_U16: _I16, _U32: _I32, _E4M3: _U8, _E5M2: _U8}     # the type whose bits it lives in
+_U16, _U32, _E4M3, _E5M2, _I4 = dt.uint16, dt.uint32, dt.float8_e4m3fn, dt.float8_e5m2, dt.int4
+TWIN = {_U16: _I16, _U32: _I32, _E4M3: _U8, _E5M2: _U8,      # the type whose bits it lives in
+        _I4: _I8}                                          # int4: the value, sign-extended
 
 # ops that move or arrange elements without looking at them: the same on the bits
 _LAYOUT = {"tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.broadcast",
@@ -50,8 +52,10 @@ def _is_bits(v) -> bool:
     return isinstance(v, Value) and v.is_tile and v.type.dtype in TWIN
 
 
-def _bitcast(e: Emitter, x: Value, dtype) -> Value:
-    return e.emit("tile.bitcast", [x], TileType(dtype, x.type.shape), {"dtype": dtype})
+def _bitcast(e: Emitter, x: Value, dtype, shape=None) -> Value:
+    """The same bytes as ``dtype``; ``shape`` (the last axis scaled by the widths' ratio) for
+    a bitcast between widths."""
+    return e.emit("tile.bitcast", [x], TileType(dtype, shape or x.type.shape), {"dtype": dtype})
 
 
 def _bits(e: Emitter, x: Value) -> Value:
@@ -62,6 +66,8 @@ def _bits(e: Emitter, x: Value) -> Value:
 def _twin_value(value, dtype):
     """A constant of ``dtype`` as the number its twin's bits spell (uint16 65535 → -1, float8
     e4m3fn 1.0 → 56)."""
+    if dtype == _I4:
+        return (int(value) + 8) % 16 - 8
     if not dtype.storage_only:
         value = int(value) & ((1 << dtype.bits) - 1)
     return np.array(value, dtype.to_numpy()).view(TWIN[dtype].to_numpy()).item()
@@ -191,6 +197,8 @@ def _layout(op: Op, target):
 
 
 def _load(op: Op, target):
+    if op.operands[0].type.layout == packed_int4.LAYOUT:
+        return _load_int4(op)
     e = Emitter(op.loc)
     ttype = op.result.type
     attrs = dict(op.attrs)
@@ -201,8 +209,89 @@ def _load(op: Op, target):
     return e.ops, _bitcast(e, raw, ttype.dtype)
 
 
+def _provably_even(v: Value) -> bool:
+    """Is the scalar ``v`` even by construction (a constant, or a product with one)?"""
+    op = v.owner
+    if op is None:
+        return False
+    if op.name == "arith.constant":
+        return isinstance(op.attrs.get("value"), int) and op.attrs["value"] % 2 == 0
+    if op.name == "arith.mul":
+        return any(_provably_even(x) for x in op.operands)
+    if op.name in ("arith.add", "arith.sub"):
+        return all(_provably_even(x) for x in op.operands)
+    return False
+
+
+def _byte_offset(e: Emitter, op: Op, column: Value) -> Value:
+    """A packed int4 window starts on a byte: its column offset must be visibly even."""
+    if not _provably_even(column):
+        raise NotOnChip("a packed int4 window must start on a whole byte: its column offset "
+                        "must be even by construction (a constant, or a multiple of an even "
+                        "block size such as pl.program_id(1) * BLOCK)", op.loc)
+    return e.emit("arith.shr", [column, e.const(1, column.type.dtype)],
+                  ScalarType(column.type.dtype))
+
+
+def _without_padding_nibble(e: Emitter, v: Value, tensor: Value, column: Value) -> Value:
+    """An odd row's last byte has a padding high nibble: read as 0, written as 0."""
+    n = tensor.type.shape[-1]
+    if n % 2 == 0:
+        return v
+    shape = v.type.shape
+    cols = e.emit("tile.arange", [], TileType(_I32, (shape[-1],)),
+                  {"start": 0, "end": shape[-1]})
+    if len(shape) == 2:
+        cols = e.emit("tile.reshape", [cols], TileType(_I32, (1, shape[-1])),
+                      {"shape": (1, shape[-1])})
+        cols = e.emit("tile.broadcast", [cols], TileType(_I32, shape))
+    at = e.emit("arith.cast", [column], ScalarType(_I32), {"dtype": _I32})
+    pad = e.binary("eq", e.binary("add", cols, at), n)
+    return e.where(pad, e.full(0, v.type), v)
+
+
+def _load_int4(op: Op):
+    """Bytes (R, C/2) → int16 pairs (low nibble in the low byte, high nibble in the high one,
+    each sign-extended), seen as the (R, C) int8 values they are."""
+    tensor, *offsets = op.operands
+    shape = op.result.type.shape
+    if op.attrs.get("padding", 0) not in (0, None):
+        raise NotOnChip("a load from a packed int4 tensor pads with 0 (or padding=None); "
+                        "select another padding value after the load", op.loc)
+    e = Emitter(op.loc)
+    half = _byte_offset(e, op, offsets[-1])
+    packed = shape[:-1] + (shape[-1] // 2,)
+    raw = e.emit("tile.load", [tensor, *offsets[:-1], half],
+                 TileType(_I8, packed, op.result.type.space), dict(op.attrs, _packed=True))
+    w = e.cast(raw, _I16)
+    low = e.binary("shr", e.binary("shl", w, 12), 12)
+    pairs = e.binary("or", e.binary("and", low, 0xFF), e.binary("shl", e.binary("shr", w, 4), 8))
+    values = _without_padding_nibble(e, _bitcast(e, pairs, _I8, shape), tensor, offsets[-1])
+    return e.ops, _bitcast(e, values, _I4)
+
+
+def _store_int4(op: Op):
+    """The inverse of ``_load_int4``: (R, C) int8 values seen as int16 pairs, each pair's
+    nibbles packed into one byte."""
+    tensor, *offsets, value = op.operands
+    e = Emitter(op.loc)
+    half = _byte_offset(e, op, offsets[-1])
+    if value.type.dtype != _I4:
+        value = e.cast(value, _I4)
+    values = _without_padding_nibble(e, _bits(e, value), tensor, offsets[-1])
+    shape = values.type.shape
+    pairs = _bitcast(e, values, _I16, shape[:-1] + (shape[-1] // 2,))
+    packed = e.binary("or", e.binary("and", pairs, 0xF),
+                      e.binary("and", e.binary("shr", pairs, 4), 0xF0))
+    e.ops.append(Op("tile.store", [tensor, *offsets[:-1], half, e.cast(packed, _I8)], [],
+                    dict(op.attrs, _packed=True), loc=op.loc))
+    return e.ops, None
+
+
 def _store(op: Op, target):
     *tensor_and_offsets, value = op.operands
+    if tensor_and_offsets[0].type.layout == packed_int4.LAYOUT:
+        return _store_int4(op)
     e = Emitter(op.loc)
     e.ops.append(Op("tile.store", tensor_and_offsets + [_bits(e, value)], [], dict(op.attrs),
                     loc=op.loc))
@@ -242,6 +331,10 @@ def _cast(op: Op, target):
         return e.ops, x
     if src in _FP8:
         return e.ops, e.cast(_decode_fp8(e, _bits(e, x), src), dst, rounding)
+    if src == _I4:
+        return e.ops, e.cast(_bits(e, x), dst, rounding)
+    if dst == _I4:
+        return e.ops, _bitcast(e, _to_int4_bits(e, x, rounding), dst)
     if dst in _FP8:
         return e.ops, _bitcast(e, _encode_fp8(e, _to_f32(e, x, rounding), dst), dst)
     if src == _U16:
@@ -302,6 +395,17 @@ def _to_u32_bits(e: Emitter, x: Value, rounding) -> Value:
     return e.where(e.binary("ge", f, 2.0 ** 32), e.full(-1, r.type), r)
 
 
+def _to_int4_bits(e: Emitter, x: Value, rounding) -> Value:
+    """Ints wrap to 4 bits (as numpy narrows); floats truncate and saturate to [-8, 7]."""
+    src = x.type.dtype
+    v = e.cast(x, _I32, rounding) if src != _U32 else _bits(e, x)
+    if src.is_floating:
+        v = e.binary("min", e.binary("max", v, -8), 7)
+    else:
+        v = e.binary("shr", e.binary("shl", v, 28), 28)
+    return e.cast(v, _I8)
+
+
 def _decode_fp8(e: Emitter, b: Value, fmt) -> Value:
     """float8 bytes (a uint8 tile) → the float16 of the same value (exact: float16 holds every
     float8 value)."""
@@ -356,6 +460,9 @@ RULES = {"tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
 def _rule(op: Op, target):
     if op.name == "tile.bitcast":
         return _fold_bitcast(op, target)
+    if op.name in ("tile.load", "tile.store") and not op.attrs.get("_packed") and \
+            op.operands[0].type.layout == packed_int4.LAYOUT:
+        return RULES[op.name](op, target)
     involved = [v for v in (*op.operands, *op.results) if _is_bits(v)]
     if not involved or op.name not in RULES:
         if involved and op.name.startswith("tile.") and op.name not in ("tile.getval",):
@@ -376,4 +483,8 @@ def legalize_storage(module: Module) -> Module:
     target = module.target
     while rewrite_block(body, body, lambda op: _rule(op, target)):
         pass
+    for p in module.kernel.params:      # the loads and stores now move the packed bytes
+        if p.is_tensor and p.type.layout == packed_int4.LAYOUT:
+            shape = packed_int4.packed_shape(p.type.shape)
+            p.type = TensorType(_I8, len(shape), "ND", shape)
     return dead_code_elimination(module)      # the bitcasts that folded away
