@@ -29,7 +29,8 @@ def _run_both(kernel, grid, *arrays, **constants):
     """The kernel's outputs compiled, then interpreted (fresh copies of ``arrays`` each)."""
     results = []
     for interpret in (False, True):
-        args = [a.copy() for a in arrays]
+        args = [pypto.int4_tensor(a.data.copy(), a.shape) if hasattr(a, "layout") else
+                a.copy() for a in arrays]
         if interpret:
             with interpret_mode():
                 kernel[grid](*args, **constants)
@@ -315,3 +316,104 @@ def test_torch_float8_and_unsigned_tensors_pass_without_copies():
     u = torch.zeros(4, 32, dtype=torch.uint32)
     convert[(1, 1)](x.abs() * 1e6, u, R=4, C=32)
     assert torch.equal(u.to(torch.int64), (x.abs() * 1e6).to(torch.int64))
+
+
+# -- packed int4 -------------------------------------------------------------------------------
+
+from pypto.packed_int4 import pack, unpack  # noqa: E402
+
+
+@pypto.jit
+def int4_to(w, out, R: pl.constexpr, C: pl.constexpr):
+    i, j = pl.program_id(0), pl.program_id(1)
+    t = pl.load(w, (i * R, j * C), (R, C))
+    pl.store(out, (i * R, j * C), t.to(out.dtype))
+
+
+@pypto.jit
+def to_int4(x, w, R: pl.constexpr, C: pl.constexpr):
+    i, j = pl.program_id(0), pl.program_id(1)
+    pl.store(w, (i * R, j * C), pl.load(x, (i * R, j * C), (R, C)).to(pl.int4))
+
+
+def test_pack_is_low_nibble_first():
+    assert pack(np.array([1, -2, 7])).tolist() == [0xE1, 0x07]
+    assert unpack(np.array([0xE1, 0x07], np.uint8), 3).tolist() == [1, -2, 7]
+
+
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16))
+def test_int4_loads_unpack_negative_values_and_odd_tails(shape, seed):
+    values = np.random.default_rng(seed).integers(-8, 8, shape).astype(np.int8)
+    packed = pack(values)
+    packed[..., -1] |= np.uint8(0xF0) if shape[1] % 2 else 0   # garbage in the padding nibble
+    out = np.zeros(shape, np.float32)
+    compiled, interpreted = _run_both(int4_to, _grid(shape), pypto.int4_tensor(packed, shape),
+                                      out, R=4, C=32)
+    _same_bits(compiled[1], values.astype(np.float32), f"int4 {shape} compiled")
+    _same_bits(interpreted[1], values.astype(np.float32), f"int4 {shape} interpreted")
+
+
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16))
+def test_int4_stores_pack_and_stay_inside_the_buffer(shape, seed):
+    """Floats truncate and saturate to [-8, 7] (NaN → 0); the bytes around the tensor (rows of
+    a larger buffer) are untouched and an odd row's padding nibble is written as 0."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-12, 12, shape).astype(np.float32)
+    x.ravel()[:3] = [np.nan, np.inf, -np.inf][:x.size]
+    rows, nbytes = shape[0], -(-shape[1] // 2)
+    for interpret in (False, True):
+        buffer = np.full((rows + 2, nbytes), 0x5A, np.uint8)
+        tensor = pypto.int4_tensor(buffer[1:-1], shape)
+        if interpret:
+            with interpret_mode():
+                to_int4[_grid(shape)](x, tensor, R=4, C=32)
+        else:
+            to_int4[_grid(shape)](x, tensor, R=4, C=32)
+        expected = np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=99, neginf=-99)), -8, 7)
+        assert (unpack(buffer[1:-1], shape[1]) == expected).all(), (shape, interpret)
+        assert (buffer[0] == 0x5A).all() and (buffer[-1] == 0x5A).all()
+        if shape[1] % 2:
+            assert (buffer[1:-1, -1] >> 4 == 0).all()
+
+
+def test_ints_wrap_into_int4():
+    x = np.array([[0, 7, 8, -8, -9, 15, 16, 100, -100, 3]], np.int32)
+    packed = np.zeros((1, 5), np.uint8)
+    to_int4[(1, 1)](x, pypto.int4_tensor(packed, (1, 10)), R=1, C=32)
+    assert unpack(packed, 10).tolist() == [((x.astype(np.int64) + 8) % 16 - 8).ravel().tolist()]
+
+
+@pypto.jit
+def int4_misuse(w, out, HOW: pl.constexpr, C: pl.constexpr):
+    if HOW == "add":
+        t = pl.load(w, (0, 0), (1, C))
+        pl.store(out, (0, 0), (t + t).to(pl.float32))
+    elif HOW == "odd offset":
+        pl.store(out, (0, 0), pl.load(w, (0, pl.program_id(0) + 1), (1, C)).to(pl.float32))
+    elif HOW == "padding":
+        pl.store(out, (0, 0), pl.load(w, (0, 0), (1, C), padding=1).to(pl.float32))
+    else:
+        pl.store(out, (0, 0), pl.load(w, (0, 0), (1, C)).to(pl.float32))
+
+
+@pytest.mark.parametrize("how, c, message", [
+    ("add", 8, "add on a int4 tile: ascend910b1"),
+    ("odd offset", 8, "column offset must be even"),
+    ("padding", 8, "pads with 0"),
+    ("odd tile", 7, "even last dimension"),
+])
+def test_int4_misuse_is_refused_clearly(how, c, message):
+    w = pypto.int4_tensor(np.zeros((1, 4), np.uint8), (1, 8))
+    with pytest.raises(CompilationError, match=message):
+        int4_misuse[(1,)](w, np.zeros((1, 8), np.float32), HOW=how, C=c)
+
+
+def test_int4_tensor_checks_the_bytes_it_is_given():
+    with pytest.raises(TypeError, match="packed bytes .uint8 or int8., got a float32"):
+        pypto.int4_tensor(np.zeros((2, 4), np.float32), (2, 8))
+    with pytest.raises(ValueError, match=r"held in bytes of shape \(2, 4\)"):
+        pypto.int4_tensor(np.zeros((2, 3), np.uint8), (2, 8))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        pypto.int4_tensor(np.zeros((2, 8), np.uint8)[:, ::2], (2, 8))

@@ -439,16 +439,16 @@ def _encode_fp8(e: Emitter, f: Value, fmt) -> Value:
 
 
 def _fold_bitcast(op: Op, target):
-    x = op.operands[0]
-    if x.type.dtype == op.result.type.dtype:
+    x, want = op.operands[0], op.result.type
+    if x.type.dtype == want.dtype:
         return [], x
     inner = x.owner
     if inner is not None and inner.name == "tile.bitcast":
         src = inner.operands[0]
-        if src.type.dtype == op.result.type.dtype:
+        if src.type.dtype == want.dtype:
             return [], src
         e = Emitter(op.loc)
-        return e.ops, _bitcast(e, src, op.result.type.dtype)
+        return e.ops, _bitcast(e, src, want.dtype, want.shape)
     return None
 
 
