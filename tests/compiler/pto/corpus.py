@@ -941,6 +941,12 @@ def _entries() -> list[Entry]:
             lambda name=name: _pto(lp().convert3, _z(8, 32, dtype=np.dtype(name)),
                                    _z(8, 32), _z(8, 32, dtype=F16), _z(8, 32, dtype=I32),
                                    R=4, C=32))
+    add("lowp_int4_load", "testsuite cast int4 f32 tail-rows tail-cols",
+        lambda: _pto(lp().int4_to, pypto.int4_tensor(np.zeros((5, 19), np.uint8), (5, 37)),
+                     _z(5, 37), R=4, C=32))
+    add("lowp_int4_store", "testsuite cast int4 f32 tail-rows tail-cols",
+        lambda: _pto(lp().to_int4, _r(5, 37),
+                     pypto.int4_tensor(np.zeros((5, 19), np.uint8), (5, 37)), R=4, C=32))
     add("lowp_uint16_divide", "testsuite uint16 reduce-max",
         lambda: _pto(lp().u16_divide, *[_z(1, 64, dtype=np.uint16)] * 4,
                      _z(1, 1, dtype=np.uint16), N=64))

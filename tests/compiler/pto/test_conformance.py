@@ -28,7 +28,7 @@ REQUIRED_TAGS = {
     "unary", "binary-tt", "binary-ts", "compare", "where", "cast", "reduce-sum", "reduce-max",
     "reduce-min", "reduce-prod", "reduce-axis0", "reduce-axis1", "broadcast", "reshape",
     "transpose", "slice", "concat", "arange", "full", "zeros",
-    "f32", "f16", "bf16", "i32", "i16", "i8", "uint16", "uint32", "f8",
+    "f32", "f16", "bf16", "i32", "i16", "i8", "uint16", "uint32", "f8", "int4",
     "for-scalar-iter", "for-tile-iter", "if-else", "while", "num-stages", "static-range",
     "barrier", "signal-wait", "manual-sync", "async-load", "atomic",
     "matmul-f16", "matmul-f32", "matmul-i8", "matmul-bf16", "k-loop", "mixed",
