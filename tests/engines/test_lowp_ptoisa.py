@@ -10,7 +10,7 @@ import pypto
 from tests.engines.tools import needs_tools
 from pypto.packed_int4 import pack, unpack
 from tests.language.test_lowp_dtypes import (E4M3, E5M2, F32_EDGES, _same_bits, convert,
-                                             int4_to, to_int4, unsigned_ops)
+                                             unsigned_ops)
 
 pytestmark = [needs_tools, pytest.mark.slow]
 
@@ -48,11 +48,11 @@ def test_packed_int4_on_the_simulator():
     """Odd rows (37 values: the last byte's high nibble is padding), partial blocks."""
     rng = np.random.default_rng(6)
     values = rng.integers(-8, 8, (5, 37)).astype(np.int8)
-    (_, out) = _simulated(int4_to, (2, 2), pypto.int4_tensor(pack(values), (5, 37)),
+    (_, out) = _simulated(convert, (2, 2), pypto.int4_tensor(pack(values), (5, 37)),
                           np.zeros((5, 37), np.float32), R=4, C=32)
     _same_bits(out, values.astype(np.float32), "int4 -> float32 on pto-isa")
     x = rng.uniform(-10, 10, (5, 37)).astype(np.float32)
     packed = np.full((5, 19), 0x77, np.uint8)
-    _simulated(to_int4, (2, 2), x, pypto.int4_tensor(packed, (5, 37)), R=4, C=32)
+    _simulated(convert, (2, 2), x, pypto.int4_tensor(packed, (5, 37)), R=4, C=32)
     assert (unpack(packed, 37) == np.clip(np.trunc(x), -8, 7)).all()
     assert (packed[:, -1] >> 4 == 0).all()

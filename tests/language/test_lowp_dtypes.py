@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import pypto
 import pypto.language as pl
 from pypto.compiler.errors import CompilationError
+from pypto.packed_int4 import pack, unpack
 from tests.language.utils import interpret_mode
 
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
@@ -320,22 +321,6 @@ def test_torch_float8_and_unsigned_tensors_pass_without_copies():
 
 # -- packed int4 -------------------------------------------------------------------------------
 
-from pypto.packed_int4 import pack, unpack  # noqa: E402
-
-
-@pypto.jit
-def int4_to(w, out, R: pl.constexpr, C: pl.constexpr):
-    i, j = pl.program_id(0), pl.program_id(1)
-    t = pl.load(w, (i * R, j * C), (R, C))
-    pl.store(out, (i * R, j * C), t.to(out.dtype))
-
-
-@pypto.jit
-def to_int4(x, w, R: pl.constexpr, C: pl.constexpr):
-    i, j = pl.program_id(0), pl.program_id(1)
-    pl.store(w, (i * R, j * C), pl.load(x, (i * R, j * C), (R, C)).to(pl.int4))
-
-
 def test_pack_is_low_nibble_first():
     assert pack(np.array([1, -2, 7])).tolist() == [0xE1, 0x07]
     assert unpack(np.array([0xE1, 0x07], np.uint8), 3).tolist() == [1, -2, 7]
@@ -348,7 +333,7 @@ def test_int4_loads_unpack_negative_values_and_odd_tails(shape, seed):
     packed = pack(values)
     packed[..., -1] |= np.uint8(0xF0) if shape[1] % 2 else 0   # garbage in the padding nibble
     out = np.zeros(shape, np.float32)
-    compiled, interpreted = _run_both(int4_to, _grid(shape), pypto.int4_tensor(packed, shape),
+    compiled, interpreted = _run_both(convert, _grid(shape), pypto.int4_tensor(packed, shape),
                                       out, R=4, C=32)
     _same_bits(compiled[1], values.astype(np.float32), f"int4 {shape} compiled")
     _same_bits(interpreted[1], values.astype(np.float32), f"int4 {shape} interpreted")
@@ -368,9 +353,9 @@ def test_int4_stores_pack_and_stay_inside_the_buffer(shape, seed):
         tensor = pypto.int4_tensor(buffer[1:-1], shape)
         if interpret:
             with interpret_mode():
-                to_int4[_grid(shape)](x, tensor, R=4, C=32)
+                convert[_grid(shape)](x, tensor, R=4, C=32)
         else:
-            to_int4[_grid(shape)](x, tensor, R=4, C=32)
+            convert[_grid(shape)](x, tensor, R=4, C=32)
         expected = np.clip(np.trunc(np.nan_to_num(x, nan=0.0, posinf=99, neginf=-99)), -8, 7)
         assert (unpack(buffer[1:-1], shape[1]) == expected).all(), (shape, interpret)
         assert (buffer[0] == 0x5A).all() and (buffer[-1] == 0x5A).all()
@@ -381,7 +366,7 @@ def test_int4_stores_pack_and_stay_inside_the_buffer(shape, seed):
 def test_ints_wrap_into_int4():
     x = np.array([[0, 7, 8, -8, -9, 15, 16, 100, -100, 3]], np.int32)
     packed = np.zeros((1, 5), np.uint8)
-    to_int4[(1, 1)](x, pypto.int4_tensor(packed, (1, 10)), R=1, C=32)
+    convert[(1, 1)](x, pypto.int4_tensor(packed, (1, 10)), R=1, C=32)
     assert unpack(packed, 10).tolist() == [((x.astype(np.int64) + 8) % 16 - 8).ravel().tolist()]
 
 

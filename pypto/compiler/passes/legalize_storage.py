@@ -15,6 +15,10 @@
   rounds float32 bits to nearest even in int32 (subnormals through a scaled ``rint``) and
   saturates as ml_dtypes does (e4m3fn overflows to NaN, e5m2 to inf). Anything else on a
   float8 tile is refused, naming the target.
+* int4 (pypto/packed_int4.py): an int4 tile is an int8 tile of the values; a packed tensor is
+  loaded and stored as its bytes, each byte becoming (or made from) an int16 pair of
+  sign-extended nibbles, which is the two int8 values seen as one int16. Storage only, as
+  float8.
 
 ``tile.bitcast`` marks where bits change type; two in a row fold, so in straight-line code none
 survives to the PTO program (a loop-carried unsigned tile keeps one: a ``treshape`` view).
@@ -59,7 +63,7 @@ def _bitcast(e: Emitter, x: Value, dtype, shape=None) -> Value:
 
 
 def _bits(e: Emitter, x: Value) -> Value:
-    """``x`` as its twin's bits (an operand that is not unsigned/float8 as it is)."""
+    """``x`` as its twin's bits (any other operand as it is)."""
     return _bitcast(e, x, TWIN[x.type.dtype]) if _is_bits(x) else x
 
 
@@ -107,7 +111,6 @@ def _binary(op: Op, target):
     if dtype.storage_only:
         raise _refuse(op, dtype, target)
     e = Emitter(op.loc)
-    twin = TWIN[dtype]
     x = _bits(e, a)
     y = _bits(e, b) if b.is_tile else _scalar_bits(e, b, dtype)
     out_bool = op.result.type.dtype == dt.bool_
@@ -463,18 +466,14 @@ def _rule(op: Op, target):
     if op.name in ("tile.load", "tile.store") and not op.attrs.get("_packed") and \
             op.operands[0].type.layout == packed_int4.LAYOUT:
         return RULES[op.name](op, target)
-    involved = [v for v in (*op.operands, *op.results) if _is_bits(v)]
-    if not involved or op.name not in RULES:
-        if involved and op.name.startswith("tile.") and op.name not in ("tile.getval",):
-            raise _refuse(op, involved[0].type.dtype, target) if \
-                involved[0].type.dtype.storage_only else NotOnChip(
-                    f"{op.name} of a {involved[0].type.dtype} tile is not supported on A2/A3: "
-                    f"convert it to int32 or float32 first", op.loc)
+    involved = [v.type.dtype for v in (*op.operands, *op.results) if _is_bits(v)]
+    if not involved:
         return None
-    if op.name == "tile.store" and not _is_bits(op.operands[-1]):
-        return None
-    if op.name == "tile.cast" and not any(_is_bits(v) for v in (*op.operands, *op.results)):
-        return None
+    if op.name not in RULES:          # matmul, cumsum, sort, arange ... of these dtypes
+        if involved[0].storage_only:
+            raise _refuse(op, involved[0], target)
+        raise NotOnChip(f"{op.name} of a {involved[0]} tile is not supported on A2/A3: "
+                        f"convert it to int32 or float32 first", op.loc)
     return RULES[op.name](op, target)
 
 

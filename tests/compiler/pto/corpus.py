@@ -942,10 +942,10 @@ def _entries() -> list[Entry]:
                                    _z(8, 32), _z(8, 32, dtype=F16), _z(8, 32, dtype=I32),
                                    R=4, C=32))
     add("lowp_int4_load", "testsuite cast int4 f32 tail-rows tail-cols",
-        lambda: _pto(lp().int4_to, pypto.int4_tensor(np.zeros((5, 19), np.uint8), (5, 37)),
+        lambda: _pto(lp().convert, pypto.int4_tensor(np.zeros((5, 19), np.uint8), (5, 37)),
                      _z(5, 37), R=4, C=32))
     add("lowp_int4_store", "testsuite cast int4 f32 tail-rows tail-cols",
-        lambda: _pto(lp().to_int4, _r(5, 37),
+        lambda: _pto(lp().convert, _r(5, 37),
                      pypto.int4_tensor(np.zeros((5, 19), np.uint8), (5, 37)), R=4, C=32))
     add("lowp_uint16_divide", "testsuite uint16 reduce-max",
         lambda: _pto(lp().u16_divide, *[_z(1, 64, dtype=np.uint16)] * 4,
