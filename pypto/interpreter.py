@@ -87,9 +87,10 @@ def _float_to_int(x: np.ndarray, dst: dt.dtype) -> np.ndarray:
     lo = -2.0 ** (dst.bits - 1) if dst.is_signed else 0.0
     hi_excl = 2.0 ** (dst.bits - 1) if dst.is_signed else 2.0 ** dst.bits
     inside = (f >= lo) & (f < hi_excl)          # False for NaN
-    out = np.where(inside, f, 0.0)
-    out = np.where(f >= hi_excl, hi_excl - 1, out)
-    return np.where(f < lo, lo, out).astype(np.int64).astype(npd)   # int64: exact, any width
+    top = (1 << (dst.bits - 1 if dst.is_signed else dst.bits)) - 1    # int4 has no np.iinfo
+    out = np.where(inside, f, 0.0).astype(npd)
+    out = np.where(f >= hi_excl, npd.type(top), out)
+    return np.where(f < lo, npd.type(int(lo)), out).astype(npd)
 
 
 def to_type(value, ty, where: str = "value"):

@@ -786,10 +786,7 @@ ATOMIC_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int64)
 
 def store(b, tensor, offsets, value, atomic=None):
     tensor = _tensor(tensor, "store")
-    if tensor.type.layout == "INT4":
-        _int4_window(tuple(value.type.shape) if isinstance(value, Value) and value.is_tile
-                     else (2,))
-    elif tensor.type.layout != "ND":
+    if tensor.type.layout not in ("ND", "INT4"):
         raise ValueError(f"store(): the tensor is in the {tensor.type.layout} layout, and "
                          "kernels store into ND tensors only; store into an ND tensor and "
                          "convert it on the host (pypto.layout.to_"
@@ -806,6 +803,8 @@ def store(b, tensor, offsets, value, atomic=None):
     if len(value.type.shape) != tensor.type.rank:
         raise ValueError(f"store(): a tile of shape {value.type.shape} cannot be stored into a "
                          f"rank-{tensor.type.rank} tensor")
+    if tensor.type.layout == "INT4":
+        _int4_window(value.type.shape)
     offs = _offsets(b, tensor, offsets, "store")
     value = cast(b, value, tensor.type.dtype)   # stores convert to the tensor's dtype
     b.emit("tile.store", [tensor] + offs + [value], attrs={"atomic": atomic} if atomic else {})
