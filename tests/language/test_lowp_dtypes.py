@@ -126,6 +126,7 @@ def test_floats_encode_as_ml_dtypes(shape, seed, fmt, src):
     _check_conversions(x, [FP8[fmt]], [x.astype(np.float32).astype(FP8[fmt])])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(shape=SHAPES, seed=st.integers(0, 2 ** 16), fmt=st.sampled_from(list(FP8)))
 def test_float8_round_trips_and_converts_to_ints(shape, seed, fmt):
@@ -190,9 +191,7 @@ def unsigned_ops(x, y, o_add, o_mul, o_max, o_lt, o_xor, o_shr, o_sub, R: pl.con
     pl.store(o_sub, at, a - b - 1)
 
 
-@SETTINGS
-@given(shape=SHAPES, seed=st.integers(0, 2 ** 16), name=st.sampled_from(list(UNSIGNED)))
-def test_unsigned_arithmetic_matches_numpy(shape, seed, name):
+def _check_unsigned_ops(shape, seed, name):
     d = UNSIGNED[name]
     rng = np.random.default_rng(seed)
     x, y = (rng.integers(0, np.iinfo(d).max, shape, dtype=d, endpoint=True) for _ in "xy")
@@ -208,6 +207,18 @@ def test_unsigned_arithmetic_matches_numpy(shape, seed, name):
     for got, interp, want, what in zip(compiled[2:], interpreted[2:], expected, names):
         _same_bits(got, want, f"{name} {what} compiled")
         _same_bits(interp, want, f"{name} {what} interpreted")
+
+
+@pytest.mark.parametrize("name", list(UNSIGNED))
+def test_unsigned_arithmetic_matches_numpy_on_partial_blocks(name):
+    _check_unsigned_ops((5, 37), 0, name)
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(shape=SHAPES, seed=st.integers(0, 2 ** 16), name=st.sampled_from(list(UNSIGNED)))
+def test_unsigned_arithmetic_matches_numpy(shape, seed, name):
+    _check_unsigned_ops(shape, seed, name)
 
 
 @pypto.jit
