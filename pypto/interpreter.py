@@ -25,10 +25,9 @@ from .language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
 
-_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")
-_BY_NUMPY = {d.to_numpy(): d for d in dt.ALL if d.name not in _ML_DTYPES}
+_BY_NUMPY = {d.to_numpy(): d for d in dt.ALL if d.name not in dt.ML_DTYPES}
 try:
-    _BY_NUMPY.update({dt.BY_NAME[n].to_numpy(): dt.BY_NAME[n] for n in _ML_DTYPES})
+    _BY_NUMPY.update({dt.BY_NAME[n].to_numpy(): dt.BY_NAME[n] for n in dt.ML_DTYPES})
 except TypeError:  # pragma: no cover - no ml_dtypes
     pass
 

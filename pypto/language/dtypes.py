@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")   # numpy's come from ml_dtypes
+
 try:  # bfloat16 and the float8 types on the numpy side
     import ml_dtypes as _ml_dtypes
-    _NP_EXTRA = {name: np.dtype(getattr(_ml_dtypes, name))
-                 for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4")}
+    _NP_EXTRA = {name: np.dtype(getattr(_ml_dtypes, name)) for name in ML_DTYPES}
 except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
     _NP_EXTRA = {}
@@ -48,7 +49,7 @@ class dtype:
         return self.name.startswith("float8") or self.name == "int4"
 
     def to_numpy(self) -> np.dtype:
-        if self.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4"):
+        if self.name in ML_DTYPES:
             if self.name not in _NP_EXTRA:
                 raise TypeError(f"{self.name} needs the ml_dtypes package (pip install ml_dtypes)")
             return _NP_EXTRA[self.name]

@@ -406,6 +406,12 @@ def test_int4_misuse_is_refused_clearly(how, c, message):
         int4_misuse[(1,)](w, np.zeros((1, 8), np.float32), HOW=how, C=c)
 
 
+def test_an_unpacked_int4_array_is_refused():
+    x = np.zeros((1, 8), ml_dtypes.int4)
+    with pytest.raises(CompilationError, match="an int4 tensor is packed bytes"):
+        convert[(1, 1)](x, np.zeros((1, 8), np.float32), R=1, C=32)
+
+
 def test_int4_tensor_checks_the_bytes_it_is_given():
     with pytest.raises(TypeError, match="packed bytes .uint8 or int8., got a float32"):
         pypto.int4_tensor(np.zeros((2, 4), np.float32), (2, 8))

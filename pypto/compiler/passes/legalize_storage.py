@@ -464,7 +464,11 @@ def _rule(op: Op, target):
     if op.name == "tile.bitcast":
         return _fold_bitcast(op, target)
     if op.name in ("tile.load", "tile.store") and not op.attrs.get("_packed") and \
-            op.operands[0].type.layout == packed_int4.LAYOUT:
+            op.operands[0].type.dtype == _I4:
+        if op.operands[0].type.layout != packed_int4.LAYOUT:
+            raise NotOnChip("an int4 tensor is packed bytes (ml_dtypes.int4 arrays keep one "
+                            "value per byte): pass pypto.int4_tensor("
+                            "pypto.packed_int4.pack(x), x.shape)", op.loc)
         return RULES[op.name](op, target)
     involved = [v.type.dtype for v in (*op.operands, *op.results) if _is_bits(v)]
     if not involved:
