@@ -3,7 +3,8 @@
     python benchmarks/matmul.py [--reps N] [--quick]
 
 Cases: fp32 x fp32 -> fp32 at 256^3, 512^3, 1024^3, 2048^3, and fp16 x fp16 -> fp32 (fp32
-accumulate) at 512^3, 1024^3 and 2048^3. GFLOP/s counts 2*M*N*K flops.
+accumulate) at 512^3, 1024^3 and 2048^3; batched, 8 x 512^3 of each (pl.matmul of rank-3
+tiles, 2 planes per block; numpy's and torch's batched matmul). GFLOP/s counts 2*M*N*K flops.
 
 Baselines:
   numpy  fp32 GEMM through its BLAS (OpenBLAS in the PyPI wheels), run in a subprocess whose
@@ -63,6 +64,10 @@ import pypto
 import pypto.language as pl
 
 TILES = {"float32": (256, 128, 64), "float16": (256, 128, 128)}   # BM, BN, BK
+# batched: BB planes of BM x BN per block (rank-3 tiles, unrolled into planes by the compiler):
+# fp32 2 x (128 x 64) A planes fill L0A's 64 KiB, 2 x (64 x 128) B planes L0B's, 2 x (128 x 128)
+# accumulators L0C's 128 KiB; fp16 operands are half the bytes, so K steps are twice as long
+BATCHED_TILES = {"float32": (2, 128, 128, 64), "float16": (2, 128, 128, 128)}
 GOAL_SIZES = (1024, 2048)
 GOAL_RATIO = 0.75           # of numpy's fp32 GFLOP/s, for fp32 and fp16 -> fp32 alike
 GOAL_TEXT = {"float32": ">= 0.75x numpy", "float16": ">= 0.75x numpy fp32"}
@@ -83,7 +88,27 @@ def matmul_kernel(a, b, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.c
     pl.store(c, offsets=(pm * BM, pn * BN), value=acc.to(c.dtype))
 
 
+@pypto.jit
+def batched_matmul_kernel(a, b, c, K, BB: pl.constexpr, BM: pl.constexpr, BN: pl.constexpr,
+                          BK: pl.constexpr):
+    """c[i] = a[i] @ b[i] for BB matrices per block: pl.matmul of rank-3 tiles."""
+    pb, pm, pn = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+    acc = pl.matmul(pl.load(a, offsets=(pb * BB, pm * BM, 0), shape=(BB, BM, BK)),
+                    pl.load(b, offsets=(pb * BB, 0, pn * BN), shape=(BB, BK, BN)))
+    for k in range(BK, K, BK):
+        ta = pl.load(a, offsets=(pb * BB, pm * BM, k), shape=(BB, BM, BK))
+        tb = pl.load(b, offsets=(pb * BB, k, pn * BN), shape=(BB, BK, BN))
+        acc = pl.matmul(ta, tb, acc=acc)
+    pl.store(c, offsets=(pb * BB, pm * BM, pn * BN), value=acc.to(c.dtype))
+
+
 def pypto_matmul(a, b, c):
+    if a.ndim == 3:
+        (G, M, K), N = a.shape, b.shape[2]
+        BB, BM, BN, BK = BATCHED_TILES[a.dtype.name]
+        grid = (pl.cdiv(G, BB), pl.cdiv(M, BM), pl.cdiv(N, BN))
+        batched_matmul_kernel[grid](a, b, c, K, BB=BB, BM=BM, BN=BN, BK=BK)
+        return
     (M, K), N = a.shape, b.shape[1]
     BM, BN, BK = TILES[a.dtype.name]
     matmul_kernel[(pl.cdiv(M, BM), pl.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK)
@@ -93,23 +118,30 @@ def check(a, b, c) -> None:
     """|C - A@B| <= (K+1) u (|A| @ |B|) elementwise, u = 2^-24: the worst-case bound of any
     fp32 summation order (inputs are exact in fp32, the accumulator is fp32)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    bound = (a.shape[1] + 1) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64))
+    bound = (a.shape[-1] + 1) * 2.0 ** -24 * (np.abs(a64) @ np.abs(b64))
     err = np.abs(c.astype(np.float64) - a64 @ b64)
     assert np.all(err <= bound), f"PyPTO matmul {a.dtype} {a.shape}: max error {err.max()}"
 
 
 def cases(quick: bool):
+    """(dtype, n, batch): batch > 1 multiplies that many n x n pairs (the same flops as one
+    GEMM of (batch^(1/3) n)^3: 8 x 512^3 is 1024^3's)."""
     if quick:
-        return [("float32", 128), ("float16", 128)]
-    return [("float32", 256), ("float32", 512), ("float32", 1024), ("float32", 2048),
-            ("float16", 512), ("float16", 1024), ("float16", 2048)]
+        return [("float32", 128, 1), ("float16", 128, 1), ("float32", 128, 2)]
+    return [("float32", 256, 1), ("float32", 512, 1), ("float32", 1024, 1), ("float32", 2048, 1),
+            ("float16", 512, 1), ("float16", 1024, 1), ("float16", 2048, 1),
+            ("float32", 512, 8), ("float16", 512, 8)]
+
+
+def _shape(n: int, batch: int) -> tuple:
+    return (batch, n, n) if batch > 1 else (n, n)
 
 
 def inputs(case_list):
     """(a, b) per case: standard normal fp32 values, rounded to the case's dtype."""
     rng = np.random.default_rng(0)
-    return [tuple(rng.standard_normal((n, n), dtype=np.float32).astype(dtype)
-                  for _ in range(2)) for dtype, n in case_list]
+    return [tuple(rng.standard_normal(_shape(n, batch), dtype=np.float32).astype(dtype)
+                  for _ in range(2)) for dtype, n, batch in case_list]
 
 
 # numpy's side, in a subprocess without OpenBLAS's tuning variables: the same inputs (the
@@ -123,10 +155,11 @@ spec = json.loads(sys.argv[2])
 blas_set_threads(spec["threads"])
 rng = np.random.default_rng(0)
 seconds = []
-for dtype, n in spec["cases"]:
-    a, b = (rng.standard_normal((n, n), dtype=np.float32).astype(dtype).astype(np.float32)
+for dtype, n, batch in spec["cases"]:
+    shape = (batch, n, n) if batch > 1 else (n, n)
+    a, b = (rng.standard_normal(shape, dtype=np.float32).astype(dtype).astype(np.float32)
             for _ in range(2))
-    c = np.empty((n, n), np.float32)
+    c = np.empty(shape, np.float32)
     seconds.append(median_time(lambda: np.matmul(a, b, out=c), spec["reps"]))
     settle(spec["settle"])
 print(json.dumps({"seconds": seconds, "blas": blas_info()}))
@@ -149,12 +182,12 @@ def run(args, limits=None) -> list[dict]:
     from machine import flops as flops_limit
     torch = import_torch()
     use_threads(default_threads(), torch)
-    data = [(dtype, n, a, b, np.empty((n, n), np.float32))
-            for (dtype, n), (a, b) in zip(cases(args.quick), inputs(cases(args.quick)))]
+    data = [(dtype, n, batch, a, b, np.empty(_shape(n, batch), np.float32))
+            for (dtype, n, batch), (a, b) in zip(cases(args.quick), inputs(cases(args.quick)))]
 
     # Phase 1: PyPTO, checked first.
     t_pypto = []
-    for _, _, a, b, c in data:
+    for *_, a, b, c in data:
         pypto_matmul(a, b, c)
         check(a, b, c)
         settle()    # check() ran BLAS: let its spinning worker threads go idle first
@@ -170,7 +203,7 @@ def run(args, limits=None) -> list[dict]:
     t_torch = [None] * len(data)
     if torch is not None:
         base = TorchBaseline(torch)
-        for i, (dtype, _, a, b, _) in enumerate(data):
+        for i, (dtype, _, _, a, b, _) in enumerate(data):
             ta, tb = base.tensor(a), base.tensor(b)
             if dtype == "float16" and not base.npu:
                 if a.shape[0] > TORCH_FP16_MAX:
@@ -179,7 +212,7 @@ def run(args, limits=None) -> list[dict]:
             elif dtype == "float16":
                 t_torch[i] = median_time(base.timed(lambda: torch.matmul(ta, tb)), args.reps)
             else:
-                tc = base.empty((a.shape[0], b.shape[1]), torch.float32)
+                tc = base.empty(a.shape[:-1] + b.shape[-1:], torch.float32)
                 t_torch[i] = median_time(base.timed(lambda: torch.matmul(ta, tb, out=tc)),
                                          args.reps)
         settle()
@@ -189,6 +222,11 @@ def run(args, limits=None) -> list[dict]:
             if numpy_run else "numpy's BLAS: the subprocess failed, no numpy times")
     on_npu = torch is not None and TorchBaseline(torch).npu
     return goal_rows(data, t_pypto, t_numpy, t_torch, flops_limit(limits), blas, on_npu)
+
+
+def quick_case(n: int) -> bool:
+    """The --quick sizes carry no goal (too small to say anything about speed)."""
+    return n <= 128
 
 
 def goal_rows(data, t_pypto, t_numpy, t_torch, limit, blas: str, on_npu: bool) -> list[dict]:
@@ -201,19 +239,22 @@ def goal_rows(data, t_pypto, t_numpy, t_torch, limit, blas: str, on_npu: bool) -
         "torch runs fp16 @ fp16" + (" on the NPU" if on_npu else ", one rep without warm-up "
                                     f"(it has no fast CPU kernel for it), up to "
                                     f"{TORCH_FP16_MAX}^3"))}
-    for (dtype, n, _, _, _), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
-        fl = 2.0 * n ** 3
+    for (dtype, n, batch, *_), tp, tn, tt in zip(data, t_pypto, t_numpy, t_torch):
+        fl = 2.0 * batch * n ** 3
         common = dict(limit_pct=pct_of(fl, tp, limit), work=fl, unit="GFLOP/s",
                       family="matmul")
         kernel = "matmul fp32" if dtype == "float32" else "matmul fp16->fp32"
-        goal = n in GOAL_SIZES
+        size = f"{n}^3" if batch == 1 else f"{batch}x{n}^3"
+        if batch > 1:
+            kernel = "batched " + kernel
+        goal = n in GOAL_SIZES or (batch > 1 and not quick_case(n))
         ratio = speedup(tn, tp)
         note = notes.pop(dtype, "")
-        rows.append(make_row(kernel, f"{n}^3", tp, tn, tt, ratio=ratio,
+        rows.append(make_row(kernel, size, tp, tn, tt, ratio=ratio,
                              goal=GOAL_TEXT[dtype] if goal else "",
                              met=at_least(ratio, GOAL_RATIO) if goal else None,
                              note=note, **common))
-        if dtype == "float16" and n == GOAL_SIZES[0]:
+        if dtype == "float16" and n == GOAL_SIZES[0] and batch == 1:
             ratio = speedup(tt, tp)
             rows.append(make_row(kernel, f"{n}^3", tp, tn, tt, ratio=ratio,
                                  goal=">= 50x torch fp16", met=at_least(ratio, 50.0), **common))
