@@ -340,19 +340,8 @@ def _reduce(op: Op):
 
 
 def _full(op: Op):
-    """A2/A3 fills 16- and 32-bit tiles of ints, float16 and float32 (TEXPANDS): a byte tile
-    filled with a runtime scalar is filled in int16 and narrowed, a bfloat16 one in float32
-    (a constant first rounded to bfloat16, so the conversion is exact)."""
+    """A byte tile filled with a runtime scalar: A2/A3 fills 16- and 32-bit tiles."""
     ttype = op.result.type
-    if ttype.dtype == _BF16:
-        e = Emitter(op.loc)
-        attrs = dict(op.attrs)
-        if not op.operands:
-            attrs["value"] = float(np.float32(dt.bfloat16.to_numpy().type(attrs["value"])))
-        scalars = [e.emit("arith.cast", [v], ScalarType(_F32), {"dtype": _F32})
-                   for v in op.operands]
-        wide = e.emit("tile.full", scalars, TileType(_F32, ttype.shape), attrs)
-        return e.ops, e.cast(wide, _BF16)
     if not op.operands or ttype.dtype.itemsize != 1:
         return None
     e = Emitter(op.loc)

@@ -22,7 +22,8 @@ import numpy as np
 from ...language import dtypes as dt
 from ..errors import NotOnChip
 from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
-from .program import For, If, Inst, Program, Tile, TensorArg, While, walk_insts
+from .program import (For, If, Inst, Program, Tile, TensorArg, While, element_type,
+                      walk_insts)
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
@@ -485,8 +486,10 @@ class _Printer:
             return
         if op == "tmov" and attrs.pop("transpose", False):
             ins = [self.transposed(i, depth)]
-        if op == "treshape" and i.ins[0].dtype != i.outs[0].dtype:
+        if op == "treshape" and element_type(i.ins[0].dtype) != element_type(i.outs[0].dtype):
             return     # a bitcast: dst's alloc_tile already views src's bytes (plan_memory)
+        # (a mask and its ui8 bytes are the same element type: the reader may see a mask's
+        # reshape into a tile no compare writes as bool -> uint8, and it must print alike)
         if op == "treshape":       # a view of the source's bytes, copied when dst is elsewhere
             (src, sty), (dst, dty) = ins[0], outs[0]
             view = f"{dst}.{self.fresh('rs')[1:]}"

@@ -450,15 +450,6 @@ def mask_compares(x, y, lt, eq, B: pl.constexpr):
 
 
 @pypto.jit
-def bf16_fills(x, out, s, B: pl.constexpr):
-    """bfloat16 fills (a constant, a runtime scalar, a tile-scalar op's scalar): once printed
-    as a bf16 texpands, which A2/A3 rejects."""
-    t = pl.load(x, offsets=(0,), shape=(B,))
-    pl.store(out, offsets=(0,), value=t - 2.5 + pl.full((B,), s, pl.bfloat16)
-             + pl.full((B,), 0.1, pl.bfloat16))
-
-
-@pypto.jit
 def matmul_f32_transposed(a, b, c):
     ta = pl.load(a, offsets=(0, 0), shape=(32, 16))
     tb = pl.load(b, offsets=(0, 0), shape=(32, 16))
@@ -922,8 +913,6 @@ def _entries() -> list[Entry]:
     add("mask_compares", "compare binary-tt binary-ts",
         lambda: _pto(mask_compares, _z(40, dtype=np.bool_), _z(40, dtype=np.bool_),
                      _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))
-    add("bf16_fills", "bf16 full binary-ts tail-cols",
-        lambda: _pto(bf16_fills, _r(40, dtype=BF16), _z(40, dtype=BF16), 1.5, B=64))
     # low-precision storage dtypes (passes/legalize_storage.py) ---------------------------------
     lp = lambda: _tests("language.test_lowp_dtypes")             # noqa: E731
     E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
