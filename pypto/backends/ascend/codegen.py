@@ -23,8 +23,8 @@ from ...compiler.pto.isa import CROSS_CORE_OPS, FLAG_OPS
 from . import forwarding
 from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
-from .lowering_utils import (I64, PTR, clamp, const, convert, counted_loop, from_compute, i64,
-                             storage_type, to_compute)
+from .lowering_utils import (I64, PTR, clamp, const, convert, counted_loop, finish_loop_ids,
+                             from_compute, i64, storage_type, to_compute)
 from .targets import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
@@ -114,7 +114,7 @@ class Codegen:
             self._python_entry(start, by_pointer=True)
         if not uses_cross_core(self.p):
             self._python_entry(self._range_function(block), by_pointer=False, blocks=True)
-        return str(self.mod)
+        return finish_loop_ids(str(self.mod))
 
     def _range_function(self, block_fn):
         """``i32 range(pool_state, g0, g1, g2, lo, hi, args)``: blocks ``lo`` to ``hi - 1``
@@ -516,7 +516,7 @@ class Codegen:
         tile is read as its pad value from its valid columns on, behind a branch in the one
         column loop (a masked load once vectorised), when some tile has padding columns: the
         loop for tiles without any is the plain one (the guards cost ~5 % there)."""
-        from .lowering.vector import ELEMENT_RULES, row_accumulator
+        from .lowering.vector import ELEMENT_RULES, HEAVY, reduce_row
         b = self.b
         closing, members = _split_group(insts)
         out = members[0].outs[0] if members else closing.ins[0]
@@ -582,10 +582,8 @@ class Codegen:
                 for x in inputs:
                     if isinstance(x, Tile) and x.cols == 1 and id(x) not in row_values:
                         row_values[id(x)] = read(x, r if x.rows > 1 else i64(0), i64(0))
-            if closing is not None and closing.op in ROW_REDUCTIONS:
-                accumulate, finish = row_accumulator(self, closing)
-
             def column(c, padded):
+                """Column ``c``'s members; the closing row reduction's element, if any."""
                 regs = {}
                 for inst, (inputs, body) in zip(members, rules):
                     dst = inst.outs[0]
@@ -609,20 +607,25 @@ class Codegen:
                     src = closing.ins[0]
                     raw = value_of(src, regs, row_values, r, c, padded)
                     if closing.op != "tstore":
-                        accumulate(raw)
-                    elif not padded:
+                        return raw
+                    if not padded:
                         gm, tensor, index, _ = windows[id(closing)]
                         self.store_elem(convert(b, raw, src.dtype, tensor.dtype), gm,
                                         tensor.dtype, index(r, c))
 
             split = valid_cols if valid_cols is not None else i64(out.cols)
-            with counted_loop(b, i64(0), split, name="fc") as c:
-                column(c, padded=False)
-            if valid_cols is not None:      # the padding columns: no global memory at all
-                with counted_loop(b, valid_cols, i64(out.cols), name="fp") as c:
-                    column(c, padded=True)
+            # the padding columns (from valid_cols on) need no global memory at all
+            ranges = [(i64(0), split, lambda c: column(c, padded=False))]
+            if valid_cols is not None:
+                ranges.append((valid_cols, i64(out.cols), lambda c: column(c, padded=True)))
             if closing is not None and closing.op in ROW_REDUCTIONS:
-                finish(r)
+                # the row reduction's own loops (vector.reduce_row), as when it runs alone
+                reduce_row(self, closing.op[len("trow"):], closing.ins[0], closing.outs[0],
+                           ranges, r, heavy=any(inst.op in HEAVY for inst in members))
+            else:
+                for lo, hi, element in ranges:
+                    with counted_loop(b, lo, hi, name="fc") as c:
+                        element(c)
 
     # -- control flow -------------------------------------------------------------------------
     def body(self, insts):

@@ -107,9 +107,35 @@ def from_compute(b, v, d: dt.dtype):
     return convert(b, v, compute_dtype(d), d)
 
 
+LOOP_SELF = "pypto.loop.self."     # a loop ID's self-reference, made one by ``finish_loop_ids``
+
+
+def loop_id(module: ir.Module, *options):
+    """Loop metadata (``llvm.loop``) with the given options: a name ("llvm.loop.unroll.disable")
+    or a (name, i32 value) pair.
+    llvmlite cannot write a self-referential node: the ID's first operand is a placeholder
+    string that ``finish_loop_ids`` turns into the reference in the module's text."""
+    count = getattr(module, "_pypto_loop_ids", 0)
+    module._pypto_loop_ids = count + 1
+    nodes = [module.add_metadata([ir.MetaDataString(module, o)] if isinstance(o, str) else
+                                 [ir.MetaDataString(module, o[0]), ir.Constant(I32, o[1])])
+             for o in options]
+    return module.add_metadata([ir.MetaDataString(module, f"{LOOP_SELF}{count}")] + nodes)
+
+
+def finish_loop_ids(text: str) -> str:
+    """``loop_id``'s placeholders as the distinct self-references LLVM expects."""
+    if LOOP_SELF not in text:
+        return text
+    import re
+    return re.sub(r'^(!\d+) = !\{ *!"' + re.escape(LOOP_SELF) + r'\d+"', r"\1 = distinct !{\1",
+                  text, flags=re.M)
+
+
 @contextmanager
-def counted_loop(b: ir.IRBuilder, start, stop, step=None, name="i"):
-    """``for i in range(start, stop, step)`` with a positive step; yields ``i``."""
+def counted_loop(b: ir.IRBuilder, start, stop, step=None, name="i", metadata=None):
+    """``for i in range(start, stop, step)`` with a positive step; yields ``i``. ``metadata``:
+    the loop's ``llvm.loop`` node (``loop_id``)."""
     step = step if step is not None else ir.Constant(I64, 1)
     pre = b.block
     header = b.append_basic_block(f"{name}.head")
@@ -123,7 +149,9 @@ def counted_loop(b: ir.IRBuilder, start, stop, step=None, name="i"):
     b.position_at_end(body)
     yield i
     i.add_incoming(b.add(i, step, flags=["nsw"]), b.block)
-    b.branch(header)
+    latch = b.branch(header)
+    if metadata is not None:
+        latch.set_metadata("llvm.loop", metadata)
     b.position_at_end(done)
 
 
