@@ -454,10 +454,10 @@ class Codegen:
         if valid_cols is None or not _order_sensitive(closing):
             guards = None
         if guards is not None:
-            # a float sum or product over a split column loop would be associated differently
-            # from the one loop of the masked path, and results must not depend on the path:
-            # both paths run one loop over every column, reading a loaded tile's padding
-            # columns as its pad value behind the same guard
+            # a float sum or product runs its columns in fixed lanes over one range from column
+            # 0 (vector.reduce_row), so that no path or fusion changes its bits: both paths
+            # run one loop over every column, reading a loaded tile's padding columns as its
+            # pad value behind the same guard
             valid_cols = None
         elif valid_cols is not None:
             direct.append(b.icmp_signed(">", valid_cols, i64(0)))
