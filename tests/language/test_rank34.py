@@ -129,6 +129,13 @@ def test_three_reductions_in_one_kernel():
     pto = three_reductions.compile(*arrays.values(), B=2, M=8, N=32).asm["pto"]
     defined = re.findall(r"^\s*(%[\w.]+) = ", pto, re.M) + re.findall(r"(%\w+): !pto", pto)
     assert len(defined) == len(set(defined)) and "%s1" in defined
+    # the cycle model charges what the planes move: the last block's second plane is past
+    # x's end, and each plane's rows and columns past 5 x 20 are padding (x: 3 planes of
+    # 5 x 20 floats; row: one (1, 32) plane per block)
+    with pypto.Profiler() as prof:
+        three_reductions[(2,)](*arrays.values(), B=2, M=8, N=32)
+    ops = {o.name: o for o in prof.operations}
+    assert ops["tload"].bytes == 4 * (3 * 5 * 20 + 2 * 32)
 
 
 @pypto.jit

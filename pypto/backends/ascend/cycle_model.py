@@ -478,8 +478,10 @@ class _Part:
             offs = []
         elif len(offs) == 1:
             rows, cols = min(rows, 1), _inside(cols, dims[0], offs[0])
-        elif len(offs) == 2:
-            rows, cols = _inside(rows, dims[0], offs[0]), _inside(cols, dims[1], offs[1])
+        elif offs:      # rows and columns; a rank-3/4 tensor's leading offsets pick a plane
+            inside = all(0 <= o < d for o, d in zip(offs[:-2], dims[:-2]))     # (unbatch)
+            rows = _inside(rows, dims[-2], offs[-2]) if inside else 0
+            cols = _inside(cols, dims[-1], offs[-1])
         size = tile.dtype.itemsize
         if not dims:
             return rows * cols * size, None
