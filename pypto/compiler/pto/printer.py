@@ -241,12 +241,7 @@ class _Printer:
                 sizes.append(self.const(1, "index"))
                 continue
             extent = self.extents[(t.name, axis - (len(offs) - t.rank))]
-            self.emit(f"{name}.e{axis} = arith.subi {extent}, {o} : index", depth)
-            self.emit(f"{name}.m{axis} = arith.maxsi {name}.e{axis}, "
-                      f"{self.const(0, 'index')} : index", depth)
-            self.emit(f"{name}.v{axis} = arith.minsi {name}.m{axis}, "
-                      f"{self.const(full, 'index')} : index", depth)
-            sizes.append(f"{name}.v{axis}")
+            sizes.append(self.clip(name, extent, o, full, depth, axis))
         valid = sizes[-2:]
         for axis in range(lead):            # rows of the planes inside the tensor: 0 or all
             self.emit(f"{name}.r{axis} = arith.muli {name}.v{axis}, {valid[0]} : index",
@@ -263,29 +258,27 @@ class _Printer:
 
     def plane(self, name: str, axis: int, extent: str, offset: str, depth) -> str:
         """A leading axis of a plane window: ``name.v<axis>`` is 1 when the plane lies inside
-        the tensor, else 0; the view's offset is clamped into the tensor (``name.c<axis>``;
-        PTOAS rejects views of size 0 or past the end), the reader reads it as the
-        offset it clamps."""
+        the tensor (``clip``s of one element: before its end, and past -1), else 0; the view's
+        offset is clamped into the tensor (``name.c<axis>``; PTOAS rejects views of size 0 or
+        past the end), the reader reads it as the offset it clamps."""
         zero, one = self.const(0, "index"), self.const(1, "index")
-        lines = [f"e{axis} = arith.subi {extent}, {offset}", f"m{axis} = arith.maxsi "
-                 f"{name}.e{axis}, {zero}", f"u{axis} = arith.minsi {name}.m{axis}, {one}",
-                 f"p{axis} = arith.addi {offset}, {one}", f"q{axis} = arith.maxsi {name}.p{axis}, "
-                 f"{zero}", f"w{axis} = arith.minsi {name}.q{axis}, {one}",
-                 f"v{axis} = arith.muli {name}.u{axis}, {name}.w{axis}",
-                 f"l{axis} = arith.subi {extent}, {one}",
-                 f"n{axis} = arith.minsi {offset}, {name}.l{axis}",
-                 f"c{axis} = arith.maxsi {name}.n{axis}, {zero}"]
-        for line in lines:
+        before_end = self.clip(f"{name}.u", extent, offset, 1, depth, axis)
+        past_start = self.clip(f"{name}.w", offset, self.const(-1, "index"), 1, depth, axis)
+        for line in [f"v{axis} = arith.muli {before_end}, {past_start}",
+                     f"l{axis} = arith.subi {extent}, {one}",
+                     f"n{axis} = arith.minsi {offset}, {name}.l{axis}",
+                     f"c{axis} = arith.maxsi {name}.n{axis}, {zero}"]:
             self.emit(f"{name}.{line} : index", depth)
         return f"{name}.c{axis}"
 
-    def clip(self, name: str, extent: str, offset: str, full: int, depth) -> str:
-        """``min(max(extent - offset, 0), full)`` as index lines named ``name.e/m/v``."""
-        self.emit(f"{name}.e = arith.subi {extent}, {offset} : index", depth)
-        self.emit(f"{name}.m = arith.maxsi {name}.e, {self.const(0, 'index')} : index", depth)
-        self.emit(f"{name}.v = arith.minsi {name}.m, {self.const(full, 'index')} : index",
-                  depth)
-        return f"{name}.v"
+    def clip(self, name: str, extent: str, offset: str, full: int, depth, axis="") -> str:
+        """``min(max(extent - offset, 0), full)`` as index lines named ``name.e/m/v<axis>``."""
+        self.emit(f"{name}.e{axis} = arith.subi {extent}, {offset} : index", depth)
+        self.emit(f"{name}.m{axis} = arith.maxsi {name}.e{axis}, {self.const(0, 'index')} : "
+                  "index", depth)
+        self.emit(f"{name}.v{axis} = arith.minsi {name}.m{axis}, {self.const(full, 'index')} : "
+                  "index", depth)
+        return f"{name}.v{axis}"
 
     def layout_partition(self, t: TensorArg, offsets, tile: Tile, depth) -> tuple:
         """The window of a load from a layout tensor (pypto.layout.load_window): the 5-D
