@@ -14,6 +14,7 @@ from ..pto.isa import footprint
 from ..pto import view2d
 from ..pto.lower import scratch_like
 from .memory_space import loop_classes
+from .unbatch import PLANE_OF
 
 # Ops that read each input element only to write the same output element, so their result
 # may overwrite an input in place.
@@ -316,7 +317,7 @@ def _overflow(space, asked, capacity, alive, target, culprit):
     for _, size, _, _, root, vals in sorted(alive, key=lambda p: -p[1]):
         locs = sorted({str(v.owner.loc) for v in vals.values()
                        if v.owner is not None and v.owner.loc is not None})
-        plane = root.owner.attrs.get("_plane_of") if root.owner is not None else None
+        plane = root.owner.attrs.get(PLANE_OF) if root.owner is not None else None
         lines.append(f"  {root.type}{f' ({plane})' if plane else ''} ({size} bytes) from "
                      f"{', '.join(locs) or 'a loop'}")
     first_loc = next((v.owner.loc for v in culprit.values()          # the tile that did not fit
