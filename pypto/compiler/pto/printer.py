@@ -61,10 +61,20 @@ class _Printer:
         self.const_lines: list[str] = []
         self.n = 0
         self.grid = max_grid_axis(program) > 0
+        self.taken = _defined_names(program)
 
     def fresh(self, base="t") -> str:
-        self.n += 1
-        return f"%{base}{self.n}"
+        return self.fresh_run(base)[0]
+
+    def fresh_run(self, *bases) -> list[str]:
+        """Names of the printer's own, ``%<base><n>`` for consecutive n (``%q4``, ``%m5``:
+        the reader finds a modulo's by that), none a name the program defines (a loop
+        variable ``m`` is ``%m4`` there, a parameter may be called ``pv1``)."""
+        while True:
+            names = [f"{base}{self.n + 1 + i}" for i, base in enumerate(bases)]
+            self.n += len(bases)
+            if self.taken.isdisjoint(names):
+                return [f"%{name}" for name in names]
 
     def emit(self, text: str, depth: int) -> None:
         self.lines.append("  " * depth + text)
@@ -661,8 +671,7 @@ class _Printer:
             elif name == "floordiv":
                 self.emit(f"{r} = arith.floordivsi {a}, {b} : {ty}", depth)
             elif name == "mod":   # Python's modulo: the remainder takes the divisor's sign
-                q = self.fresh("q")
-                m = self.fresh("m")
+                q, m = self.fresh_run("q", "m")
                 self.emit(f"{q} = arith.floordivsi {a}, {b} : {ty}", depth)
                 self.emit(f"{m} = arith.muli {q}, {b} : {ty}", depth)
                 self.emit(f"{r} = arith.subi {a}, {m} : {ty}", depth)
@@ -804,6 +813,23 @@ def mlir_literal(value, ty: str) -> str:
 
 def _unsigned(dtype) -> bool:
     return dtype.is_int and not dtype.is_signed
+
+
+def _defined_names(program: Program) -> set:
+    """The names of the program's parameters, tiles and defined values."""
+    names = {a.name for a in program.params} | {t.name for t in program.tiles}
+    for _, body in program.parts:
+        for node in walk_insts(body or []):
+            if isinstance(node, Inst):
+                values = node.outs
+            elif isinstance(node, For):
+                values = [node.iv, *node.iter_args, *node.results]
+            elif isinstance(node, While):
+                values = [*node.before_args, *node.after_args, *node.results]
+            else:
+                values = node.results
+            names.update(v.name for v in values if hasattr(v, "name"))   # not int offsets
+    return names
 
 
 def bool_to_float_lines(r: str, b: str, ty: str) -> list[str]:

@@ -172,3 +172,22 @@ def test_a_shift_amount_only_known_at_run_time_is_clamped_first():
     assert re.search(rf"{first} = arith\.minsi %s\d+, %s\d+ : i32", text)
     assert re.search(rf"{second} = arith\.subi %s\d+, {first} : i32", text)
     assert _pto(shift_k, x, x, S=3, B=16).count("pto.tshls") == 1
+
+
+@pypto.jit
+def named_like_the_printer(x, y, n, pv1, pv2, q1, q2, m1, m2, m3):
+    for m in range(n):
+        r = (m % 3 + pv1 % 2 + pv2 + q1 + q2 + m1 + m2 + m3) % 4
+        pl.store(y, offsets=(m * 8, 0), value=pl.load(x, offsets=(r * 8, 0), shape=(8, 16)))
+
+
+def test_the_printers_own_names_differ_from_the_programs():
+    """Partitions (%pv1) and a scalar %'s quotient and remainder (%q1, %m2) are the printer's
+    own names; a parameter, or a loop variable (m is %m<k> in the program), of the same name
+    once gave the .pto two definitions of it, which PTOAS rejects."""
+    x = np.zeros((32, 16), np.float32)
+    pto = named_like_the_printer.compile(x, x.copy(), 4, *[3] * 7).asm["pto"]    # 1 folds
+    defined = re.findall(r"^\s*(%[\w.]+) = ", pto, re.M) + re.findall(r"(%\w+): ", pto) + \
+        re.findall(r"scf\.for (%\w+) ", pto)
+    assert {"%pv1", "%q1", "%m2"} <= set(defined)
+    assert len(defined) == len(set(defined)), sorted(d for d in defined if defined.count(d) > 1)
