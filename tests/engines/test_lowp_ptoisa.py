@@ -9,8 +9,8 @@ import pytest
 import pypto
 from tests.engines.tools import needs_tools
 from pypto.packed_int4 import pack, unpack
-from tests.language.test_lowp_dtypes import (E4M3, E5M2, F32_EDGES, _same_bits, convert,
-                                             unsigned_ops)
+from tests.language.test_lowp_dtypes import E4M3, E5M2, F32_EDGES, convert, unsigned_ops
+from tests.language.utils import assert_exact
 
 pytestmark = [needs_tools, pytest.mark.slow]
 
@@ -26,10 +26,10 @@ def test_float8_encode_and_decode_on_the_simulator(fmt):
     so every fraction was lost before encoding."""
     x = np.concatenate([F32_EDGES, -F32_EDGES]).reshape(2, -1)
     (_, encoded) = _simulated(convert, (1, 3), x, np.zeros(x.shape, fmt), R=4, C=32)
-    _same_bits(encoded, x.astype(fmt), f"float32 -> {fmt} on pto-isa")
+    assert_exact(encoded, x.astype(fmt), f"float32 -> {fmt} on pto-isa")
     codes = np.arange(256, dtype=np.uint8).reshape(8, 32).view(fmt)
     (_, decoded) = _simulated(convert, (2, 1), codes, np.zeros((8, 32), np.float32), R=4, C=32)
-    _same_bits(decoded, codes.astype(np.float32), f"{fmt} -> float32 on pto-isa")
+    assert_exact(decoded, codes.astype(np.float32), f"{fmt} -> float32 on pto-isa")
 
 
 @pytest.mark.parametrize("d", [np.uint16, np.uint32])
@@ -41,7 +41,7 @@ def test_unsigned_arithmetic_on_the_simulator(d):
     native = [np.zeros((8, 64), d) for _ in range(7)]
     unsigned_ops[(2, 2)](x, y, *native, R=4, C=32)
     for got, want in zip(simulated[2:], native):
-        _same_bits(got, want, f"{np.dtype(d)} on pto-isa vs native")
+        assert_exact(got, want, f"{np.dtype(d)} on pto-isa vs native")
 
 
 def test_packed_int4_on_the_simulator():
@@ -50,7 +50,7 @@ def test_packed_int4_on_the_simulator():
     values = rng.integers(-8, 8, (5, 37)).astype(np.int8)
     (_, out) = _simulated(convert, (2, 2), pypto.int4_tensor(pack(values), (5, 37)),
                           np.zeros((5, 37), np.float32), R=4, C=32)
-    _same_bits(out, values.astype(np.float32), "int4 -> float32 on pto-isa")
+    assert_exact(out, values.astype(np.float32), "int4 -> float32 on pto-isa")
     x = rng.uniform(-10, 10, (5, 37)).astype(np.float32)
     packed = np.full((5, 19), 0x77, np.uint8)
     _simulated(convert, (2, 2), x, pypto.int4_tensor(packed, (5, 37)), R=4, C=32)

@@ -15,7 +15,7 @@ import pypto
 import pypto.language as pl
 from pypto.compiler.errors import CompilationError
 from pypto.packed_int4 import pack, unpack
-from tests.language.utils import interpret_mode
+from tests.language.utils import assert_exact, interpret_mode
 
 E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
 FP8 = {"float8_e4m3fn": E4M3, "float8_e5m2": E5M2}
@@ -39,18 +39,6 @@ def _run_both(kernel, grid, *arrays, **constants):
             kernel[grid](*args, **constants)
         results.append(args)
     return results
-
-
-def _same_bits(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
-    a = actual.view(f"u{actual.dtype.itemsize}")
-    b = expected.view(f"u{expected.dtype.itemsize}")
-    if actual.dtype.kind in "fV":                            # V: the ml_dtypes floats
-        nan = np.isnan(actual.astype(np.float32)) & np.isnan(expected.astype(np.float32))
-        a, b = np.where(nan, 0, a), np.where(nan, 0, b)     # any NaN is the same NaN
-    bad = np.flatnonzero(a != b)
-    assert bad.size == 0, (f"{what}: {bad.size} differ, first at {bad[:5]}: got "
-                           f"{actual.ravel()[bad[:5]]}, expected {expected.ravel()[bad[:5]]}")
 
 
 def _grid(shape):
@@ -81,7 +69,7 @@ def _convert(x: np.ndarray, *dtypes) -> list:
     kernel = convert if len(outs) == 1 else convert3
     compiled, interpreted = _run_both(kernel, _grid(x.shape), x, *outs, R=4, C=32)
     for got, interp in zip(compiled[1:], interpreted[1:]):
-        _same_bits(got, interp, f"{x.dtype} -> {got.dtype}: compiled vs interpreter")
+        assert_exact(got, interp, f"{x.dtype} -> {got.dtype}: compiled vs interpreter")
     return compiled[1:]
 
 
@@ -89,7 +77,7 @@ def _check_conversions(x: np.ndarray, dtypes, expected=None) -> None:
     with np.errstate(over="ignore", invalid="ignore"):
         wanted = expected or [x.astype(d) for d in dtypes]
     for got, want in zip(_convert(x, *dtypes), wanted):
-        _same_bits(got, want, f"{x.dtype} -> {want.dtype}")
+        assert_exact(got, want, f"{x.dtype} -> {want.dtype}")
 
 
 # -- float8 ------------------------------------------------------------------------------------
@@ -155,8 +143,8 @@ def test_float8_dequantise_compute_requantise():
     out = np.zeros((12, 48), E5M2)
     compiled, interpreted = _run_both(fp8_scale, (3,), x, s, out, R=4, C=48)
     expected = (x.astype(np.float32) * s).astype(E5M2)
-    _same_bits(compiled[2], expected, "compiled")
-    _same_bits(interpreted[2], expected, "interpreted")
+    assert_exact(compiled[2], expected, "compiled")
+    assert_exact(interpreted[2], expected, "interpreted")
 
 
 @pypto.jit
@@ -205,8 +193,8 @@ def _check_unsigned_ops(shape, seed, name):
                     (x >> t(3)) + (y << t(2)), x - y - t(1)]
     names = ["add", "mul", "max", "lt", "xor", "shr", "sub"]
     for got, interp, want, what in zip(compiled[2:], interpreted[2:], expected, names):
-        _same_bits(got, want, f"{name} {what} compiled")
-        _same_bits(interp, want, f"{name} {what} interpreted")
+        assert_exact(got, want, f"{name} {what} compiled")
+        assert_exact(interp, want, f"{name} {what} interpreted")
 
 
 @pytest.mark.parametrize("name", list(UNSIGNED))
@@ -240,7 +228,7 @@ def test_uint16_division_and_reduction():
     compiled, _ = _run_both(u16_divide, (1,), x, y, *outs, N=64)
     for got, want, what in zip(compiled[2:], [x // y, x % y, x.max(1, keepdims=True)],
                                ["//", "%", "max"]):
-        _same_bits(got, want, what)
+        assert_exact(got, want, what)
 
 
 U32_EDGES = np.array([0, 1, 2 ** 16 - 1, 2 ** 16, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31,
@@ -346,8 +334,8 @@ def test_int4_loads_unpack_negative_values_and_odd_tails(shape, seed):
     out = np.zeros(shape, np.float32)
     compiled, interpreted = _run_both(convert, _grid(shape), pypto.int4_tensor(packed, shape),
                                       out, R=4, C=32)
-    _same_bits(compiled[1], values.astype(np.float32), f"int4 {shape} compiled")
-    _same_bits(interpreted[1], values.astype(np.float32), f"int4 {shape} interpreted")
+    assert_exact(compiled[1], values.astype(np.float32), f"int4 {shape} compiled")
+    assert_exact(interpreted[1], values.astype(np.float32), f"int4 {shape} interpreted")
 
 
 @SETTINGS

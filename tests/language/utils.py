@@ -16,6 +16,7 @@ import pytest
 import pypto.language as pl
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+ML_FLOATS = (BF16, np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2))
 
 # name -> (numpy dtype, pypto dtype)
 DTYPES = {
@@ -184,7 +185,7 @@ def _bits(a):
 
 
 def _isfloat(a) -> bool:
-    return a.dtype.kind == "f" or a.dtype == BF16
+    return a.dtype.kind == "f" or a.dtype in ML_FLOATS
 
 
 def _f64(a):
