@@ -217,23 +217,35 @@ def as_layout(data, layout: str, shape) -> LayoutTensor:
                          f"got {layout!r}")
     layout = layout.upper()
     rank = 2 if layout == "NZ" else 4
-    if not isinstance(shape, (tuple, list)) or len(shape) != rank or not all(
-            isinstance(s, (int, np.integer)) and s > 0 for s in shape):
+    if not is_logical_shape(shape, (rank,)):
         what = "(M, K)" if layout == "NZ" else "(N, C, H, W)"
         raise ValueError(f"as_layout({layout!r}, shape=...) takes the logical shape {what} as "
                          f"{rank} positive ints, got {shape!r}")
     arr = as_array(data)
     if arr is None:
         raise TypeError(f"as_layout: data must be an array, got {type(data).__name__}")
-    want = physical_shape(layout, shape, arr.dtype)
+    return tag(arr, layout, shape, physical_shape(layout, shape, arr.dtype), "as_layout",
+               f"a {layout} tensor of logical shape {tuple(shape)} and dtype {arr.dtype} is "
+               f"held in an array", f"convert it with pypto.layout.to_{layout.lower()}(x)")
+
+
+def is_logical_shape(shape, ranks) -> bool:
+    """``shape`` is a tuple or list of positive ints whose length is one of ``ranks``."""
+    return isinstance(shape, (tuple, list)) and len(shape) in ranks and all(
+        isinstance(s, (int, np.integer)) and s > 0 for s in shape)
+
+
+def tag(arr: np.ndarray, layout: str, shape, want: tuple, who: str, held: str,
+        remedy: str) -> LayoutTensor:
+    """``arr`` tagged as the ``layout`` tensor of logical ``shape`` (as_layout,
+    pypto.int4_tensor), once kernels can read it in place with the strides of the physical
+    shape ``want``: of exactly that shape and C-contiguous. The messages start with ``who``,
+    say what ``held`` the tensor and end in ``remedy``, how to make such an array."""
     if tuple(arr.shape) != want:
-        raise ValueError(f"as_layout: a {layout} tensor of logical shape {tuple(shape)} and "
-                         f"dtype {arr.dtype} is held in an array of shape {want}, got "
-                         f"{tuple(arr.shape)} (convert it with pypto.layout.to_"
-                         f"{layout.lower()}(x))")
+        raise ValueError(f"{who}: {held} of shape {want}, got {tuple(arr.shape)} ({remedy})")
     if not arr.flags.c_contiguous:
-        raise ValueError(f"as_layout: the {layout} array must be C-contiguous (what "
-                         f"pypto.layout.to_{layout.lower()} returns), got strides {arr.strides}")
+        raise ValueError(f"{who}: the {layout} array must be C-contiguous ({remedy}), got "
+                         f"strides {arr.strides}")
     return LayoutTensor(arr, layout, shape)
 
 

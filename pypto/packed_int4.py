@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import LayoutTensor
+from .layout import LayoutTensor, is_logical_shape, tag
 
 LAYOUT = "INT4"
 
@@ -60,19 +60,12 @@ def int4_tensor(data, shape) -> LayoutTensor:
     if arr.dtype not in (np.uint8, np.int8):
         raise TypeError(f"pypto.int4_tensor: data must hold packed bytes (uint8 or int8), got a "
                         f"{arr.dtype} array; pack int values with pypto.packed_int4.pack(x)")
-    if not isinstance(shape, (tuple, list)) or not 1 <= len(shape) <= 2 or not all(
-            isinstance(s, (int, np.integer)) and s > 0 for s in shape):
+    if not is_logical_shape(shape, (1, 2)):
         raise ValueError(f"pypto.int4_tensor: shape must be the logical shape, 1 or 2 positive "
                          f"ints, got {shape!r}")
-    want = packed_shape(tuple(int(s) for s in shape))
-    if tuple(arr.shape) != want:
-        raise ValueError(f"pypto.int4_tensor: an int4 tensor of shape {tuple(shape)} is held in "
-                         f"bytes of shape {want} (two per byte along the last axis), got "
-                         f"{tuple(arr.shape)}")
-    if not arr.flags.c_contiguous:
-        raise ValueError(f"pypto.int4_tensor: the packed bytes must be C-contiguous, got strides "
-                         f"{arr.strides}")
-    return LayoutTensor(arr, LAYOUT, shape)
+    return tag(arr, LAYOUT, shape, packed_shape(tuple(int(s) for s in shape)),
+               "pypto.int4_tensor", f"an int4 tensor of shape {tuple(shape)} is held in bytes",
+               "pypto.packed_int4.pack(x) makes them, two values a byte along the last axis")
 
 
 def load_window(data: np.ndarray, shape, offsets, tile_shape):
