@@ -246,10 +246,10 @@ def write(place: SymTensor, value):
     _broadcast("assign", [value._shape, place._shape])
     if value.ptype != place.ptype:
         value = elementwise("cast", value, dtype=place.ptype)
-    buf = place.attrs["buffer"]
-    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], pinned(value),
-                                                tracer.user_line()))
+    buf, value = place.attrs["buffer"], pinned(value)
     buf.version += 1
+    tracer.current().writes.append(tracer.Write(buf, place.attrs["chain"], value,
+                                                tracer.user_line(), buf.version))
 
 
 def move(dest, value):

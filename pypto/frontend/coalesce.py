@@ -13,7 +13,7 @@ Runs nested in two loops merge along the inner axis first, then along the outer 
 from __future__ import annotations
 
 from . import ops
-from .symbolic import SymTensor
+from .symbolic import SymTensor, reads
 from .tracer import Write
 
 
@@ -28,8 +28,10 @@ def coalesce(writes: list) -> list:
 
 def _one_pass(writes):
     out, k = [], 0
+    read = {(id(node.attrs["buffer"]), node.attrs["version"])
+            for write in writes for node in reads(write.value)}
     while k < len(writes):
-        run = _longest_run(writes, k)
+        run = _longest_run(writes, k, read)
         merged = _merge(run) if len(run) > 1 else None
         out.append(merged or writes[k])
         k += len(run) if merged else 1
@@ -49,7 +51,10 @@ def window(shape, chain):
     return win
 
 
-def _longest_run(writes, k):
+def _longest_run(writes, k, read):
+    """The longest run of writes from ``k`` that steps along one axis; none of its versions
+    but the last is read (``read``: the (buffer, version) pairs some value reads), since the
+    merged write makes only the last."""
     first = writes[k]
     base = window(first.buffer.shape, first.chain)
     if base is None:
@@ -63,8 +68,9 @@ def _longest_run(writes, k):
             step = len(run) * extent
             expected = [(a + step, b + step) if d == axis else (a, b)
                         for d, (a, b) in enumerate(base)]
-            if win != expected or not _same_step(first.value, later.value, axis, len(run),
-                                                 (first.buffer, extent)):
+            if win != expected or (id(first.buffer), run[-1].version) in read or \
+                    not _same_step(first.value, later.value, axis, len(run),
+                                   (first.buffer, extent)):
                 break
             run.append(later)
         if len(run) > 1:
@@ -132,7 +138,7 @@ def _merge(run) -> Write:
     if isinstance(value, SymTensor) and value._shape[axis] not in (1, n * (stop - start)):
         return None
     chain = (tuple(slice(a, b) for a, b in base),)
-    return Write(first.buffer, chain, value, first.line)
+    return Write(first.buffer, chain, value, first.line, run[-1].version)
 
 
 def _widen(a, b, axis, n):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import indexing, lowering, ops
-from .symbolic import SymTensor
+from .symbolic import SymTensor, reads
 from .unavailable import NotAvailableError
 
 
@@ -23,7 +23,7 @@ class Evaluator:
             self.arrays[id(buf)] = arrays[buf.arg_index] if buf.arg_index is not None else \
                 np.zeros(buf.shape, dtype=buf.dtype.to_numpy())
         self.versions = {id(b): 0 for b in trace.buffers}
-        self.keep = _read_after_overwrite(trace)
+        self.keep = read_after_overwrite(trace.writes)
         self.old = {}           # (buffer, version) -> its contents then, when read later
         self.memo = {}
         self.vec_tile = trace.tile_shapes("vec_tile_shapes")
@@ -41,7 +41,7 @@ class Evaluator:
                 self.old[key] = self.arrays[id(write.buffer)].copy()
             dest = self.place(write.buffer, write.chain)
             np.copyto(dest, np.broadcast_to(value, dest.shape).astype(dest.dtype, copy=False))
-            self.versions[id(write.buffer)] += 1
+            self.versions[id(write.buffer)] = write.version
 
     def place(self, buf, chain, version=None) -> np.ndarray:
         array = self.arrays[id(buf)]
@@ -104,23 +104,16 @@ class Evaluator:
         return out.reshape(node._shape)
 
 
-def _read_after_overwrite(trace) -> set:
+def read_after_overwrite(writes) -> set:
     """(buffer, version) pairs some write's value reads after a later version was written:
     their contents are kept when they are overwritten."""
     versions, keep = {}, set()
-    for write in trace.writes:
-        seen, stack = set(), [write.value]
-        while stack:
-            node = stack.pop()
-            if not isinstance(node, SymTensor) or id(node) in seen:
-                continue
-            seen.add(id(node))
-            if node.op == "read":
-                buf = node.attrs["buffer"]
-                if node.attrs["version"] < versions.get(id(buf), 0):
-                    keep.add((id(buf), node.attrs["version"]))
-            stack.extend(node.args)
-        versions[id(write.buffer)] = versions.get(id(write.buffer), 0) + 1
+    for write in writes:
+        for node in reads(write.value):
+            buf = node.attrs["buffer"]
+            if node.attrs["version"] < versions.get(id(buf), 0):
+                keep.add((id(buf), node.attrs["version"]))
+        versions[id(write.buffer)] = write.version
     return keep
 
 

@@ -38,7 +38,7 @@ def run(trace, arrays: list) -> None:
         value = _value(write.value, (tensors, versions), memo, torch)
         dest = tensors[id(write.buffer)]
         tensors[(id(write.buffer), versions[id(write.buffer)])] = dest.clone()
-        versions[id(write.buffer)] += 1
+        versions[id(write.buffer)] = write.version
         for index in write.chain:
             dest = dest[index]
         dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))

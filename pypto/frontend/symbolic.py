@@ -87,6 +87,19 @@ def pinned(x):
                      chain=x.attrs["chain"], version=x.attrs["buffer"].version)
 
 
+def reads(value):
+    """The ``read`` nodes of the tree ``value`` (each node visited once)."""
+    seen, stack = set(), [value]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, SymTensor) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op == "read":
+            yield node
+        stack.extend(node.args)
+
+
 def _binary(op, reflected=False):
     def method(self, other):
         from . import build

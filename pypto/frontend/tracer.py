@@ -20,11 +20,14 @@ from .symbolic import Buffer, SymTensor
 @dataclass
 class Write:
     """``buffer[index chain] = value`` at this point of the kernel (``line``: where, in the
-    user's source, for errors found when the value is computed)."""
+    user's source, for errors found when the value is computed). ``version``: the buffer's
+    version once written, the one later reads pin (a merged run of writes, ``coalesce``, gets
+    its last write's)."""
     buffer: Buffer
     chain: tuple
     value: object
     line: str
+    version: int
 
 
 def user_line() -> str:

@@ -186,6 +186,47 @@ def test_unrolled_loop_over_windows_is_one_launch():
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
+def test_a_tensor_assembled_by_a_loop_is_read_after_it():
+    """The merged loop write leaves the buffer at the version its later reads pinned (before:
+    it counted one version for the four iterations, and the read raised KeyError)."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([4, 16], pypto.DT_FP32), out: pypto.Tensor([4, 16], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 16)
+        tmp = pypto.tensor([4, 16], pypto.DT_FP32, "tmp")
+        for i in pypto.loop(4):
+            pypto.assemble(pypto.exp(pypto.view(x, [1, 16], [i, 0])), [i, 0], tmp)
+        out[:] = tmp * 2.0
+
+    x, out = _x(4, 16), np.zeros((4, 16), np.float32)
+    with pypto.Profiler() as prof:
+        k(x, out)
+    assert len(prof.kernels) == 2           # the merged loop, then tmp * 2
+    np.testing.assert_allclose(out, 2 * np.exp(x), rtol=1e-6)
+
+
+def test_a_loop_whose_partial_result_is_read_later_is_not_merged():
+    """A value taken between iterations reads a version a merged write would never make."""
+    from pypto.frontend.coalesce import coalesce
+    from pypto.frontend.tracer import run as trace
+
+    def k(x: pypto.Tensor(), out: pypto.Tensor(), part: pypto.Tensor()):
+        for i in pypto.loop(4):
+            out[i:i + 1, :] = x[i:i + 1, :] + 1.0
+            if i == 1:
+                half = out * 1.0            # out after two iterations
+        part[:] = half
+
+    specs = [(n, (4, 16), pypto.float32) for n in ("x", "out", "part")]
+    writes = trace(k, specs, {}).writes
+    merged = coalesce(writes)               # 0-1 and 2-3 merge, not across version 2
+    assert [w.version for w in merged] == [2, 4, 1] and len(writes) == 5
+    x, out, part = _x(4, 16), np.zeros((4, 16), np.float32), np.zeros((4, 16), np.float32)
+    pypto.frontend.jit(k)(x, out, part)
+    np.testing.assert_allclose(out, x + 1, rtol=1e-6)
+    np.testing.assert_allclose(part[:2], x[:2] + 1, rtol=1e-6)
+    assert not part[2:].any()
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2])
 def test_gather_is_torch_gather(dim):
     shape = (3, 4, 16)
