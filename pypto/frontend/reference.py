@@ -25,7 +25,8 @@ _REDUCE = {"sum": "sum", "amax": "amax", "amin": "amin", "mean": "mean", "prod":
 
 
 def run(trace, arrays: list) -> None:
-    """Run ``trace`` on ``arrays`` (numpy, modified in place) with torch ops."""
+    """Run ``trace`` on ``arrays`` (numpy, modified in place) with torch ops: its writes as
+    traced, loop iterations unmerged, so a wrong merge (``coalesce``) shows too."""
     import torch
     tensors = {}
     for buf in trace.buffers:
@@ -34,7 +35,7 @@ def run(trace, arrays: list) -> None:
         tensors[id(buf)] = _torch(array)
     memo: dict = {}
     versions = {id(b): 0 for b in trace.buffers}
-    for write in trace.writes:
+    for write in trace.unmerged or trace.writes:
         value = _value(write.value, (tensors, versions), memo, torch)
         dest = tensors[id(write.buffer)]
         tensors[(id(write.buffer), versions[id(write.buffer)])] = dest.clone()

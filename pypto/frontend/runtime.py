@@ -101,7 +101,7 @@ class JitKernel:
         trace = self._traces.get(key)
         if trace is None:
             trace = trace_kernel(self.fn, specs, constants)
-            trace.writes = coalesce(trace.writes)
+            trace.unmerged, trace.writes = trace.writes, coalesce(trace.writes)
             self._traces[key] = trace
         self._say_host()
         before = [a.copy() for a in arrays] if CALL_HOOKS else None

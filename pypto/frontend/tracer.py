@@ -45,6 +45,7 @@ class Trace:
     buffers: list = field(default_factory=list)
     writes: list = field(default_factory=list)
     settings: dict = field(default_factory=dict)
+    unmerged: list = field(default_factory=list)    # the writes as traced, before ``coalesce``
 
     def tile_shapes(self, kind: str):
         return self.settings.get(kind, SCOPE.get(kind))

@@ -3,9 +3,9 @@
     PYTHONPATH=. python tests/frontend/cann_examples.py /path/to/examples [names...]
 
 The examples compare with their torch golden only on an NPU, so each kernel call is checked
-here instead: after the call, the same trace is run on the call's inputs by
-``pypto.frontend.reference`` (torch, op by op) and every argument must agree with what the
-kernel wrote (dtype tolerances). ``check(path)`` runs one example in a subprocess and returns
+here instead: after the call, the same trace (its writes as traced, before ``coalesce``) is
+run on the call's inputs by ``pypto.frontend.reference`` (torch, op by op) and every argument
+must agree with what the kernel wrote (dtype tolerances). ``check(path)`` runs one example in a subprocess and returns
 ``{"calls", "mismatches", "error", "seconds"}``; ``test_cann_examples.py`` tabulates them.
 With ``--profile`` the table also gives, per example, every call replayed once more warm:
 the host time (measured) and the NPU time (modelled by ``pypto.Profiler``), summed.

@@ -53,3 +53,33 @@ def test_the_runner_catches_a_wrong_output():
     assert record["mismatches"] == []
     _compare(kernel, t, [x, np.zeros_like(x)], [x, np.full_like(x, 2.5)], record)
     assert record["mismatches"] == ["kernel argument 1: max |diff| 0.5"]
+
+
+def test_the_runner_catches_a_wrong_lowering_and_a_wrong_merge(monkeypatch):
+    """The check sees the kernel's own mistakes, not only a corrupted array: a wrong ``ops.EW``
+    row (the compiled segment) and a wrong loop merge (the reference reruns the writes as
+    traced, before ``coalesce``)."""
+    pytest.importorskip("torch", reason="the reference rerun (pypto.frontend.reference) is torch")
+    import numpy as np
+    import pypto
+    from pypto.frontend import ops, runtime
+    from .cann_examples import _compare
+
+    @pypto.frontend.jit
+    def kernel(x: pypto.Tensor(), out: pypto.Tensor()):
+        for i in pypto.loop(2):
+            out[i:i + 1, :] = x[i:i + 1, :] * 3.0
+
+    record = {"calls": 0, "mismatches": [], "replay": []}
+    monkeypatch.setattr(runtime, "CALL_HOOKS", [lambda *a: _compare(*a, record)])
+    x = np.ones((2, 8), np.float32)
+    kernel(x, np.zeros_like(x))
+    assert record["calls"] == 1 and record["mismatches"] == []
+    with monkeypatch.context() as m:
+        m.setitem(ops.EW, "mul", "({0} + {1})")
+        kernel(x, np.zeros_like(x))
+    assert record["mismatches"] == ["kernel argument 1: max |diff| 1"]
+    kernel._traces.clear()
+    monkeypatch.setattr(runtime, "coalesce", lambda writes: writes[:1])  # the last row lost
+    kernel(x, np.zeros_like(x))
+    assert record["mismatches"][1:] == ["kernel argument 1: max |diff| 3"]
