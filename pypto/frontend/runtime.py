@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from .. import tensor_args
 from ..language import dtypes as pl_dtypes
 from . import options as opts
 from .annotations import TensorSpec
@@ -45,21 +46,16 @@ def _is_array(value) -> bool:
 
 
 def as_array(value, param: str) -> np.ndarray:
-    """A numpy view sharing memory with ``value`` (torch CPU tensor, numpy array, pypto.Tensor)."""
-    if isinstance(value, np.ndarray):
-        return value
-    if type(value).__module__.startswith("torch"):
-        if value.device.type != "cpu":
-            raise ValueError(f"argument {param!r} is on {value.device}; PyPTO runs CANN "
-                             "kernels on the host: pass CPU tensors")
-        if str(value.dtype) == "torch.bfloat16":
-            import torch
-            return value.view(torch.int16).numpy().view(pl_dtypes.bfloat16.to_numpy())
-        return value.numpy()
-    if hasattr(value, "numpy") and hasattr(value, "ctx"):
-        return value.numpy()
-    raise TypeError(f"argument {param!r}: a tensor parameter takes a torch CPU tensor or a "
-                    f"numpy array, got {type(value).__name__}")
+    """A numpy view sharing memory with ``value`` (``tensor_args.as_array``: torch CPU tensor,
+    bfloat16 too, numpy array, pypto.Tensor)."""
+    try:
+        array = tensor_args.as_array(value)
+    except TypeError as e:          # a torch tensor off the CPU
+        raise TypeError(f"argument {param!r}: {e}") from None
+    if array is None:
+        raise TypeError(f"argument {param!r}: a tensor parameter takes a torch CPU tensor or a "
+                        f"numpy array, got {type(value).__name__}")
+    return array
 
 
 class JitKernel:
