@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import tensor_args
+from ..torch_ops.dtypes import to_torch
+from .evaluate import read_after_overwrite
 from .symbolic import SymTensor
 
 _EW = {
@@ -35,17 +38,21 @@ def run(trace, arrays: list) -> None:
         tensors[id(buf)] = _torch(array)
     memo: dict = {}
     versions = {id(b): 0 for b in trace.buffers}
-    for write in trace.unmerged or trace.writes:
+    writes = trace.unmerged or trace.writes
+    keep = read_after_overwrite(writes)
+    for write in writes:
         value = _value(write.value, (tensors, versions), memo, torch)
         dest = tensors[id(write.buffer)]
-        tensors[(id(write.buffer), versions[id(write.buffer)])] = dest.clone()
+        key = (id(write.buffer), versions[id(write.buffer)])
+        if key in keep:                 # read after this write: its contents kept
+            tensors[key] = dest.clone()
         versions[id(write.buffer)] = write.version
         for index in write.chain:
             dest = dest[index]
         dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))
     for buf in trace.buffers:
         if buf.arg_index is not None:
-            arrays[buf.arg_index][...] = _numpy(tensors[id(buf)], arrays[buf.arg_index].dtype)
+            arrays[buf.arg_index][...] = tensor_args.as_array(tensors[id(buf)])
 
 
 def _torch(array):
@@ -53,13 +60,6 @@ def _torch(array):
     if array.dtype.name == "bfloat16":
         return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(array.copy())
-
-
-def _numpy(tensor, dtype):
-    import torch
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).numpy().view(dtype)
-    return tensor.numpy()
 
 
 def _value(node, state, memo, torch):
@@ -75,7 +75,7 @@ def _value(node, state, memo, torch):
     if id(node) in memo:
         return memo[id(node)]
     args = [_value(a, state, memo, torch) for a in node.args]
-    dtype = _torch(np.zeros(1, node.ptype.to_numpy())).dtype
+    dtype = to_torch(node.ptype)
     op, a = node.op, node.attrs
     if op in _EW:
         if op == "clip":
