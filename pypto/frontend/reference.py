@@ -11,20 +11,9 @@ import numpy as np
 
 from .. import tensor_args
 from ..torch_ops.dtypes import to_torch
+from . import ops
 from .evaluate import read_after_overwrite
 from .symbolic import SymTensor
-
-_EW = {
-    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "neg": "neg", "abs": "abs",
-    "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal",
-    "exp2": "exp2", "log2": "log2", "ceil": "ceil", "floor": "floor", "round": "round",
-    "trunc": "trunc", "pow": "pow", "maximum": "maximum", "minimum": "minimum", "clip": "clip",
-    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "eq": "eq", "ne": "ne", "lt": "lt",
-    "le": "le", "gt": "gt", "ge": "ge", "where": "where", "logical_and": "logical_and",
-    "logical_not": "logical_not", "ceil_div": None,
-}
-_REDUCE = {"sum": "sum", "amax": "amax", "amin": "amin", "mean": "mean", "prod": "prod",
-           "argmax": "argmax", "argmin": "argmin"}
 
 
 def run(trace, arrays: list) -> None:
@@ -77,19 +66,16 @@ def _value(node, state, memo, torch):
     args = [_value(a, state, memo, torch) for a in node.args]
     dtype = to_torch(node.ptype)
     op, a = node.op, node.attrs
-    if op in _EW:
-        if op == "clip":
-            out = torch.clamp(args[0], args[1], args[2])
-        elif op == "ceil_div":
-            out = torch.div(args[0] + args[1] - 1, args[1], rounding_mode="floor")
-        elif op == "where":
-            out = torch.where(*args)
-        else:
-            out = getattr(torch, _EW[op])(*args)
-    elif op == "cast":
+    if op == "cast":
         out = args[0].to(dtype)
-    elif op in _REDUCE:
-        out = getattr(torch, _REDUCE[op])(args[0], dim=a["axis"], keepdim=a["keepdim"])
+    elif op == "clip":
+        out = torch.clamp(args[0], args[1], args[2])
+    elif op == "ceil_div":
+        out = torch.div(args[0] + args[1] - 1, args[1], rounding_mode="floor")
+    elif op in ops.EW:                  # the other elementwise ops are torch's of that name
+        out = getattr(torch, op)(*args)
+    elif op in ops.REDUCE:              # as the reductions are
+        out = getattr(torch, op)(args[0], dim=a["axis"], keepdim=a["keepdim"])
     elif op == "matmul":
         x = args[0].transpose(-1, -2) if a["a_trans"] else args[0]
         y = args[1].transpose(-1, -2) if a["b_trans"] else args[1]

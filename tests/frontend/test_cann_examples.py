@@ -83,3 +83,12 @@ def test_the_runner_catches_a_wrong_lowering_and_a_wrong_merge(monkeypatch):
     monkeypatch.setattr(runtime, "coalesce", lambda writes: writes[:1])  # the last row lost
     kernel(x, np.zeros_like(x))
     assert record["mismatches"][1:] == ["kernel argument 1: max |diff| 3"]
+
+
+def test_the_reference_has_a_torch_rule_for_every_op():
+    """reference.py computes ``ops.EW``/``ops.REDUCE`` rows as torch's function of that name."""
+    torch = pytest.importorskip("torch", reason="the reference is torch")
+    from pypto.frontend import ops
+    special = {"cast", "clip", "ceil_div"}       # rules of their own in reference._value
+    assert [op for op in (*ops.EW, *ops.REDUCE) if op not in special
+            and not callable(getattr(torch, op, None))] == []
