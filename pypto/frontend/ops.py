@@ -25,7 +25,7 @@ EW = {
     "cast": "pl.cast({0}, {dtype}{rounding})", "ceil_div": "(({0} + {1} - 1) // {1})",
 }
 
-# op -> (pl reduction, whether its result is an index)
+# op -> the pl reduction computing it (argmax/argmin: an int32 index)
 REDUCE = {"sum": "pl.sum", "amax": "pl.max", "amin": "pl.min", "mean": "pl.mean",
           "prod": "pl.prod", "argmax": "pl.argmax", "argmin": "pl.argmin"}
 

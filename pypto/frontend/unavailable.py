@@ -1,6 +1,6 @@
 """What CANN PyPTO 0.2.0 exports that PyPTO cannot run yet, and the error that says so.
 
-Every name CANN exports is either implemented by the frontend (``ops.OPS``, the kernel
+Every name CANN exports is either implemented by the frontend (``build.FUNCTIONS``, the kernel
 spelling) or listed here with the reason, so that a kernel using it stops at the call with
 "not available in PyPTO yet: <name>" instead of an ``AttributeError`` or a wrong result.
 """
