@@ -21,8 +21,6 @@ need a rank-3/4 tile (a transpose of the last axis with a non-adjacent one) rais
 """
 from __future__ import annotations
 
-import hashlib
-import linecache
 import math
 from collections import OrderedDict
 
@@ -175,15 +173,11 @@ def _fitting(source, arrays, tile, what):
 
 def _compile(source, arrays, tile, what):
     from ..graph import TensorGraph, compile as compile_graph, tile_map, tile_op
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    filename = f"<pypto.frontend {what} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"pl": pl}
-    exec(compile(source, filename, "exec"), namespace)      # defines the function only
+    from ..graph.codegen import define
+    fn = define(source, {"pl": pl}, source[4:source.index("(")], "pypto.frontend")
     graph = TensorGraph(name=f"cann_{what}")
     leaves = [graph.placeholder(a.shape, a.dtype, name=f"p{k}") for k, a in enumerate(arrays)]
-    name = next(k for k in namespace if k not in ("pl", "__builtins__"))
-    tile_map(tile_op(namespace[name]), leaves, tile_size=tile)
+    tile_map(tile_op(fn), leaves, tile_size=tile)
     return compile_graph(graph)
 
 

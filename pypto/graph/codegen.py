@@ -125,6 +125,17 @@ def _body(group, ops) -> list[str]:
     return out
 
 
+def define(source: str, scope: dict, name: str, label: str):
+    """The function ``name`` that ``source`` defines, its lines registered with ``linecache``
+    under ``<label name digest>`` (the jit frontend reads them like a file's)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    filename = f"<{label} {name} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = dict(scope)
+    exec(compile(source, filename, "exec"), namespace)    # defines the function only
+    return namespace[name]
+
+
 def make_kernel(source: str, scope: dict, name: str, target: str) -> JITFunction:
     """A ``JITFunction`` for generated ``source`` (reused for the same source and tile ops)."""
     key = (source, tuple(id(v) for v in scope.values()), target)
@@ -132,12 +143,7 @@ def make_kernel(source: str, scope: dict, name: str, target: str) -> JITFunction
     if jitfn is not None:
         _GENERATED.move_to_end(key)
         return jitfn
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    filename = f"<pypto graph kernel {name} {digest}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = dict(scope)
-    exec(compile(source, filename, "exec"), namespace)    # defines the function only
-    jitfn = JITFunction(namespace[name], target=target)
+    jitfn = JITFunction(define(source, scope, name, "pypto graph kernel"), target=target)
     _GENERATED[key] = jitfn
     if len(_GENERATED) > _MAX_GENERATED:
         _GENERATED.popitem(last=False)
