@@ -78,10 +78,11 @@ class Evaluator:
     def _reduce_or_segment(self, node):
         if node.op in ops.REDUCE and not lowering._last_axis_reduce(node):
             return self._other_axis_reduce(node)
-        segment = lowering.Segment(node, self.value)
-        out = lowering.run_tile_op(segment.source(), segment.arrays,
-                                   segment.tile(self.vec_tile), "segment")
-        return out
+        if node.lowered is None:
+            node.lowered = lowering.Segment(node)
+        segment = node.lowered
+        return lowering.run_tile_op(segment.source, segment.arrays(self.value),
+                                    segment.tile(self.vec_tile), "segment")
 
     def _other_axis_reduce(self, node):
         x = node.args[0]

@@ -83,14 +83,18 @@ def _literal(value) -> str:
 
 
 class Segment:
-    """One fused row-local tree written as a tile op over rank-2 leaves."""
+    """One fused row-local tree written as a tile op over rank-2 leaves. It depends on the
+    tree alone, so a node keeps its segment (``SymTensor.lowered``) for every later call;
+    only the leaves' arrays are computed per call (``arrays``)."""
 
-    def __init__(self, root, evaluate):
-        self.evaluate, self.leaves, self.arrays = evaluate, [], []
-        self._named: dict = {}      # (id(node), rank-2 view) -> its parameter: loaded once
+    def __init__(self, root):
+        self.leaves = []            # (node, rank-2 view, full shape when copied out or None)
+        self._named: dict = {}      # (id(node), rank-2 view, within) -> its parameter: loaded once
         self.reduces = False
         within = root.args[0]._shape if _last_axis_reduce(root) else root._shape
-        self.expr = self._emit(root, within, top=True)
+        expr = self._emit(root, within, top=True)
+        self.source = (f"def segment({', '.join(f'p{k}' for k in range(len(self.leaves)))}):\n"
+                       f"    return {expr}\n")
         self.out_form = (rows_cols(within)[0], 1) if _last_axis_reduce(root) else \
             rows_cols(root._shape)
 
@@ -111,21 +115,24 @@ class Segment:
     def _leaf(self, node, within) -> str:
         view = seen_as(node._shape, within)
         key = (id(node), view, tuple(within))
-        if key in self._named:
-            return self._named[key]
-        array = self.evaluate(node)
-        if view is None:            # a broadcast over a leading axis: copied out on the host
-            full = tuple(within[:-1]) + (node._shape[-1],)
-            array = np.ascontiguousarray(np.broadcast_to(array, full))
-            view = rows_cols(full)
-        self.arrays.append(np.reshape(array, view))
-        self.leaves.append(f"p{len(self.leaves)}")
-        self._named[key] = self.leaves[-1]
-        return self.leaves[-1]
+        if key not in self._named:
+            full = None
+            if view is None:        # a broadcast over a leading axis: copied out on the host
+                full = tuple(within[:-1]) + (node._shape[-1],)
+                view = rows_cols(full)
+            self._named[key] = f"p{len(self.leaves)}"
+            self.leaves.append((node, view, full))
+        return self._named[key]
 
-    def source(self) -> str:
-        return (f"def segment({', '.join(self.leaves)}):\n"
-                f"    return {self.expr}\n")
+    def arrays(self, evaluate) -> list:
+        """The leaves' rank-2 arrays, ``evaluate`` giving each leaf node's array."""
+        out = []
+        for node, view, full in self.leaves:
+            array = evaluate(node)
+            if full is not None:
+                array = np.ascontiguousarray(np.broadcast_to(array, full))
+            out.append(np.reshape(array, view))
+        return out
 
     def tile(self, vec_tile) -> tuple:
         rows, cols = self.out_form
