@@ -90,10 +90,12 @@ class Evaluator:
         before, after = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
         if before == 1:
             return lowering.first_axis_reduce(node, self.value(x), self.vec_tile)
-        if after == 1:
-            from . import build
-            flat = build.reshape(x, (before, shape[axis]))
-            return self.value(build.reduce(node.op, flat, -1, True))
+        if after == 1:              # a last-axis reduction of the (before, axis) view
+            if node.lowered is None:
+                from . import build
+                flat = build.reshape(x, (before, shape[axis]))
+                node.lowered = build.reduce(node.op, flat, -1, True)
+            return self.value(node.lowered)
         return self._middle_axis_reduce(node, before, after)
 
     def _middle_axis_reduce(self, node, before, after):

@@ -33,7 +33,8 @@ class SymTensor:
     def __init__(self, op: str, args: tuple, shape, dtype, **attrs):
         self.op, self.args, self.attrs = op, tuple(pinned(a) for a in args), attrs
         self._shape, self.ptype = tuple(int(e) for e in shape), dtype
-        self.lowered = None     # lowering's form of the node, kept across calls (Segment)
+        self.lowered = None     # lowering's form of the node, kept across calls (a Segment,
+                                # or the last-axis reduction a (rows, axis, 1) one is)
 
     # -- what CANN's Tensor reports
     @property
