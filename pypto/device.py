@@ -70,6 +70,14 @@ class Context:
         return f"Context(device_id={self.device_id}, device={self.device_name!r})"
 
 
+def _is_annotation_call(args, kwargs) -> bool:
+    """Whether ``pypto.Tensor(*args, **kwargs)`` means CANN's annotation, not a device tensor:
+    no argument at all, or a shape (list or tuple) or None first."""
+    if not args:
+        return "data" not in kwargs
+    return args[0] is None or isinstance(args[0], (list, tuple))
+
+
 class Tensor:
     """A tensor in the simulated NPU's global memory.
 
@@ -79,8 +87,8 @@ class Tensor:
     """
 
     def __new__(cls, *args, **kwargs):
-        from .frontend import annotations
-        if cls is Tensor and annotations.is_annotation_call(args, kwargs):
+        if cls is Tensor and _is_annotation_call(args, kwargs):
+            from .frontend import annotations       # only then: it loads the frontend
             return annotations.make(args, kwargs)
         return super().__new__(cls)
 

@@ -96,7 +96,8 @@ def _check_dtype(dtype):
 
 
 def make(args, kwargs):
-    """``pypto.Tensor(...)`` when ``is_annotation_call``: a TensorSpec."""
+    """``pypto.Tensor(...)`` when it is an annotation (``device._is_annotation_call``): a
+    TensorSpec."""
     return TensorSpec(*args, **kwargs)
 
 
@@ -107,11 +108,3 @@ def subscript(item) -> TensorSpec:
     if isinstance(item[0], dict):
         return TensorSpec(**item[0])
     return TensorSpec(*item)
-
-
-def is_annotation_call(args, kwargs) -> bool:
-    """Whether ``pypto.Tensor(*args, **kwargs)`` means an annotation, not a device tensor."""
-    if not args:
-        return "data" not in kwargs
-    first = args[0]
-    return first is None or isinstance(first, (list, tuple))
