@@ -44,7 +44,7 @@ def __getattr__(name):
         value = getattr(importlib.import_module(".graph", __name__), name)
         globals()[name] = value
         return value
-    if not name.startswith("__"):     # CANN PyPTO's names (pypto.DT_FP32, pypto.loop, ...)
+    if not name.startswith("_"):      # CANN PyPTO's names (pypto.DT_FP32, pypto.loop, ...)
         from .frontend import names
         try:
             return names.lookup(name)
