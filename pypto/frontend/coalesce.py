@@ -86,7 +86,7 @@ def _same_step(a, b, axis, i, dest) -> bool:
         return False
     if a.op == "read":
         return _read_steps(a, b, axis, i, dest)
-    if not _independent_along(a, axis) or {k: v for k, v in a.attrs.items()} != b.attrs:
+    if not _independent_along(a, axis) or a.attrs != b.attrs:
         return False
     return all(_same_step(x, y, axis, i, dest) for x, y in zip(a.args, b.args))
 
