@@ -15,8 +15,9 @@ of the three: that is the "limit" a memory-bound kernel's % limit column is meas
 (copy for softmax and layer norm, which read one array and write one; add for vector add).
 
 Compute:
-  fp32 FMA peak  a JIT-compiled (llvmlite) loop of 12 independent <16 x float> FMA chains per
-                 thread, on PyPTO's thread count: what the cores can do at best. The limit for
+  fp32 FMA peak  a JIT-compiled (llvmlite) loop of 12 independent FMA chains per thread, each
+                 one vector register wide (<16 x float> with AVX-512, <8 x float> with AVX2),
+                 on PyPTO's thread count: what the cores can do at best. The limit for
                  matmul's % limit column.
   sgemm 2048^3   numpy's BLAS (OpenBLAS in the PyPI wheels) on the same threads: the practical
                  peak; PyPTO's matmul and torch's are timed at the same size beside it. Which
@@ -150,8 +151,18 @@ def stream(n: int, reps: int, patterns, torch) -> dict:
 # ---------------------------------------------------------------------------------------------
 # fp32 FMA peak: a JIT-compiled loop of independent vector FMA chains, one per thread.
 
-FMA_WIDTH, FMA_CHAINS = 16, 12
+# 12 chains, each one register wide, plus the two splatted operands fit the 16 registers of
+# AVX2 as well as AVX-512's 32; enough independent chains to cover FMA latency x throughput
+# (4-5 cycles x 1-2 per cycle). Wider chains than the registers spill to the stack (12 of
+# <16 x float> on AVX2 are 24 ymm registers) and measured a third less than the machine does.
+FMA_CHAINS = 12
 _fma = {}
+
+
+def fma_width(features: str) -> int:
+    """fp32 lanes of the widest vector register the host has (LLVM feature string)."""
+    flags = set(features.split(","))
+    return 16 if "+avx512f" in flags else 8 if "+avx" in flags else 4
 
 
 def _fma_ir(width: int, chains: int) -> str:
@@ -189,10 +200,11 @@ def _fma_function():
         import llvmlite.binding as llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        features = llvm.get_host_cpu_features().flatten()
         tm = llvm.Target.from_default_triple().create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3)
-        mod = llvm.parse_assembly(_fma_ir(FMA_WIDTH, FMA_CHAINS))
+            cpu=llvm.get_host_cpu_name(), features=features, opt=3)
+        width = fma_width(features)
+        mod = llvm.parse_assembly(_fma_ir(width, FMA_CHAINS))
         mod.verify()
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
@@ -200,6 +212,7 @@ def _fma_function():
         _fma["engine"] = engine
         _fma["fn"] = proto(engine.get_function_address("fma_peak"))
         _fma["cpu"] = llvm.get_host_cpu_name()
+        _fma["width"] = width
     return _fma["fn"]
 
 
@@ -207,7 +220,7 @@ def fma_peak(threads: int, reps: int, seconds: float) -> float:
     """Best fp32 FLOP/s over ``reps`` runs of the FMA loop on ``threads`` threads at once, each
     run about ``seconds`` long."""
     fn = _fma_function()
-    flops_per_iter = FMA_CHAINS * FMA_WIDTH * 2
+    flops_per_iter = FMA_CHAINS * _fma["width"] * 2
     t0 = time.perf_counter()
     fn(200_000, 0.999, 1e-3)                      # calibrate on one thread
     per_iter = max((time.perf_counter() - t0) / 200_000, 1e-12)
@@ -309,7 +322,7 @@ def measure(args, patterns=tuple(PATTERNS), flops: bool = True) -> dict:
         else:
             limits["lines"].append(
                 f"fp32 FMA peak  {peak / 1e9:6.1f} GFLOP/s ({FMA_CHAINS} chains of "
-                f"<{FMA_WIDTH} x float> llvm.fma per thread, {threads} threads, "
+                f"<{_fma.get('width')} x float> llvm.fma per thread, {threads} threads, "
                 f"LLVM cpu {_fma.get('cpu')})")
         m = 256 if args.quick else 2048
         t = sgemm(m, args.reps, torch)
