@@ -22,6 +22,16 @@ def row_softmax(x, out, M, N: pl.constexpr, BM: pl.constexpr, STAGES: pl.constex
 
 
 @pypto.jit
+def tile_softmax(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    """Softmax over the rows of one BM x BN tile per block; columns past the tensor load as
+    -inf (they take no share)."""
+    r = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(r, 0), shape=(BM, BN), padding=float("-inf"))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(r, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+@pypto.jit
 def mm_bias_relu(a, b, bias, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
     """A matmul with a vector epilogue: the kernel the cube/vector split exists for."""
     pm = pl.program_id(0)

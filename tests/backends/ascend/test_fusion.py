@@ -6,20 +6,14 @@ import pytest
 import pypto
 import pypto.language as pl
 
+from ...kernels import tile_softmax
+
 
 @pypto.jit
 def scale_shift(x, out, BLOCK: pl.constexpr):
     pid = pl.program_id(0)
     a = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))
     pl.store(out, offsets=(pid * BLOCK,), value=a * 2.0 + 1.0)
-
-
-@pypto.jit
-def row_softmax(x, out, BM: pl.constexpr, BN: pl.constexpr):
-    pid = pl.program_id(0)
-    t = pl.load(x, offsets=(pid * BM, 0), shape=(BM, BN), padding=float("-inf"))
-    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
-    pl.store(out, offsets=(pid * BM, 0), value=e / pl.sum(e, axis=1, keepdims=True))
 
 
 def test_the_group_reaches_global_memory():
@@ -61,10 +55,10 @@ def test_ragged_edges_mask_loads_and_the_closing_store(n):
 def test_fused_softmax_matches_the_interpreter(rows, cols, bm, monkeypatch):
     x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
     got = np.zeros_like(x)
-    row_softmax[(pl.cdiv(rows, bm),)](x, got, BM=bm, BN=128 if cols <= 128 else cols)
+    tile_softmax[(pl.cdiv(rows, bm),)](x, got, BM=bm, BN=128 if cols <= 128 else cols)
     monkeypatch.setenv("PYPTO_INTERPRET", "1")
     ref = np.zeros_like(x)
-    row_softmax[(pl.cdiv(rows, bm),)](x, ref, BM=bm, BN=128 if cols <= 128 else cols)
+    tile_softmax[(pl.cdiv(rows, bm),)](x, ref, BM=bm, BN=128 if cols <= 128 else cols)
     np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
 
 
@@ -196,7 +190,7 @@ def test_a_row_gives_the_same_bits_on_the_direct_and_the_masked_path():
     row = np.random.default_rng(9).standard_normal(100).astype(np.float32) * 4
     x = np.tile(row, (9, 1))
     out = np.zeros_like(x)
-    row_softmax[(2,)](x, out, BM=8, BN=128)
+    tile_softmax[(2,)](x, out, BM=8, BN=128)
     np.testing.assert_array_equal(out[8], out[0])
 
 
