@@ -502,6 +502,16 @@ def per_call_time(fn, calls: int, reps: int) -> float:
     return statistics.median(times)
 
 
+def main_table(description: str, run, headers, title, argv=None) -> None:
+    """The standalone entry of a script that prints a plain table (no machine limits, no
+    goals): parse the command line, print the environment, the line ``title(args)`` and the
+    table of ``run(args)`` under ``headers``."""
+    args = parse_args(description, argv)
+    print_environment(import_torch())
+    print(title(args))
+    print_table(headers, run(args))
+
+
 def main_for(description: str, run, title, patterns=(), flops=False, argv=None,
              prepare=None) -> None:
     """The standalone entry every family script shares: parse the command line, set one thread

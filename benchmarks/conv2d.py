@@ -27,8 +27,8 @@ peak; pto.timg2col (not in PTOAS a56b18c3) would make K = C1*KH*KW*C0.
 from __future__ import annotations
 
 import numpy as np
-from _harness import (default_threads, fmt_time, import_torch, parse_args, print_environment,
-                      print_table, settle, side_by_side, use_threads)
+from _harness import (default_threads, fmt_time, import_torch, main_table, settle, side_by_side,
+                      use_threads)
 
 import pypto
 from pypto import layout
@@ -151,13 +151,9 @@ HEADERS = ["layer", "input", "count", "PyPTO host", "torch fp32", "torch/PyPTO",
 
 
 def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    print_environment(torch)
-    print(f"conv2d fp16 (fp32 accumulate), batch 1, median of 3 rounds of {args.reps} after a "
-          "warm-up each; "
-          f"NPU: cycle model, {TARGET}")
-    print_table(HEADERS, run(args))
+    main_table(__doc__.splitlines()[0], run, HEADERS, lambda args: (
+        f"conv2d fp16 (fp32 accumulate), batch 1, median of 3 rounds of {args.reps} after a "
+        f"warm-up each; NPU: cycle model, {TARGET}"), argv)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,7 @@ import importlib.util
 import os
 
 import numpy as np
-from _harness import (default_threads, fmt_time, import_torch, parse_args, print_environment,
-                      print_table, side_by_side, use_threads)
+from _harness import default_threads, fmt_time, import_torch, main_table, side_by_side, use_threads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -63,13 +62,10 @@ HEADERS = ["shape (B, H, S, D)", "causal", "PyPTO host", "torch SDPA", "torch/Py
 
 
 def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    print_environment(torch)
-    print(f"flash attention fp16, median of {'1 round' if args.quick else '3 rounds'} of "
-          f"{args.reps} after a warm-up each, both on {default_threads()} threads; "
-          "NPU: cycle model, ascend910b1")
-    print_table(HEADERS, run(args))
+    main_table(__doc__.splitlines()[0], run, HEADERS, lambda args: (
+        f"flash attention fp16, median of {'1 round' if args.quick else '3 rounds'} of "
+        f"{args.reps} after a warm-up each, both on {default_threads()} threads; "
+        "NPU: cycle model, ascend910b1"), argv)
 
 
 if __name__ == "__main__":

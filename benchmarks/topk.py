@@ -13,8 +13,7 @@ time for one launch on ascend910b1 (modelled, not measured).
 from __future__ import annotations
 
 import numpy as np
-from _harness import (default_threads, fmt_time, import_torch, parse_args, print_environment,
-                      print_table, side_by_side, use_threads)
+from _harness import default_threads, fmt_time, import_torch, main_table, side_by_side, use_threads
 
 import pypto
 import pypto.language as pl
@@ -91,13 +90,10 @@ HEADERS = ["shape", "k", "PyPTO host", "numpy", "torch", "torch/PyPTO", "NPU (mo
 
 
 def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv)
-    torch = import_torch()
-    print_environment(torch)
-    print(f"top-k fp32, largest first, median of {'1 round' if args.quick else '3 rounds'} of "
-          f"{args.reps} after a warm-up each; {BLOCK_M} rows per program; NPU: cycle model, "
-          f"{TARGET}")
-    print_table(HEADERS, run(args))
+    main_table(__doc__.splitlines()[0], run, HEADERS, lambda args: (
+        f"top-k fp32, largest first, median of {'1 round' if args.quick else '3 rounds'} of "
+        f"{args.reps} after a warm-up each; {BLOCK_M} rows per program; NPU: cycle model, "
+        f"{TARGET}"), argv)
 
 
 if __name__ == "__main__":
