@@ -33,6 +33,7 @@ HEAVY_MODULES = {
     "language/test_casts.py", "language/test_shapes.py", "language/test_reductions.py",
     "compiler/pto/test_conformance.py", "torch_ops/", "ascend_c/test_run.py",
     "ascend_c/test_graph.py", "graph/test_conv2d.py",
+    "language/test_lowp_dtypes.py", "language/test_rank34.py", "frontend/test_ops.py",
 }
 
 

@@ -232,7 +232,7 @@ def test_corpus_kernel_agrees_on_three_engines(name, corpus_on_ptoisa, monkeypat
 
 # -- hypothesis op chains -----------------------------------------------------------------------
 
-N_CHAINS = int(os.environ.get("PYPTO_PTOISA_CHAINS", "300"))
+N_CHAINS = int(os.environ.get("PYPTO_PTOISA_CHAINS", "150"))
 
 
 def _simulable(prog, arrays) -> bool:
@@ -334,7 +334,8 @@ def _draw_chains(n: int, derandomize: bool) -> list:
 
 
 def test_op_chains_agree_with_native_and_model():
-    """300 chains (seed 20261202: the same programs every run) agree on the three engines.
+    """150 chains (seed 20261202: the same programs every run) agree on the three engines
+    (130 s for 300 on a 2-core CI machine; the slow run draws 3 000, PYPTO_PTOISA_CHAINS sets it).
     Four times as many are drawn: which of them are bfloat16 (left out) depends on
     hypothesis's version, and with three times as many only 299 were left on one.
     Sorting the 40 that once disagreed found the simulator's TLOAD fill, unclamped shift
@@ -346,4 +347,4 @@ def test_op_chains_agree_with_native_and_model():
 def test_op_chains_agree_slow():
     """3 000 random chains, in batches of 300."""
     for _ in range(10):
-        check_chains(_draw_chains(900, derandomize=False), 300)
+        check_chains(_draw_chains(1200, derandomize=False), 300)
