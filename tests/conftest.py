@@ -20,7 +20,7 @@ def fresh_cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-# The quick subset (`pytest -m "not slow and not heavy"`, about a minute): these modules are
+# The quick subset (`pytest -m "not slow and not heavy"`, 163 s on a 2-core machine): these modules are
 # marked heavy -- the tutorial and benchmark runs, the pto-isa simulator, the differential and
 # hypothesis sweeps, torch.compile -- each a minute-scale share of the default suite.
 HEAVY_MODULES = {
