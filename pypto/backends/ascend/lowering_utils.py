@@ -3,6 +3,7 @@ the NPU's rounding, counted loops, and integer division that cannot trap.
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 from llvmlite import ir
@@ -127,7 +128,6 @@ def finish_loop_ids(text: str) -> str:
     """``loop_id``'s placeholders as the distinct self-references LLVM expects."""
     if LOOP_SELF not in text:
         return text
-    import re
     return re.sub(r'^(!\d+) = !\{ *!"' + re.escape(LOOP_SELF) + r'\d+"', r"\1 = distinct !{\1",
                   text, flags=re.M)
 
