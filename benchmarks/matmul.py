@@ -34,6 +34,12 @@ with other jobs; CPU time is what stays comparable), numpy's OpenBLAS 43-45 on t
         128x128x128 35.8-37.8, 256x128x64 37.3-37.8  ->  256x128x64 (2048^3: 36.2-37.0)
   fp16 1024^3: 128x256x64 38.1, 256x128x64 38.5, 128x128x128 39.2, 128x256x128 38.9,
         256x128x128 40.9  ->  256x128x128 (2048^3: 38.7)
+The same tiles on a 2-core Zen 5 (LLVM cpu znver5, AVX-512) with the 12 x 32 micro-kernel, 2
+threads, wall time: fp32 2048^3 256x128x64 298, 128x256x64 307, 128x128x128 284, 64x256x64 287
+GFLOP/s (within this VM's noise of one another, so the tiles stayed); batched fp32 8 x 512^3
+2x128x128x64 196, 1x256x128x64 195, 1x128x256x64 211, 2x128x128x128 152, 4x64x128x64 134.
+Time the host threads spend waiting is CPU time too, so CPU time stopped being comparable
+once one block ran much faster than another: sweep on wall time, on a quiet machine.
 The big tiles copy less per flop (the copies around the cube, GM -> L1 -> L0A/L0B, move
 BM*BK + BK*BN elements for BM*BN*BK multiply-adds) and fill L0C's 128 KiB; fp16 operand tiles
 are half the bytes, so fp16 affords BK = 128 in the 64 KiB L0A. The kernel starts the

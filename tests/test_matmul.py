@@ -193,6 +193,35 @@ def test_matmul_dtypes(dtypes, shape):
     assert_outside_untouched(big, original)
 
 
+@pytest.mark.parametrize("block", ["AVX2_BLOCK", "AVX512_BLOCK"])
+def test_matmul_each_register_block(block, monkeypatch, tmp_path):
+    """Both host micro-kernels, whichever this host would pick (LLVM splits 16-lane vectors
+    where AVX-512 is missing): rows past the last 12/6-row block, columns past the last 32/16
+    panel and past the last vector, B in place (f32) and packed (f16, int8). The block is not
+    in the cache key (the host's features choose it), so a fresh cache and kernel."""
+    from pypto.backends.ascend.lowering import cube
+    chosen = getattr(cube, block)
+    monkeypatch.setattr(cube, "register_block", lambda: chosen)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))
+
+    @pypto.jit
+    def block_kernel(a, b, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+        acc = pl.zeros((BM, BN), dtype=c.dtype)
+        for k in range(0, K, BK):
+            ta = pl.load(a, offsets=(pl.program_id(0) * BM, k), shape=(BM, BK))
+            tb = pl.load(b, offsets=(k, pl.program_id(1) * BN), shape=(BK, BN))
+            acc = pl.matmul(ta, tb, acc=acc)
+        pl.store(c, offsets=(pl.program_id(0) * BM, pl.program_id(1) * BN), value=acc)
+
+    rng = np.random.default_rng(5)
+    for in_dtype, out_dtype in [(F32, F32), (F16, F32), (I8, I32)]:
+        m, n, k = 61, 90, 40            # BM 40: 3 x 12 + 4 and 6 x 6 + 4 rows; BN 88: 2 x 32 + 24
+        a, b = make_inputs(rng, m, n, k, in_dtype)
+        c = np.zeros((m, n), out_dtype)
+        block_kernel[(pl.cdiv(m, 40), pl.cdiv(n, 88))](a, b, c, k, BM=40, BN=88, BK=24)
+        assert_matmul_close(c, a, b)
+
+
 @pytest.mark.parametrize("tiles", TILES, ids=TILE_IDS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtypes", [(F16, F32), (BF16, BF16), (I8, I32)],

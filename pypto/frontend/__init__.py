@@ -9,8 +9,10 @@ CANN's other top-level names (``pypto.DT_*``, ``pypto.RunMode``, ``pypto.loop``,
 resolved by ``names``. docs/from_cann_pypto.md.
 """
 from .runtime import JitKernel, NoNPUWarning, dynamic, function, jit
+from .lowering import TileShapeWarning
 from .unavailable import NotAvailableError
 from . import names
 
 __all__ = ["jit", "function", "dynamic", "JitKernel", "NoNPUWarning", "NotAvailableError",
+           "TileShapeWarning",
            "names"]

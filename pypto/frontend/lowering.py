@@ -22,6 +22,7 @@ need a rank-3/4 tile (a transpose of the last axis with a non-adjacent one) rais
 from __future__ import annotations
 
 import math
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -159,12 +160,13 @@ def run_tile_op(source: str, arrays: list, tile: tuple, what: str) -> np.ndarray
 
 def _fitting(source, arrays, tile, what):
     """The module for the largest tile up to ``tile`` that fits on-chip: CANN's tile shapes
-    assume its buffer reuse, so a tile PyPTO cannot hold is halved (rows first) until it fits;
-    only a one-row tile that still overflows is an error, in CANN's terms."""
-    first_error = None
+    assume its buffer reuse, so a tile PyPTO cannot hold is halved (rows first) until it fits,
+    with a warning in CANN's terms (CANN's own examples must run unchanged, so this is not an
+    error); only a one-row tile that still overflows is an error, in CANN's terms."""
+    first_error, wanted = None, tile
     while True:
         try:
-            return _compile(source, arrays, tile, what)
+            module = _compile(source, arrays, tile, what)
         except CompilationError as e:
             if "overflow" not in str(e):
                 raise
@@ -172,10 +174,29 @@ def _fitting(source, arrays, tile, what):
             if tile == (1, 1):
                 break
             tile = (max(1, tile[0] // 2), tile[1]) if tile[0] > 1 else (1, max(1, tile[1] // 2))
+            continue
+        if tile != wanted:
+            warnings.warn(
+                f"pypto.frontend {what}: the tile shape's {wanted[0]} x {wanted[1]} elements (the "
+                f"set_vec_tile_shapes / set_cube_tile_shapes axes, leading ones multiplied) do "
+                f"not fit the 910B's on-chip buffers with the buffers PyPTO keeps alive for "
+                f"this fused op (CANN: 'in/output total size exceeds MEM_UB size'; CANN reuses "
+                f"buffers PyPTO does not), so it ran {tile[0]} x {tile[1]} tiles instead; set "
+                f"that tile shape to silence this. Compiler: {_first_line(first_error)}",
+                TileShapeWarning, stacklevel=2)
+        return module
     raise ValueError(f"pypto.frontend {what}: even one row of the tile shape does not fit the "
                      f"910B's on-chip buffers (CANN: 'in/output total size exceeds MEM_UB "
                      f"size'); the rows or the reduced axis are too long. Compiler: "
                      f"{first_error}") from None
+
+
+class TileShapeWarning(UserWarning):
+    """A CANN tile shape PyPTO had to shrink to fit on-chip memory."""
+
+
+def _first_line(error) -> str:
+    return str(error).strip().splitlines()[0]
 
 
 def _compile(source, arrays, tile, what):

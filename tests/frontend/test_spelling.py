@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.frontend import NoNPUWarning, NotAvailableError
+from pypto.frontend import NoNPUWarning, NotAvailableError, TileShapeWarning
 from pypto.frontend.annotations import TensorSpec
 from pypto.frontend.options import UnknownOptionWarning
 
@@ -132,6 +132,21 @@ def test_helpers_loops_and_views_assemble():
     out = np.zeros_like(x)
     k(x, out)
     np.testing.assert_allclose(out, np.concatenate([x[:2] * 2, x[2:] + 1]), rtol=1e-6)
+
+
+def test_a_tile_shape_too_big_for_ub_is_shrunk_with_a_warning_in_cann_terms():
+    """A 64 x 4096 float32 tile of a fused chain (1 MiB a buffer) cannot fit the 910B's
+    192 KiB UB: the kernel still runs, on smaller tiles, and says what it did."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([64, 4096], pypto.DT_FP32), out: pypto.Tensor([64, 4096], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(64, 4096)
+        out[:] = pypto.exp(x) * 2.0 + x
+
+    x = np.random.default_rng(1).standard_normal((64, 4096)).astype(np.float32)
+    out = np.zeros_like(x)
+    with pytest.warns(TileShapeWarning, match=r"64 x 4096 elements.*MEM_UB.*ran \d+ x 4096"):
+        k(x, out)
+    np.testing.assert_allclose(out, np.exp(x) * 2 + x, rtol=1e-5, atol=1e-5)
 
 
 def test_symbolic_scalars_concrete_and_named():
