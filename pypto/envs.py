@@ -59,6 +59,9 @@ PYPTO_SANITIZE = register("PYPTO_SANITIZE", "", False,
 PYPTO_DEBUG = register("PYPTO_DEBUG", "", False,
                        "1: keep the compiler's own frames in CompilationError tracebacks")
 PYPTO_DISABLE_CACHE = register("PYPTO_DISABLE_CACHE", "", False, "1: never read or write the disk cache")
+PYPTO_SIM_OUTPUT = register("PYPTO_SIM_OUTPUT", "", False,
+                            "where pypto.frontend RunMode.SIM calls write CANN's swim lane and "
+                            "report (default ./output, as CANN); off: write nothing")
 PYPTO_OVERRIDE_DIR = register("PYPTO_OVERRIDE_DIR", "", True,
                               "directory of hand-edited <kernel name>.pto files, compiled in "
                               "place of the generated PTO (their content is in the cache key)")

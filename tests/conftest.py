@@ -11,6 +11,9 @@ os.environ["PYPTO_CACHE_DIR"] = _session_cache
 # every kernel the tests compile (tutorials included) must print .pto that reads back
 # identically; the hazard checker runs on every compile anyway
 os.environ["PYPTO_VERIFY_PTO"] = "1"
+# CANN-style RunMode.SIM calls write ./output/output_*/ swim lanes (pypto/frontend/sim_output.py);
+# not from the tests, which would litter the checkout (test_spelling turns it on in a tmp dir)
+os.environ["PYPTO_SIM_OUTPUT"] = "off"
 
 
 @pytest.fixture

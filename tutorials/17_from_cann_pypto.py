@@ -7,7 +7,10 @@ whole tensors with ``@pypto.frontend.jit``; without an NPU its simulation mode c
 nothing. Here the same source runs on torch CPU tensors or numpy arrays and fills its outputs:
 the body is traced with symbolic tensors, each row-local chain becomes one fused ``@pypto.jit``
 kernel cut by CANN's tile shape, and ``pypto.Profiler`` gives the modelled 910B time.
-docs/from_cann_pypto.md says what works, what differs and what is not available.
+As in CANN, the kernel's first SIM call writes a swim lane (merged_swimlane.json, open it in
+ui.perfetto.dev) and a report under ./output/output_<timestamp>_<pid>/CostModelSimulationOutput/;
+PYPTO_SIM_OUTPUT=off turns that off. docs/from_cann_pypto.md says what works, what differs and
+what is not available.
 """
 import argparse
 import time

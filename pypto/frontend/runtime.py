@@ -3,7 +3,9 @@
 A call binds the arguments (annotated tensors first, then constants folded into the trace, as
 CANN does), traces the body once per shape signature (``tracer``), and runs the trace
 (``evaluate``), writing into the caller's tensors in place. Both run modes run on the host:
-``RunMode.NPU`` says once that there is no NPU here and it runs the host simulation instead.
+``RunMode.NPU`` says once that there is no NPU here and it runs the host simulation instead;
+``RunMode.SIM`` also writes CANN's swim lane and report (``sim_output``), on the first call
+of each shape signature: later calls model the same programs, and stay as fast as NPU mode.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 from .. import tensor_args
 from ..language import dtypes as pl_dtypes
 from . import options as opts
+from . import sim_output
 from .annotations import TensorSpec
 from .coalesce import coalesce
 from .evaluate import Evaluator
@@ -101,7 +104,12 @@ class JitKernel:
             self._traces[key] = trace
         self._say_host()
         before = [a.copy() for a in arrays] if CALL_HOOKS else None
-        Evaluator(trace, arrays).run()
+        if self.run_mode == opts.RunMode.SIM and not getattr(trace, "sim_written", False):
+            trace.sim_written = True        # later calls would model the same programs
+            with sim_output.recorded(self.__name__):
+                Evaluator(trace, arrays).run()
+        else:
+            Evaluator(trace, arrays).run()
         for hook in CALL_HOOKS:
             hook(self, trace, before, arrays)
 

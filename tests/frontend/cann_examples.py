@@ -107,6 +107,7 @@ def check(path: str, timeout: float = 900, profile: bool = False) -> dict:
     """Run the example at ``path`` in a subprocess with this worktree first on the path."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYPTO_SIM_OUTPUT", None)   # as CANN: SIM calls write ./output (cost_model.py reads it)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", path,
                            *(["--profile"] if profile else [])],
                           capture_output=True, text=True, timeout=timeout, env=env,

@@ -13,7 +13,6 @@ from .cann_examples import EXAMPLES, check, verdict
 ROOT = os.environ.get("PYPTO_CANN_EXAMPLES")
 # examples that stop at a feature PyPTO does not have yet (the reason is asserted)
 EXPECTED_FAILURES = {
-    "03_advanced/cost_model/cost_model.py": "AssertionError",   # wants CANN's ./output swim lanes
     "03_advanced/aclgraph/aclgraph.py": "no kernel ran",  # NPU only: stops at TILE_FWK_DEVICE_ID
 }
 

@@ -149,6 +149,43 @@ def test_a_tile_shape_too_big_for_ub_is_shrunk_with_a_warning_in_cann_terms():
     np.testing.assert_allclose(out, np.exp(x) * 2 + x, rtol=1e-5, atol=1e-5)
 
 
+def test_sim_calls_write_cann_swim_lane_and_report(tmp_path, monkeypatch):
+    """As CANN: a RunMode.SIM call writes output_<stamp>_<pid>/CostModelSimulationOutput/
+    with merged_swimlane.json (a Chrome trace of the modelled pipes) and the report, once per
+    shape signature; NPU mode (host simulation here) and PYPTO_SIM_OUTPUT=off write nothing."""
+    import json
+
+    def kernel(mode):
+        @pypto.frontend.jit(runtime_options={"run_mode": mode})
+        def k(x: pypto.Tensor([8, 64], pypto.DT_FP32), out: pypto.Tensor([8, 64], pypto.DT_FP32)):
+            pypto.set_vec_tile_shapes(8, 64)
+            out[:] = pypto.exp(x) + 1.0
+        return k
+
+    monkeypatch.setenv("PYPTO_SIM_OUTPUT", str(tmp_path / "output"))
+    x, out = np.ones((8, 64), np.float32), np.zeros((8, 64), np.float32)
+    kernel(pypto.RunMode.SIM)(x, out)
+    np.testing.assert_allclose(out, np.exp(x) + 1, rtol=1e-6)
+    runs = list((tmp_path / "output").iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith("output_")
+    lane = json.loads((runs[0] / "CostModelSimulationOutput" / "merged_swimlane.json").read_text())
+    work = [e for e in lane["traceEvents"] if e["ph"] == "X"]
+    assert work and {"TLOAD", "TEXP", "TSTORE"} <= {e["name"].upper() for e in work}
+    assert all(e["dur"] >= 0 for e in work) and lane["otherData"]["kernel"] == "k"
+    report = (runs[0] / "CostModelSimulationOutput" / "_simulate.stat.report.txt").read_text()
+    assert "NPU us" in report
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoNPUWarning)
+        kernel(pypto.RunMode.NPU)(x, out)
+    sim = kernel(pypto.RunMode.SIM)
+    sim(x, out)
+    sim(x, out)                         # the same shape signature: written once
+    assert len(list((tmp_path / "output").iterdir())) == 2
+    monkeypatch.setenv("PYPTO_SIM_OUTPUT", "off")
+    kernel(pypto.RunMode.SIM)(x, out)
+    assert len(list((tmp_path / "output").iterdir())) == 2
+
+
 def test_symbolic_scalars_concrete_and_named():
     s = pypto.symbolic_scalar(10)
     assert s.is_concrete() and s.concrete() == 10 and isinstance(s < 2, pypto.symbolic_scalar)
