@@ -278,6 +278,26 @@ def scatter(input, dim, index, src, *, reduce=None):  # noqa: A002
                      axis=_axis(dim, input.dim, "scatter"), reduce=reduce)
 
 
+# -- sorting (CANN's topk / argsort; r0.2.0's code, not its docs page, for the defaults) -----
+def topk(input, k, dim=None, largest=True):  # noqa: A002
+    """``(values, indices)`` of the ``k`` largest (smallest) along ``dim``; int32 indices."""
+    axis = _axis(-1 if dim is None else dim, input.dim, "topk")
+    if not isinstance(k, int) or not 1 <= k <= input._shape[axis]:
+        raise ValueError(f"pypto.topk(k={k!r}): k must be an int in 1..{input._shape[axis]} "
+                         f"(the extent of dim {axis})")
+    shape = list(input._shape)
+    shape[axis] = k
+    attrs = dict(axis=axis, k=k, largest=bool(largest))
+    return (SymTensor("topk", (input,), shape, input.ptype, part=0, **attrs),
+            SymTensor("topk", (input,), shape, pl_dtypes.int32, part=1, **attrs))
+
+
+def argsort(input, dim=None, descending=False):  # noqa: A002
+    return SymTensor("argsort", (input,), list(input._shape), pl_dtypes.int32,
+                     axis=_axis(-1 if dim is None else dim, input.dim, "argsort"),
+                     descending=bool(descending))
+
+
 # -- creation --------------------------------------------------------------------------------
 def full(size, fill_value, dtype=None, *, valid_shape=None):
     dtype = to_pypto(dtype) if dtype is not None else (
@@ -426,6 +446,7 @@ FUNCTIONS = {
     "set_vec_tile_shapes": set_vec_tile_shapes, "get_vec_tile_shapes": get_vec_tile_shapes,
     "set_cube_tile_shapes": set_cube_tile_shapes, "get_cube_tile_shapes": get_cube_tile_shapes,
     "set_matrix_size": set_matrix_size, "gather": gather, "scatter": scatter,
+    "topk": topk, "argsort": argsort,
 }
 FUNCTIONS.update(add=lambda a, b, alpha=None: binary("add", a, b, alpha),
                  sub=lambda a, b, alpha=None: binary("sub", a, b, alpha),

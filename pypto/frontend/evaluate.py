@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import indexing, lowering, ops
+from . import indexing, lowering, ops, sorting
 from .symbolic import SymTensor, reads
 from .unavailable import NotAvailableError
 
@@ -158,6 +158,21 @@ def _scatter(ev, node):
     return indexing.scatter(node, *(ev.value(t) for t in node.args))
 
 
+def _topk(ev, node):
+    """Values and indices are two nodes of one sort: the second reads the first's result."""
+    a = node.attrs
+    key = ("topk", id(node.args[0]), a["axis"], a["k"], a["largest"])
+    kept = ev.memo.get(key)
+    if kept is None or kept[0] is not node.args[0]:
+        kept = (node.args[0], sorting.topk(node, ev.value(node.args[0]), ev.vec_tile))
+        ev.memo[key] = kept
+    return kept[1][a["part"]]
+
+
+def _argsort(ev, node):
+    return sorting.argsort(node, ev.value(node.args[0]), ev.vec_tile)
+
+
 def _transpose(ev, node):
     return lowering.transpose(node, ev.value(node.args[0]), ev.vec_tile)
 
@@ -165,4 +180,4 @@ def _transpose(ev, node):
 _VIEWS = {"read", "reshape", "slice"}      # views of buffers: never kept across writes
 _RULES = {"full": _full, "arange": _arange, "reshape": _reshape, "slice": _slice,
           "concat": _concat, "expand": _expand, "matmul": _matmul, "transpose": _transpose,
-          "gather": _gather, "scatter": _scatter}
+          "gather": _gather, "scatter": _scatter, "topk": _topk, "argsort": _argsort}

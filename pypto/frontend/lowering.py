@@ -15,9 +15,8 @@ Every write of the trace stores the value of one node tree. Evaluating a node:
   (docs/from_cann_pypto.md).
 
 An operand broadcast over some leading axes only is copied out to full rows on the host;
-a middle-axis reduction runs as first-axis ones over its slabs (``evaluate.py``). What would
-need a rank-3/4 tile (a transpose of the last axis with a non-adjacent one) raises
-``NotAvailableError`` saying so.
+a middle-axis reduction runs as first-axis ones over its slabs (``evaluate.py``); a transpose
+of the last axis with a non-adjacent one is a last-two-axes kernel between two host swaps.
 """
 from __future__ import annotations
 
@@ -234,15 +233,18 @@ def matmul(node, a, b, cube_tile, vec_tile) -> np.ndarray:
 
 def transpose(node, x, vec_tile) -> np.ndarray:
     """Swapping leading axes moves whole rows: data movement on the host. Swapping the last
-    two axes is a ``pl.trans`` kernel; any other pair would need a rank-3/4 tile."""
+    two axes is a ``pl.trans`` kernel. Swapping the last axis with an earlier one, ``i``, is
+    the three swaps (i, r-2), (r-2, r-1), (i, r-2): host, kernel, host."""
     rank = len(node._shape)
-    if rank - 1 not in node.attrs["axes"]:
-        return np.ascontiguousarray(np.swapaxes(x, *node.attrs["axes"]))
-    if sorted(node.attrs["axes"]) != [rank - 2, rank - 1]:
-        raise NotAvailableError(f"pypto.transpose of axes {node.attrs['axes']} of a rank-{rank} "
-                                "tensor", "only the last two axes: other pairs need rank-3/4 "
-                                "tiles")
-    return _swap_last(x, vec_tile)
+    i, j = sorted(node.attrs["axes"])
+    if j != rank - 1:
+        return np.ascontiguousarray(np.swapaxes(x, i, j))
+    if i == j:
+        return x
+    if i == rank - 2:
+        return _swap_last(x, vec_tile)
+    near = np.ascontiguousarray(np.swapaxes(x, i, rank - 2))
+    return np.ascontiguousarray(np.swapaxes(_swap_last(near, vec_tile), i, rank - 2))
 
 
 def _swap_last(x, vec_tile) -> np.ndarray:

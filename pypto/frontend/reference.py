@@ -95,6 +95,12 @@ def _value(node, state, memo, torch):
     elif op == "scatter":
         out = torch.scatter(args[0], a["axis"], args[1].long(), args[2],
                             **({"reduce": a["reduce"]} if a["reduce"] else {}))
+    elif op == "topk":      # stable, as pl.topk and CANN's sort (torch.topk's ties are not)
+        order = torch.sort(args[0], dim=a["axis"], descending=a["largest"], stable=True)
+        part = order[0] if a["part"] == 0 else order[1]
+        out = part.narrow(a["axis"], 0, a["k"])
+    elif op == "argsort":
+        out = torch.argsort(args[0], dim=a["axis"], descending=a["descending"], stable=True)
     elif op == "full":
         out = torch.full(node._shape, a["value"])
     elif op == "arange":

@@ -11,7 +11,8 @@ CATALOGUE = {
     **{n: "data-dependent addressing (gather/scatter/index ops) on whole tensors"
        for n in ("gathermask", "index_select", "index_add", "index_add_", "index_put_",
                  "scatter_", "scatter_update", "one_hot")},
-    **{n: "sorting ops in the CANN frontend" for n in ("topk", "argsort", "sort32", "mrgsort")},
+    **{n: "CANN's interleaved (value, index) block-sort format in the CANN frontend"
+       for n in ("sort32", "mrgsort")},
     **{n: "distributed shared-memory ops (one simulated device only)"
        for n in ("create_shmem_tensor", "create_shmem_signal", "shmem_put", "shmem_get",
                  "shmem_signal", "shmem_wait_until", "shmem_view", "shmem_barrier_all",

@@ -127,22 +127,22 @@ def test_middle_axis_broadcast_of_a_rank3_operand_is_computed():
     np.testing.assert_allclose(out, x + y, rtol=1e-6)
 
 
-def test_transposes_of_leading_axes_run_and_of_axes_0_2_say_rank3_tiles():
-    @pypto.frontend.jit
-    def k(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32), out: pypto.Tensor([3, 2, 16], pypto.DT_FP32)):
-        out[:] = pypto.transpose(x, 0, 1) * 2.0
+@pytest.mark.parametrize("shape, axes", [((2, 3, 16), (0, 1)), ((2, 3, 16), (0, 2)),
+                                         ((2, 3, 16), (2, 1)), ((2, 3, 5, 16), (1, 3)),
+                                         ((2, 3, 5, 16), (3, 0)), ((2, 3, 5, 16), (0, 2))])
+def test_transposes_of_any_two_axes(shape, axes):
+    """Leading axes on the host, the last two a pl.trans kernel, the last with a non-adjacent
+    one both (it was NotAvailableError: 'needs rank-3/4 tiles')."""
+    out_shape = list(shape)
+    out_shape[axes[0]], out_shape[axes[1]] = shape[axes[1]], shape[axes[0]]
 
     @pypto.frontend.jit
-    def bad(x: pypto.Tensor([2, 3, 16], pypto.DT_FP32),
-            out: pypto.Tensor([16, 3, 2], pypto.DT_FP32)):
-        out[:] = pypto.transpose(x, 0, 2)
+    def k(x: pypto.Tensor(list(shape), pypto.DT_FP32), out: pypto.Tensor(out_shape, pypto.DT_FP32)):
+        out[:] = pypto.transpose(x, *axes) * 2.0
 
-    x, out = _x(2, 3, 16), np.zeros((3, 2, 16), np.float32)
+    x, out = _x(*shape), np.zeros(out_shape, np.float32)
     k(x, out)
-    np.testing.assert_array_equal(out, np.swapaxes(x, 0, 1) * 2)
-    with pytest.raises(pypto.frontend.NotAvailableError,
-                       match=r"rank-3/4 tiles\)\n  in the write at .*test_ops.py:\d+"):
-        bad(x, np.zeros((16, 3, 2), np.float32))
+    np.testing.assert_array_equal(out, np.swapaxes(x, *axes) * 2)
 
 
 def test_a_tensor_variable_sees_writes_to_it_and_ops_see_the_value_they_were_given():
@@ -298,3 +298,65 @@ def test_cast_modes_round_as_asked():
 
     with pytest.raises(pypto.frontend.NotAvailableError, match="CAST_ODD"):
         odd(np.zeros((2, 16), np.float32), np.zeros((2, 16), np.float16))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+@pytest.mark.parametrize("k, dim, largest", [(4, -1, True), (1, -1, False), (40, 2, True),
+                                             (3, 1, False)])
+def test_topk_against_a_stable_torch_sort(dtype, k, dim, largest):
+    """CANN's topk: values and int32 indices, ties in index order (the few distinct values
+    make ties common), any dim (moved last on the host); one sort serves both outputs."""
+    shape = (3, 5, 40)
+    out_shape = list(shape)
+    out_shape[dim] = k
+    dt = {np.float32: pypto.DT_FP32, np.float16: pypto.DT_FP16, np.int32: pypto.DT_INT32}[dtype]
+
+    @pypto.frontend.jit
+    def kern(x: pypto.Tensor(shape, dt), v: pypto.Tensor(out_shape, dt),
+             i: pypto.Tensor(out_shape, pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(1, 4, 64)
+        v[:], i[:] = pypto.topk(x, k, dim, largest)
+
+    x = torch.from_numpy(RNG.integers(-6, 6, size=shape).astype(dtype))
+    v, i = torch.zeros(out_shape, dtype=x.dtype), torch.zeros(out_shape, dtype=torch.int32)
+    kern(x, v, i)
+    want = torch.sort(x, dim=dim, descending=largest, stable=True)
+    torch.testing.assert_close(v, want.values.narrow(dim, 0, k))
+    torch.testing.assert_close(i, want.indices.narrow(dim, 0, k).int())
+
+
+@pytest.mark.parametrize("dim, descending", [(-1, False), (-1, True), (0, True)])
+def test_argsort_is_stable_along_any_dim(dim, descending):
+    shape = (4, 6, 33)
+
+    @pypto.frontend.jit
+    def kern(x: pypto.Tensor(shape, pypto.DT_FP32), out: pypto.Tensor(shape, pypto.DT_INT32)):
+        out[:] = pypto.argsort(x, dim, descending)
+
+    x = torch.from_numpy(RNG.integers(-3, 3, size=shape).astype(np.float32))
+    out = torch.zeros(shape, dtype=torch.int32)
+    kern(x, out)
+    torch.testing.assert_close(out, torch.argsort(x, dim=dim, descending=descending,
+                                                  stable=True).int())
+
+
+def test_topk_misuse_and_sort32_say_what_to_do():
+    @pypto.frontend.jit
+    def too_many(x: pypto.Tensor([2, 8], pypto.DT_FP32), v: pypto.Tensor([2, 9], pypto.DT_FP32),
+                 i: pypto.Tensor([2, 9], pypto.DT_INT32)):
+        v[:], i[:] = pypto.topk(x, 9)
+
+    @pypto.frontend.jit
+    def bf16(x: pypto.Tensor([2, 8], pypto.DT_BF16), out: pypto.Tensor([2, 8], pypto.DT_INT32)):
+        out[:] = pypto.argsort(x)
+
+    @pypto.frontend.jit
+    def block_sort(x: pypto.Tensor([2, 32], pypto.DT_FP32), out: pypto.Tensor([2, 64], pypto.DT_FP32)):
+        out[:] = pypto.sort32(x)
+
+    with pytest.raises(ValueError, match=r"topk\(k=9\): k must be an int in 1\.\.8"):
+        too_many(_x(2, 8), torch.zeros(2, 9), torch.zeros(2, 9, dtype=torch.int32))
+    with pytest.raises(pypto.frontend.NotAvailableError, match="argsort of bfloat16"):
+        bf16(torch.zeros(2, 8, dtype=torch.bfloat16), torch.zeros(2, 8, dtype=torch.int32))
+    with pytest.raises(pypto.frontend.NotAvailableError, match="sort32"):
+        block_sort(_x(2, 32), torch.zeros(2, 64))
