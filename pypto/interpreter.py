@@ -473,16 +473,15 @@ def _cumsum(run, op, ins):
 
 
 def _sort(run, op, ins):
-    """The first ``k`` of a stable sort along the last axis. NaN counts as larger than every
-    number when descending and smaller when ascending (it comes first either way: the
-    decomposition's max/min propagate it), in index order."""
+    """The first ``k`` of a stable sort along the last axis. NaN is compared as the leading
+    infinity (+inf descending, -inf ascending: the chip's sort instructions never see a NaN,
+    passes/legalize_sort32.py), so NaNs and that infinity come first, in index order."""
     x = to_compute(ins[0])
     k, descending = op.attrs["k"], op.attrs["descending"]
-    nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
     key = np.negative(x.astype(np.float64)) if descending else x.astype(np.float64)
-    key = np.where(nan, -np.inf, key)
-    # NaN first, then by key; lexsort is stable (equal keys keep index order)
-    order = np.lexsort((key, ~nan), axis=-1)[..., :k]
+    if x.dtype.kind == "f":
+        key = np.where(np.isnan(x), -np.inf, key)
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]     # equal keys: index order
     return [np.take_along_axis(ins[0], order, axis=-1), order.astype(np.int32)]
 
 

@@ -112,6 +112,8 @@ class Target:
     max_matmul_dim: int = 4095
     fractal_bytes: int = 32   # cube operand fractal: 16 rows x 32 bytes
     fractal_rows: int = 16
+    # TSORT32 / TMRGSORT (the SFU's VBS32 / VMS4): every A2/A3 vector core has them
+    sort_instructions: bool = True
     costs: CostModel = field(default_factory=CostModel)   # the cycle model's parameters
 
     def cores_for(self, uses_cube: bool) -> int:

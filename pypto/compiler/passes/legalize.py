@@ -13,7 +13,7 @@ import math
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
-from . import legalize_indexed, legalize_sort
+from . import legalize_indexed, legalize_sort, legalize_sort32
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -240,9 +240,11 @@ def _as_tile(e, v, like):
     return e.emit("tile.full", [v], like)
 
 
-def _legalize_op(op: Op):
+def _legalize_op(op: Op, target=None):
     """Replacement ops and the value that replaces op's result, or None to keep op."""
     name = op.name
+    if name == "tile.sort" and legalize_sort32.applies(op, target):
+        return legalize_sort32.sort(op)       # the chip's sort instructions
     if name in OP_RULES:
         return OP_RULES[name](op)
     if name == "tile.unary" and UNARY[op.attrs["op"]].pto is None:
@@ -365,6 +367,7 @@ def rewrite_block(block: Block, root: Block, rule) -> bool:
 
 def legalize(module: Module) -> Module:
     body = module.kernel.body
-    while rewrite_block(body, body, _legalize_op):   # rules may emit ops that need rules
+    rule = lambda op: _legalize_op(op, module.target)       # noqa: E731
+    while rewrite_block(body, body, rule):   # rules may emit ops that need rules
         pass
     return module

@@ -1,19 +1,20 @@
 """``tile.sort`` (sort, argsort, top-k along the last axis) as a selection loop of vector ops.
 
-Each of the ``k`` steps takes, per row, the extreme of the elements not yet taken (TROWMAX /
-TROWMIN over the row with the taken ones replaced by the sentinel -inf / +inf), then the first
-position holding it among those not taken (an equality mask, TROWARGMAX over it: the first
-index wins, so equal values leave in index order and the sort is stable), marks that position
-taken and writes value and position into column ``i`` of the results. NaN propagates through
-the max / min, so NaNs leave first, in index order (the interpreter's rule). Comparing with
-the mask of untaken positions, not with the sentinel, keeps elements that equal the sentinel
-(-inf in a descending sort) apart from those already taken.
+Where the chip's sort instructions do not apply (integer tiles: TSORT32 takes float16/float32
+only; targets without them; rows whose pairs would not fit in UB: ``legalize_sort32``), each
+of the ``k`` steps takes, per row, the extreme of the elements not yet taken (TROWMAX / TROWMIN
+over the row with the taken ones replaced by the sentinel -inf / +inf), then the first position
+holding it among those not taken (an equality mask, TROWARGMAX over it: the first index wins,
+so equal values leave in index order and the sort is stable), marks that position taken and
+writes value and position into column ``i`` of the results. Comparing with the mask of untaken
+positions, not with the sentinel, keeps elements that equal the sentinel (-inf in a
+descending sort) apart from those already taken.
 
-Why not TSORT32 / TMRGSORT: they sort 32-element blocks descending into (value, index) pairs
-and merge single-row lists; a whole-row sort of any width needs per-row views, merge passes
-over runs that are not powers of four and a deinterleave of the pairs, which PyPTO does not
-print yet. The selection loop uses instructions every A2/A3 core has, costs k passes over the
-tile (cheap for top-k with small k, quadratic for a full sort of long rows).
+NaN follows the sort instructions' rule (legalize_sort32): it is compared as the leading
+infinity (+inf descending, -inf ascending), so NaNs and that infinity come first in index
+order; the value written is the picked element's own (a row max of it alone), NaN included.
+The loop costs k passes over the tile: cheap for top-k with small k, quadratic for a full sort
+of long rows.
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ def sort(op: Op):
     xw = e.cast(x, w) if d != w else x
     if len(shape) == 1:
         xw = _reshape(e, xw, (1, n))
+    key = xw
+    if w.is_floating:     # NaN ties with the leading infinity (legalize_sort32's rule)
+        key = e.where(e.binary("ne", xw, xw), math.inf if descending else -math.inf, xw)
     full_t, out_t = (rows, n), (rows, k)
     cols = _bcast(e, _reshape(e, e.emit("tile.arange", [], TileType(dt.int32, (n,)),
                                         {"start": 0, "end": n}), (1, n)), full_t)
@@ -63,7 +67,7 @@ def sort(op: Op):
     i = Value(ScalarType(INDEX), "i")
     args = [Value(v.type, h) for v, h in zip(inits, ("taken", "vals", "idxs"))]
     body = Emitter(op.loc)
-    step_ops = _select_step(body, xw, cols, kcols, i, *args, descending)
+    step_ops = _select_step(body, key, xw, cols, kcols, i, *args, descending)
     body.ops.append(Op("scf.yield", step_ops, loc=op.loc))
     loop = Op("scf.for", [lb, ub, step] + inits, [v.type for v in inits],
               blocks=[Block([i] + args, body.ops)], loc=op.loc)
@@ -76,21 +80,23 @@ def sort(op: Op):
     return e.ops, (vals, idxs)
 
 
-def _select_step(e, x, cols, kcols, i, taken, vals, idxs, descending):
-    """One selection: (taken, vals, idxs) after taking each row's next element."""
+def _select_step(e, key, x, cols, kcols, i, taken, vals, idxs, descending):
+    """One selection: (taken, vals, idxs) after taking each row's next element (``key``:
+    ``x`` with NaN as the leading infinity; the value written is ``x``'s, NaN included)."""
     rows = x.type.shape[0]
-    masked = e.where(taken, _sentinel(x.type.dtype, descending), x)
+    masked = e.where(taken, _sentinel(x.type.dtype, descending), key)
     extreme = e.emit("tile.reduce", [masked], TileType(x.type.dtype, (rows, 1)),
                      {"op": "max" if descending else "min", "axis": 1})
     wide = _bcast(e, extreme, x.type.shape)
     same = e.binary("eq", masked, wide)
-    if x.type.dtype.is_floating:          # NaN == NaN for this purpose
-        both_nan = e.binary("and", e.binary("ne", masked, masked), e.binary("ne", wide, wide))
-        same = e.binary("or", same, both_nan)
     free = e.binary("and", same, e.unary("not", taken))
     at = e.emit("tile.reduce", [e.cast(free, dt.int32)], TileType(dt.int32, (rows, 1)),
                 {"op": "argmax", "axis": 1})
-    taken = e.binary("or", taken, e.binary("eq", cols, _bcast(e, at, x.type.shape)))
+    picked = e.binary("eq", cols, _bcast(e, at, x.type.shape))
+    taken = e.binary("or", taken, picked)
+    if x.type.dtype.is_floating:          # the picked element itself: NaN stays NaN
+        extreme = e.emit("tile.reduce", [e.where(picked, x, -math.inf)],
+                         TileType(x.type.dtype, (rows, 1)), {"op": "max", "axis": 1})
     i32 = e.emit("arith.cast", [i], ScalarType(dt.int32), {"dtype": dt.int32})
     column = e.binary("eq", kcols, i32)
     out = kcols.type.shape

@@ -128,6 +128,8 @@ def plan_memory(module: Module) -> Module:
     for op in walk(fn.body):     # a matmul's result overwrites its accumulator
         if op.name == "tile.matmul" and len(op.operands) == 3:
             classes.union(op.operands[2], op.result)
+        if op.name == "tile.sort32":     # TSORT32 writes its pairs over the padding
+            classes.union(op.operands[2], op.result)
         if op.name in ("tile.setval", "tile.bitcast"):   # a bitcast is its source's bytes
             classes.union(op.operands[0], op.result)
     pos: dict = {}

@@ -5,12 +5,15 @@ method for the rest); tiles sharing a buffer and type share one ``Tile``.
 """
 from __future__ import annotations
 
+from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..errors import InternalError, NotOnChip
-from ..ir import Block, Module, Value
+from ..ir import Block, Module, TileType, Value
 from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
                       row_pitch, view2d)
+
+MAX_REPEATS = 255          # TMRGSORT's repeat field (pto-isa npu/a2a3/TMrgSort.hpp)
 
 # -- Tile IR → PTO -----------------------------------------------------------------------------
 
@@ -211,6 +214,52 @@ class _Lowering:
         row = arith("floordiv", e, cols)
         return arith("add", arith("mul", row, const(pitch)), arith("mod", e, cols))
 
+    def view(self, tile: Tile, offset: int, rows: int, cols: int) -> Tile:
+        """Another tile over ``tile``'s bytes from element ``offset`` on (row-major, rows
+        dense): a row, a run of a row, or rows seen as one."""
+        v = Value(TileType(tile.dtype, (rows, cols), tile.loc))
+        v.addr = tile.addr + offset * tile.dtype.itemsize
+        return self.tile(v)
+
+    def _tile_sort32(self, op, out):
+        """TSORT32 over the pairs tile (its third operand: planning gives it the result's
+        buffer, a copy first if not); a row whose width is not a multiple of 32 takes the
+        4-operand form, whose scratch row the chip pads."""
+        key, idx, init = (self.get(v) for v in op.operands)
+        dst = self.tile(op.result)
+        hints = _host_hints(op)
+        if dst is not init:
+            out.append(Inst("tmov", [init], [dst], hints))
+        attrs = dict(hints)
+        if "_scratch" in op.attrs:
+            attrs["tmp"] = self.tile(op.attrs["_scratch"])
+        out.append(Inst("tsort32", [key, idx], [dst], attrs))
+
+    def _tile_mrgsort(self, op, out):
+        """Merges of sorted runs of (value, index) pairs, per row (TMRGSORT wants one-row
+        tiles): four runs at once (``blockLen``) over rows seen as one list, whose groups
+        never straddle a row, at most 255 groups per instruction; the two or three runs left
+        of a row by the 2-/3-list form, through its scratch row (``_scratch``)."""
+        src, dst = self.get(op.operands[0]), self.tile(op.result)
+        hints = _host_hints(op)
+        rows, width = src.rows, src.cols
+        run = op.attrs["run"]
+        ways = width // (2 * run)
+        if ways % 4 == 0:
+            per_row = ways // 4
+            chunk = max(1, MAX_REPEATS // per_row)
+            for r0 in range(0, rows, chunk):
+                n = min(chunk, rows - r0)
+                out.append(Inst("tmrgsort", [self.view(src, r0 * width, 1, n * width)],
+                                [self.view(dst, r0 * width, 1, n * width)],
+                                {"block_len": 2 * run, **hints}))
+            return
+        tmp = self.tile(op.attrs["_scratch"])
+        for r in range(rows):
+            lists = [self.view(src, r * width + j * 2 * run, 1, 2 * run) for j in range(ways)]
+            out.append(Inst("tmrgsort", lists, [self.view(dst, r * width, 1, width)],
+                            {"tmp": tmp, **hints}))
+
     def _tile_matmul(self, op, out):
         ins = [self.get(v) for v in op.operands]
         dst = self.tile(op.result)
@@ -226,6 +275,14 @@ def scratch_like(op):
     """The Tile IR value whose type the scratch tile of ``op``'s A2/A3 instruction has (a
     reduction's, transpose's or xor's source; a select's result), or None: memory planning
     places that scratch (isa.TMP_OPS)."""
+    if op.name == "tile.sort32":           # the unaligned form's row (_tile_sort32)
+        n = op.operands[0].type.shape[-1]
+        return None if n % 32 == 0 else Value(TileType(dt.float32, (1, -(-n // 32) * 32)))
+    if op.name == "tile.mrgsort":          # the 2-/3-list form's row (_tile_mrgsort)
+        rows, width = op.operands[0].type.shape
+        if (width // (2 * op.attrs["run"])) % 4 == 0:
+            return None
+        return Value(TileType(op.result.type.dtype, (1, width)))
     rule = TILE_TO_PTO.get(op.name)
     if rule is None or op.name == "tile.load":
         return None
@@ -310,6 +367,7 @@ TILE_TO_PTO = {
     "tile.slice": lambda op: ("textract", {"starts": view2d(op.attrs["starts"])
                                            if len(op.attrs["starts"]) == 2
                                            else (0,) + tuple(op.attrs["starts"])}),
+    "tile.gather_mask": lambda op: ("tgather", {"pattern": op.attrs["pattern"]}),
     "tile.concat": lambda op: ("tconcat", {"axis": 1 if len(op.result.type.shape) < 2
                                            else op.attrs["axis"]}),
 }

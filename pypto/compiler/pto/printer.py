@@ -49,6 +49,8 @@ def _on_halves(op: str, dtype) -> bool:
     return dtype.bits == 32 if dtype != dt.bool_ else op == "tnot"
 
 
+EXECUTED, EXECUTED_TYPE = "%mrgsort_executed", "vector<4xi16>"
+EXECUTED_LINE = f"{EXECUTED} = arith.constant dense<0> : {EXECUTED_TYPE}"
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
 FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
@@ -467,6 +469,9 @@ class _Printer:
         if op == "texpands" and not i.ins:
             self.fill(i.outs[0], i.attrs["value"], depth)
             return
+        if op in ("tmrgsort", "tgather"):
+            self.sort_inst(i, depth)
+            return
         attrs = {k: v for k, v in i.attrs.items() if k not in ("tmp", "start")}
         ins = [self.operand(x, op) for x in i.ins]
         if op == "tci":
@@ -514,6 +519,39 @@ class _Printer:
         text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){_attrs(attrs)}")
         self.emit(text, depth)
+
+    def sort_inst(self, i: Inst, depth) -> None:
+        """TMRGSORT's two forms and TGATHER's mask form, as PTOAS's tests write them:
+        ``ins(%src, %blockLen : T, i32)``; ``ins(%l0, %l1, %tmp {exhausted = false} : ...)
+        outs(%dst, %executed : T, vector<4xi16>)`` (the counts a suspended merge reports,
+        unused: it never suspends); ``ins(%src, {maskPattern = ...} : T)``."""
+        src = [self.operand(x, i.op) for x in i.ins]
+        dst = self.operand(i.outs[0], i.op)
+        if i.op == "tgather":
+            (name, ty), = src
+            pattern = f"{{maskPattern = #pto.mask_pattern<{i.attrs['pattern']}>}}"
+            self.emit(f"pto.tgather ins({name}, {pattern} : {ty}) outs({dst[0]} : {dst[1]})",
+                      depth)
+            return
+        if "block_len" in i.attrs:
+            (name, ty), = src
+            bl = self.const(int(i.attrs["block_len"]), "i32")
+            self.emit(f"pto.tmrgsort ins({name}, {bl} : {ty}, i32) outs({dst[0]} : {dst[1]})",
+                      depth)
+            return
+        src.append(self.operand(i.attrs["tmp"], i.op))
+        names = ", ".join(n for n, _ in src)
+        types = ", ".join(t for _, t in src)
+        ex = self.executed()
+        self.emit(f"pto.tmrgsort ins({names} {{exhausted = false}} : {types}) "
+                  f"outs({dst[0]}, {ex} : {dst[1]}, {EXECUTED_TYPE})", depth)
+
+    def executed(self) -> str:
+        """The hoisted ``vector<4xi16>`` a multi-list TMRGSORT reports its counts into."""
+        if EXECUTED not in self.consts.values():
+            self.consts[("executed", EXECUTED_TYPE)] = EXECUTED
+            self.const_lines.append(f"    {EXECUTED_LINE}")
+        return EXECUTED
 
     def transposed(self, i: Inst, depth) -> tuple[str, str]:
         """A transposing move L1 → L0A/L0B (``matmul(a_trans=True)``): an L1 tile in the NZ

@@ -186,6 +186,10 @@ _ATTR_VALUES = {"rmode": {v: k for k, v in printer.ROUND_MODES.items()},
 
 def _unspell(text_key: str, text: str) -> tuple[str, object]:
     """(Program key, value) of an attribute the printer spelled (printer.ATTR_SPELLING)."""
+    if text_key == "maskPattern":       # TGATHER's (printer.sort_inst)
+        m = re.fullmatch(r"#pto\.mask_pattern<(\w+)>", text.strip())
+        if m is not None:
+            return "pattern", m.group(1)
     key = _ATTR_KEYS.get(text_key, text_key)
     if key in printer.ATTR_SPELLING:
         m = re.fullmatch(r"#pto<\w+ (\w+)>", text.strip())
@@ -410,6 +414,10 @@ class _Parser:
     def prologue(self, scope: _Scope) -> None:
         while self.peek() is not None:
             line = self.peek()
+            if line == printer.EXECUTED_LINE:          # TMRGSORT's counts (printer.executed)
+                self.next()
+                scope.consts[printer.EXECUTED] = (0, printer.EXECUTED_TYPE)
+                continue
             const = _CONST.fullmatch(line)
             value = _const_value(*const.group(2, 3)) if const else None
             if const and const.group(1) in (_const_name(str(value), const.group(3)),
@@ -987,8 +995,13 @@ class _Parser:
                 if _printer_default(out[-1]):
                     del attrs["rmode"]
             return
+        if name in ("tmrgsort", "tgather"):
+            self.sort_inst(name, ins, outs, inner, scope, out)
+            return
         if name == "trowexpand" and outs and outs[0].endswith(".row"):
             name = "tcolexpand"          # (1, 1) → (M, 1) on the row view (printer.inst)
+        if name == "tsort32" and len(ins) == 3:      # the unaligned form's scratch row
+            attrs["tmp"] = self.value(ins.pop(), scope)
         if name in TMP_OPS:
             if not ins:
                 raise self.error(f"{op} takes a scratch tile as its last input")
@@ -998,6 +1011,28 @@ class _Parser:
         if name == "tcvt" and _printer_default(inst):
             del attrs["rmode"]
         out.append(inst)
+
+    def sort_inst(self, name, ins, outs, inner, scope, out) -> None:
+        """printer.sort_inst's forms: TMRGSORT with a blockLen constant or with lists, a
+        scratch and the counts vector; TGATHER with a mask pattern."""
+        if name == "tgather":
+            if "pattern" not in inner or len(ins) != 1:
+                raise self.error("pto.tgather: only the mask-pattern form is read")
+            out.append(Inst("tgather", [self.value(ins[0], scope)],
+                            [self.value(outs[0], scope)], {"pattern": inner["pattern"]}))
+            return
+        attrs = {}
+        if len(ins) == 2 and ins[1] in scope.consts and len(outs) == 1:
+            attrs["block_len"] = scope.consts[ins[1]][0]
+            ins = ins[:1]
+        elif len(ins) >= 3 and len(outs) == 2 and outs[1] == printer.EXECUTED:
+            attrs["tmp"] = self.value(ins.pop(), scope)
+            outs = outs[:1]
+        else:
+            raise self.error("pto.tmrgsort: expected ins(%src, %blockLen) outs(%dst) or "
+                             "ins(%lists..., %tmp) outs(%dst, %executed)")
+        out.append(Inst("tmrgsort", [self.value(n, scope) for n in ins],
+                        [self.value(outs[0], scope)], attrs))
 
     def s_getval(self, op, results, rest, scope, out):
         """``%r = pto.tgetval ins(%tile, %r.ix : ...) outs : T``: the scalar has the tile's
@@ -1053,7 +1088,7 @@ class _Parser:
                         n, _, attr = n.partition("{")
                         inner.update(self.attrs("{" + attr.strip()))
                         names[k] = n.strip()
-                groups[key] = names
+                groups[key] = [n for n in names if n]     # "%x, {a = b}" (tgather's mask)
                 text = text[end + 1:].strip()
         return groups.get("ins", []), groups.get("outs", []), inner, text
 

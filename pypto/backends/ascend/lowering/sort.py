@@ -1,0 +1,140 @@
+"""The SFU's sort instructions on the host: TSORT32 (VBS32), TMRGSORT (VMS4) and the
+deinterleave that follows them, TGATHER's P0101 / P1010 mask patterns.
+
+A (value, index) pair is two 32-bit words: the float32 value and the index's bits (only
+float32 pairs are lowered: PyPTO sorts float16 in float32, legalize_sort32). The rules follow
+pto-isa's CPU simulator (include/pto/cpu/TSort32.hpp, TMrgSort.hpp, TGather.hpp), the
+reference the pto-isa engine runs: a 32-block is sorted descending, equal values by index
+then position; a merge takes, at each step, the first list whose head is larger than the
+heads before it (``>``: equal heads leave from the earlier list). Values are compared as
+floats and copied as bits, so a pair comes out as it went in.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ....language import dtypes as dt
+from ..lowering_utils import I64, counted_loop, i64
+
+I1, I32, F32 = ir.IntType(1), ir.IntType(32), ir.FloatType()
+BLOCK = 32
+
+
+def _word(cg, base, index):
+    return cg.load_elem(base, dt.int32, index)
+
+
+def _value(b, word):
+    return b.bitcast(word, F32)
+
+
+def tsort32(cg, inst):
+    """Each 32-block's pairs written at their rank: the number of pairs that sort before
+    them (larger value; equal value and smaller index; equal both and earlier position).
+    Branch-free, so LLVM vectorises the count."""
+    src, idx = inst.ins
+    dst = inst.outs[0]
+    b = cg.b
+    sp, ip, dp = cg.tile_ptr(src), cg.tile_ptr(idx), cg.tile_ptr(dst)
+    cols = src.cols
+    with counted_loop(b, i64(0), i64(src.rows), name="sr") as r:
+        row = b.mul(r, i64(cols))
+        out_row = b.mul(r, i64(dst.cols))
+        with counted_loop(b, i64(0), i64(cols), name="sj") as j:
+            at = b.add(row, j)
+            kj, pj = _value(b, _word(cg, sp, at)), _word(cg, ip, at)
+            first = b.mul(b.sdiv(j, i64(BLOCK)), i64(BLOCK))
+            rank = _rank(cg, sp, ip, row, first, j, kj, pj, cols)
+            slot = b.mul(b.add(first, rank), i64(2))
+            cg.store_elem(b.bitcast(kj, I32), dp, dt.int32, b.add(out_row, slot))
+            cg.store_elem(pj, dp, dt.int32, b.add(out_row, b.add(slot, i64(1))))
+
+
+def _rank(cg, sp, ip, row, first, j, kj, pj, cols):
+    b = cg.b
+    acc = cg.entry_alloca(I64)
+    b.store(i64(0), acc)
+    with counted_loop(b, i64(0), i64(BLOCK), name="sq") as q:
+        i = b.add(first, q)
+        inside = b.icmp_signed("<", i, i64(cols))
+        at = b.add(row, b.select(inside, i, first))
+        ki, pi = _value(b, _word(cg, sp, at)), _word(cg, ip, at)
+        same = b.fcmp_ordered("==", ki, kj)
+        before = b.or_(b.fcmp_ordered(">", ki, kj), b.and_(same, b.or_(
+            b.icmp_unsigned("<", pi, pj),
+            b.and_(b.icmp_unsigned("==", pi, pj), b.icmp_signed("<", i, j)))))
+        before = b.and_(before, inside)
+        b.store(b.add(b.load(acc), b.zext(before, I64)), acc)
+    return b.load(acc)
+
+
+def tmrgsort(cg, inst):
+    """Four runs of ``block_len`` words at once, in every whole group of four along the row;
+    or two to four lists into the destination's pairs (its scratch is the chip's staging
+    area, not a result: the simulator does not write it)."""
+    dst = inst.outs[0]
+    dp = cg.tile_ptr(dst)
+    if "block_len" in inst.attrs:
+        src = inst.ins[0]
+        run = inst.attrs["block_len"] // 2
+        sp = cg.tile_ptr(src)
+        group = 4 * run
+        for g in range(dst.cols // (2 * group)):
+            lists = [(sp, g * 2 * group + k * 2 * run, run) for k in range(4)]
+            _merge(cg, lists, dp, g * 2 * group, group)
+        return
+    lists = [(cg.tile_ptr(s), 0, s.cols // 2) for s in inst.ins]
+    _merge(cg, lists, dp, 0, min(dst.cols // 2, sum(n for _, _, n in lists)))
+
+
+def _merge(cg, lists, dp, out_at, count):
+    """``count`` pairs from ``lists`` ((base, first word, pairs)) into ``dp`` from word
+    ``out_at``: branch-free selects over the lists' heads."""
+    b = cg.b
+    cursors = [cg.entry_alloca(I64) for _ in lists]
+    for c in cursors:
+        b.store(i64(0), c)
+    with counted_loop(b, i64(0), i64(count), name="mo") as o:
+        have = ir.Constant(I1, 0)
+        best_k = best_p = pick = None
+        for n, ((base, first, size), cur) in enumerate(zip(lists, cursors)):
+            at = b.load(cur)
+            avail = b.icmp_signed("<", at, i64(size))
+            word = b.add(i64(first), b.mul(b.select(avail, at, i64(0)), i64(2)))
+            kw, pw = _word(cg, base, word), _word(cg, base, b.add(word, i64(1)))
+            if best_k is None:
+                best_k, best_p, pick, have = kw, pw, i64(0), avail
+                continue
+            take = b.and_(avail, b.or_(b.not_(have), b.fcmp_ordered(
+                ">", _value(b, kw), _value(b, best_k))))
+            best_k, best_p = b.select(take, kw, best_k), b.select(take, pw, best_p)
+            pick = b.select(take, i64(n), pick)
+            have = b.or_(have, avail)
+        out = b.add(i64(out_at), b.mul(o, i64(2)))
+        cg.store_elem(best_k, dp, dt.int32, out)
+        cg.store_elem(best_p, dp, dt.int32, b.add(out, i64(1)))
+        for n, cur in enumerate(cursors):
+            b.store(b.add(b.load(cur), b.zext(b.icmp_signed("==", pick, i64(n)), I64)), cur)
+
+
+PATTERN_PHASE = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
+                 "P0100": (4, 2), "P1000": (4, 3), "P1111": (1, 0)}
+
+
+def tgather(cg, inst):
+    """Every ``step``-th element from ``phase`` of each row, packed densely (the bits as
+    they are: the destination may be an integer view of float pairs)."""
+    src, dst = inst.ins[0], inst.outs[0]
+    step, phase = PATTERN_PHASE[inst.attrs["pattern"]]
+    b = cg.b
+    sp, dp = cg.tile_ptr(src), cg.tile_ptr(dst)
+    per_row = src.cols // step
+    word = dt.int32 if src.dtype.itemsize == 4 else dt.int16
+    with counted_loop(b, i64(0), i64(src.rows), name="gr") as r:
+        with counted_loop(b, i64(0), i64(per_row), name="gc") as c:
+            s = b.add(b.mul(r, i64(src.cols)), b.add(b.mul(c, i64(step)), i64(phase)))
+            d = b.add(b.mul(r, i64(per_row)), c)
+            cg.store_elem(cg.load_elem(sp, word, s), dp, word, d)
+
+
+RULES = {"tsort32": tsort32, "tmrgsort": tmrgsort, "tgather": tgather}

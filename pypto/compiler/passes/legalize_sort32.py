@@ -1,0 +1,135 @@
+"""``tile.sort`` of a float tile as the chip's sort instructions: TSORT32, TMRGSORT, TGATHER.
+
+A2/A3's vector core sorts on its SFU: TSORT32 sorts every 32-element block of a row, descending,
+into 8-byte (value, index) pairs (ties: the smaller index first); TMRGSORT merges sorted lists
+of pairs (ties: the earlier list first), four runs of a row at once (``blockLen``, one row-major
+list) or two to four separate lists. The pairs are split again by TGATHER's P0101 / P1010 mask
+patterns. The decomposition (docs/language.md, "Sorting"):
+
+1. the key: the values in float32 (float16 is widened exactly: pto-isa's CPU simulator lays out
+   half pairs at a stride the chip does not use), negated for an ascending sort (exact), NaN
+   replaced by +inf (the instructions compare with ``>``, for which NaN is never larger, so
+   its place in their output is not defined);
+2. the payload: ``2 * index + isnan``, so the index and the NaN come back from the pairs, and
+   equal keys still leave in index order (TSORT32 breaks ties on the payload, TMRGSORT on the
+   list, and the runs are in index order);
+3. the pairs' row padded to ``32 * c * 4**m`` pairs (c in 1, 2, 3), so TMRGSORT merges whole
+   runs: TSORT32 writes its pairs over a tile of -inf (``tile.sort32``'s third operand), whose
+   ties sort after every element (TSORT32 sorts a partial last block alone on pto-isa's
+   simulator, and pads it with -NaN, its minimum, on the chip);
+4. TSORT32, then merges of four runs until one or two or three are left, merged by the 2- or
+   3-list form (``tile.mrgsort``);
+5. values and payloads deinterleaved, the first ``k`` columns kept, the index shifted out and
+   NaN put back where the payload says.
+
+So NaN counts as equal to +inf in a descending sort and to -inf in an ascending one: NaNs and
+that infinity come first, in index order.
+"""
+from __future__ import annotations
+
+import math
+
+from ...language import dtypes as dt
+from ..ir import Op, TileType
+
+BLOCK = 32                      # TSORT32's block
+FLOATS = (dt.float16, dt.float32)
+UB_SHARE = 0.5                  # the sort's tiles may take at most this share of UB
+
+
+def padded_width(n: int) -> int:
+    """The smallest ``32 * c * 4**m`` (c in 1, 2, 3) that holds ``n``: TMRGSORT merges four
+    runs at once, and two or three in its last step."""
+    best = None
+    for c in (1, 2, 3):
+        w = BLOCK * c
+        while w < n:
+            w *= 4
+        best = w if best is None else min(best, w)
+    return best
+
+
+def merge_runs(width: int) -> list[int]:
+    """The run length (pairs) each merge starts from: four runs at once while they divide the
+    row, then the two or three that are left."""
+    runs, r = [], BLOCK
+    while r < width:
+        runs.append(r)
+        r = r * 4 if width % (4 * r) == 0 else width
+    return runs
+
+
+def applies(op: Op, target) -> bool:
+    """TSORT32 takes float16/float32; a target says whether its vector cores have the sort
+    instructions; the pairs must fit in UB next to the rest."""
+    x = op.operands[0]
+    if x.type.dtype not in FLOATS or not getattr(target, "sort_instructions", False):
+        return False
+    shape = x.type.shape
+    rows = shape[0] if len(shape) == 2 else 1
+    width = padded_width(shape[-1])
+    # key, payload, two pair buffers (twice as wide), a merge's row scratch, two deinterleaved
+    return rows * width * 4 * 9 + 2 * width * 4 <= target.buffers["vec"] * UB_SHARE
+
+
+def sort(op: Op):
+    from .legalize import Emitter
+    e = Emitter(op.loc)
+    x = op.operands[0]
+    d, shape = x.type.dtype, x.type.shape
+    k, descending = op.attrs["k"], op.attrs["descending"]
+    n = shape[-1]
+    rows = shape[0] if len(shape) == 2 else 1
+    xw = e.cast(x, dt.float32) if d != dt.float32 else x
+    if len(shape) == 1:
+        xw = _reshape(e, xw, (rows, n))
+    key, payload = _key_and_payload(e, xw, descending)
+    width = padded_width(n)
+    # the pairs past the row: -inf, whose ties sort after every element (a partial block is
+    # sorted alone; the chip's own padding, -NaN, sorts below them)
+    init = e.full(-math.inf, TileType(dt.float32, (rows, 2 * width)))
+    idx = e.emit("tile.bitcast", [payload], TileType(dt.uint32, (rows, n)), {"dtype": dt.uint32})
+    pairs = e.emit("tile.sort32", [key, idx, init], init.type)
+    for run in merge_runs(width):
+        pairs = e.emit("tile.mrgsort", [pairs], pairs.type, {"run": run})
+    vals = e.emit("tile.gather_mask", [pairs], TileType(dt.float32, (rows, width)),
+                  {"pattern": "P0101"})
+    pays = e.emit("tile.gather_mask", [pairs], TileType(dt.int32, (rows, width)),
+                  {"pattern": "P1010"})
+    if k < width:
+        vals, pays = _first_columns(e, vals, k), _first_columns(e, pays, k)
+    if not descending:
+        vals = e.unary("neg", vals)
+    was_nan = e.binary("ne", e.binary("and", pays, 1), 0)
+    vals = e.where(was_nan, math.nan, vals)
+    idxs = e.binary("shr", pays, 1)
+    if d != dt.float32:
+        vals = e.cast(vals, d)
+    if len(shape) == 1:
+        vals, idxs = _reshape(e, vals, (k,)), _reshape(e, idxs, (k,))
+    return e.ops, (vals, idxs)
+
+
+def _key_and_payload(e, x, descending):
+    """(key, payload): the key is descending-sortable and NaN-free, the payload 2 i + isnan."""
+    rows, n = x.type.shape
+    key = x if descending else e.unary("neg", x)
+    nan = e.binary("ne", x, x)
+    key = e.where(nan, math.inf, key)
+    cols = e.emit("tile.arange", [], TileType(dt.int32, (n,)), {"start": 0, "end": n})
+    cols = _reshape(e, cols, (1, n))
+    if rows > 1:
+        cols = e.emit("tile.broadcast", [cols], TileType(dt.int32, (rows, n)),
+                      {"shape": (rows, n)})
+    payload = e.binary("add", e.binary("add", cols, cols), e.cast(nan, dt.int32))
+    return key, payload
+
+
+def _first_columns(e, x, k):
+    rows = x.type.shape[0]
+    return e.emit("tile.slice", [x], TileType(x.type.dtype, (rows, k)),
+                  {"starts": (0, 0), "stops": (rows, k)})
+
+
+def _reshape(e, x, shape):
+    return e.emit("tile.reshape", [x], TileType(x.type.dtype, shape), {"shape": shape})
