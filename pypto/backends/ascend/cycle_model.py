@@ -77,7 +77,7 @@ VECTOR_FAMILY = {
 }
 # vector instructions that move or convert data rather than compute (no flops)
 DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
-              "ttrans", "tmov", "tsel"}
+              "ttrans", "tmov", "tsel", "tgather"}
 
 
 def vector_family(op: str) -> str:
@@ -166,9 +166,37 @@ def matmul_cycles(left: Tile, right: Tile, target: Target) -> tuple[float, int]:
     return costs.cube_head_cycles + fractals * per, 2 * m * k * n
 
 
+def sort_cycles(inst, target: Target) -> tuple[float, int, int]:
+    """(cycles, flops, bytes) of TSORT32, TMRGSORT and TGATHER's mask form, per pto-isa's
+    cost model lines (targets.CostModel.sort32 / mrgsort / mask_gather). A multi-list
+    TMRGSORT also copies its staging tile into the destination (a UB move)."""
+    costs = target.costs
+    src, dst = inst.ins[0], inst.outs[0]
+    if inst.op == "tsort32":
+        rows, cols = _valid(src)
+        head, per = costs.sort32
+        return head + per * rows * -(-cols // 32), rows * cols, tile_bytes(dst)
+    if inst.op == "tgather":
+        head, per = costs.mask_gather
+        nbytes = tile_bytes(src)
+        return head + per * -(-nbytes // costs.repeat_bytes), 0, nbytes
+    head, per = costs.mrgsort
+    pairs = sum(_valid(t)[0] * _valid(t)[1] for t in inst.ins) // 2
+    cycles = head + per * pairs / 128
+    if "tmp" in inst.attrs:
+        move = costs.vector["unary"]
+        cycles += move.issue_cycles + tile_bytes(dst) / move.bytes_per_cycle
+    return cycles, pairs, tile_bytes(dst)
+
+
+SORT_OPS = ("tsort32", "tmrgsort", "tgather")
+
+
 def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
     """(cycles, flops, bytes): the largest tile streams through the vector unit; an issue
     covers at most ``max_repeats`` repeats, each further issue pays the overhead again."""
+    if inst.op in SORT_OPS:
+        return sort_cycles(inst, target)
     costs = target.costs
     spec = costs.vector[vector_family(inst.op)]
     tiles = [t for t in (*inst.ins, *inst.outs) if isinstance(t, Tile)]

@@ -47,6 +47,15 @@ class CostModel:
     })
     repeat_bytes: int = 256
     max_repeats: int = 255
+    # the SFU's sort instructions and the mask gather after them (pto-isa's cost model,
+    # include/pto/costmodel/a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp): vbitsort
+    # 6 + 2 per 32-element block (pto-isa's uncalibrated default line); vmrgsort4 20 + 78 per
+    # repeat, calibrated on a 910B3 for fp32 blockLen=64 (128 pairs a repeat), which we
+    # apply per 128 pairs merged whatever the form (pto-isa leaves the list forms unmodelled);
+    # vreducev2 (TGATHER's mask form) 14 + 14 per repeat of 256 bytes
+    sort32: tuple = (6.0, 2.0)            # (head, cycles per 32-block)
+    mrgsort: tuple = (20.0, 78.0)         # (head, cycles per 128 pairs)
+    mask_gather: tuple = (14.0, 14.0)     # (head, cycles per 256-byte repeat)
     # transfers: GiB/s per core on each (source, destination) path; "gm" is global memory
     transfer_gibps: dict = field(default_factory=lambda: {
         ("gm", "vec"): 100.9, ("gm", "mat"): 135.0, ("vec", "gm"): 188.5,
