@@ -4,9 +4,9 @@ kernel's modelled NPU time.
     python benchmarks/topk.py [--reps N] [--quick]
 
 values, indices = top k of each row of an fp32 (rows, cols) matrix, largest first, k = 8.
-Each program takes BLOCK_M whole rows into the UB; pl.topk is k steps of row max, an equality
-mask of the untaken positions and a row argmax (docs/language.md, "Sorting"), so the work is
-about k x 10 vector passes over the tile. numpy's baseline is argpartition + a sort of the k
+Each program takes BLOCK_M whole rows into the UB; pl.topk of float32 is the chip's sort
+instructions (docs/language.md, "Sorting"): TSORT32 over 32-element blocks, a tree of list-form
+TMRGSORTs over each block's first k pairs, TGATHER to split values from indices. numpy's baseline is argpartition + a sort of the k
 (single-threaded); torch.topk runs on the same thread count as PyPTO. NPU: the cycle model's
 time for one launch on ascend910b1 (modelled, not measured).
 """
@@ -19,7 +19,7 @@ import pypto
 import pypto.language as pl
 from pypto.backends.ascend.cycle_model import model_kernel
 
-BLOCK_M = 4          # rows per program: the selection loop's masks and copies fill the UB
+BLOCK_M = 4          # rows per program: the sort's key, payload and pair tiles (24 bytes an element) fill the UB
 K = 8
 TARGET = "ascend910b1"
 

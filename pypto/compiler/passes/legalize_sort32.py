@@ -18,7 +18,8 @@ patterns. The decomposition (docs/language.md, "Sorting"):
    ties sort after every element (TSORT32 sorts a partial last block alone on pto-isa's
    simulator, and pads it with -NaN, its minimum, on the chip);
 4. TSORT32, then merges of four runs until one or two or three are left, merged by the 2- or
-   3-list form (``tile.mrgsort``);
+   3-list form (``tile.mrgsort``); a top-k (k below the width) instead merges a tree of
+   lists cut to their first k pairs (``tile.mrgtopk``, ``top_levels``);
 5. values and payloads deinterleaved, the first ``k`` columns kept, the index shifted out and
    NaN put back where the payload says.
 
@@ -85,14 +86,18 @@ def sort(op: Op):
     if len(shape) == 1:
         xw = _reshape(e, xw, (rows, n))
     key, payload = _key_and_payload(e, xw, descending)
-    width = padded_width(n)
+    top = k < n                 # a top-k: merge only what can reach the first k
+    width = -(-n // BLOCK) * BLOCK if top else padded_width(n)
     # the pairs past the row: -inf, whose ties sort after every element (a partial block is
     # sorted alone; the chip's own padding, -NaN, sorts below them)
     init = e.full(-math.inf, TileType(dt.float32, (rows, 2 * width)))
     idx = e.emit("tile.bitcast", [payload], TileType(dt.uint32, (rows, n)), {"dtype": dt.uint32})
     pairs = e.emit("tile.sort32", [key, idx, init], init.type)
-    for run in merge_runs(width):
-        pairs = e.emit("tile.mrgsort", [pairs], pairs.type, {"run": run})
+    if top:
+        pairs, width = _top_merges(e, pairs, width // BLOCK, k)
+    else:
+        for run in merge_runs(width):
+            pairs = e.emit("tile.mrgsort", [pairs], pairs.type, {"run": run})
     vals = e.emit("tile.gather_mask", [pairs], TileType(dt.float32, (rows, width)),
                   {"pattern": "P0101"})
     pays = e.emit("tile.gather_mask", [pairs], TileType(dt.int32, (rows, width)),
@@ -109,6 +114,48 @@ def sort(op: Op):
     if len(shape) == 1:
         vals, idxs = _reshape(e, vals, (k,)), _reshape(e, idxs, (k,))
     return e.ops, (vals, idxs)
+
+
+def merge_groups(runs: int) -> list[int]:
+    """How many consecutive runs each merge of a level takes: fours, the last two groups
+    evened out so none is a lone run (a list-form TMRGSORT takes two to four lists)."""
+    sizes = [4] * (runs // 4) + ([runs % 4] if runs % 4 else [])
+    if len(sizes) > 1 and sizes[-1] == 1:
+        sizes[-2:] = [3, 2]
+    return sizes
+
+
+def top_levels(runs: int, k: int) -> list[tuple[list[int], int, int, int]]:
+    """The merge tree of a top-k over ``runs`` sorted runs of 32 pairs: per level (group
+    sizes, run stride in pairs, pairs read per run, pairs per group's slot). Only a run's
+    first k pairs can reach the first k of a merge, so each list is cut to them: the tree
+    merges about k pairs per run where full merges move the row three times (1024 columns).
+    A list-form TMRGSORT writes the whole merge (PTOAS: its destination has its scratch's
+    shape), so a group's slot holds all its lists' pairs. Lists are cut to ``k`` rounded up
+    to 8 pairs, so every slot, and the TGATHER after the last level, is a whole number of
+    32-byte rows (PTOAS: a TGATHER's destination is valid over all its columns)."""
+    k8 = -(-k // 8) * 8
+    levels, stride, take = [], BLOCK, min(k8, BLOCK)
+    while runs > 1:
+        groups = merge_groups(runs)
+        slot = max(groups) * take
+        levels.append((groups, stride, take, slot))
+        runs, stride, take = len(groups), slot, min(k8, slot)
+    return levels
+
+
+def _top_merges(e, pairs, runs, k):
+    """Each row's runs merged until the first ``k`` pairs are the first of one run
+    (``top_levels``): a (rows, 2 width) tile and that width. Each level's result starts as
+    -inf pairs, so a group smaller than its slot (the row's last) is followed by pairs that
+    sort after everything, as the row's padding does."""
+    rows, width = pairs.type.shape[0], BLOCK
+    for groups, stride, take, slot in top_levels(runs, k):
+        init = e.full(-math.inf, TileType(dt.float32, (rows, 2 * len(groups) * slot)))
+        pairs = e.emit("tile.mrgtopk", [pairs, init], init.type,
+                       {"groups": tuple(groups), "stride": stride, "take": take})
+        width = len(groups) * slot
+    return pairs, width
 
 
 def _key_and_payload(e, x, descending):

@@ -260,6 +260,30 @@ class _Lowering:
             out.append(Inst("tmrgsort", lists, [self.view(dst, r * width, 1, width)],
                             {"tmp": tmp, **hints}))
 
+    def _tile_mrgtopk(self, op, out):
+        """One level of a top-k's merge tree (legalize_sort32.top_levels), per row: each group
+        of runs (``take`` pairs of each, ``stride`` pairs apart) merged whole by the list form
+        into its slot of the result (which starts as the -inf pairs of the second operand;
+        planning gives it that buffer, a copy first if not)."""
+        src, init = (self.get(v) for v in op.operands)
+        dst = self.tile(op.result)
+        hints = _host_hints(op)
+        if dst is not init:
+            out.append(Inst("tmov", [init], [dst], hints))
+        groups, stride, take = op.attrs["groups"], op.attrs["stride"], op.attrs["take"]
+        slot = max(groups) * take
+        tmp = self.tile(op.attrs["_scratch"])
+        for r in range(src.rows):
+            first = 0
+            for g, size in enumerate(groups):
+                lists = [self.view(src, r * src.cols + 2 * (first + j) * stride, 1, 2 * take)
+                         for j in range(size)]
+                whole = 2 * size * take
+                out.append(Inst("tmrgsort", lists,
+                                [self.view(dst, r * dst.cols + 2 * g * slot, 1, whole)],
+                                {"tmp": self.view(tmp, 0, 1, whole), **hints}))
+                first += size
+
     def _tile_matmul(self, op, out):
         ins = [self.get(v) for v in op.operands]
         dst = self.tile(op.result)
@@ -283,6 +307,9 @@ def scratch_like(op):
         if (width // (2 * op.attrs["run"])) % 4 == 0:
             return None
         return Value(TileType(op.result.type.dtype, (1, width)))
+    if op.name == "tile.mrgtopk":          # the largest group's merge (_tile_mrgtopk)
+        ways = max(op.attrs["groups"])
+        return Value(TileType(op.result.type.dtype, (1, 2 * ways * op.attrs["take"])))
     rule = TILE_TO_PTO.get(op.name)
     if rule is None or op.name == "tile.load":
         return None

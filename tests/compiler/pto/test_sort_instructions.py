@@ -26,9 +26,12 @@ def topk_rows(x, v, i, M: pl.constexpr, N: pl.constexpr, K: pl.constexpr,
 
 topk_rows_sim = pypto.jit(engine="pto-isa")(topk_rows.fn)
 
-# (rows, width, k): the 3-operand TSORT32 and 4-run merges only (128), a 2-list merge (64,
-# 1024), a 3-list merge (96), the 4-operand TSORT32 of a tail (40 -> 64 pairs)
-SHAPES = [(2, 128, 8), (4, 64, 8), (2, 96, 96), (3, 40, 8), (2, 1024, 8)]
+# (rows, width, k): a full sort's 4-run merges (blockLen) and 3-list merge (96 of 96); top-k
+# trees (k below the width): one group of 4 (128), of 2 (64), 4 + 4 then 2 (1024), the
+# 4-operand TSORT32 of a tail (40 -> 64 pairs), k not a multiple of 8 (72: 3 runs, k = 3;
+# 300: 10 runs in groups 4, 4, 2, k = 5), five runs as 3 + 2 (160)
+SHAPES = [(2, 128, 8), (4, 64, 8), (2, 96, 96), (3, 40, 8), (2, 1024, 8), (2, 72, 3),
+          (3, 300, 5), (2, 160, 40)]
 
 
 def _compile(m, n, k, largest=True):

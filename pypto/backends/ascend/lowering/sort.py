@@ -31,27 +31,67 @@ def _value(b, word):
 def tsort32(cg, inst):
     """Each 32-block's pairs written at their rank: the number of pairs that sort before
     them (larger value; equal value and smaller index; equal both and earlier position).
-    Branch-free, so LLVM vectorises the count."""
+    Whole blocks compare each pair with the block as 32-lane vectors (a popcount of the
+    mask is the rank); a last partial block counts one pair at a time."""
     src, idx = inst.ins
     dst = inst.outs[0]
     b = cg.b
-    sp, ip, dp = cg.tile_ptr(src), cg.tile_ptr(idx), cg.tile_ptr(dst)
+    ptrs = cg.tile_ptr(src), cg.tile_ptr(idx), cg.tile_ptr(dst)
     cols = src.cols
+    whole = cols // BLOCK * BLOCK
     with counted_loop(b, i64(0), i64(src.rows), name="sr") as r:
-        row = b.mul(r, i64(cols))
-        out_row = b.mul(r, i64(dst.cols))
-        with counted_loop(b, i64(0), i64(cols), name="sj") as j:
-            at = b.add(row, j)
-            kj, pj = _value(b, _word(cg, sp, at)), _word(cg, ip, at)
-            first = b.mul(b.sdiv(j, i64(BLOCK)), i64(BLOCK))
-            rank = _rank(cg, sp, ip, row, first, j, kj, pj, cols)
-            slot = b.mul(b.add(first, rank), i64(2))
-            cg.store_elem(b.bitcast(kj, I32), dp, dt.int32, b.add(out_row, slot))
-            cg.store_elem(pj, dp, dt.int32, b.add(out_row, b.add(slot, i64(1))))
+        row, out_row = b.mul(r, i64(cols)), b.mul(r, i64(dst.cols))
+        if whole:
+            with counted_loop(b, i64(0), i64(whole), step=i64(BLOCK), name="sb") as first:
+                _sort_block(cg, ptrs, row, out_row, first)
+        if whole < cols:
+            with counted_loop(b, i64(whole), i64(cols), name="sj") as j:
+                _place(cg, ptrs, row, out_row, i64(whole), j,
+                       lambda kj, pj: _rank(cg, ptrs, row, i64(whole), j, kj, pj, cols))
 
 
-def _rank(cg, sp, ip, row, first, j, kj, pj, cols):
+def _place(cg, ptrs, row, out_row, first, j, rank_of):
+    """Pair ``j`` of the block at ``first`` written at its rank in that block."""
     b = cg.b
+    sp, ip, dp = ptrs
+    at = b.add(row, j)
+    kj, pj = _value(b, _word(cg, sp, at)), _word(cg, ip, at)
+    slot = b.mul(b.add(first, rank_of(kj, pj)), i64(2))
+    cg.store_elem(b.bitcast(kj, I32), dp, dt.int32, b.add(out_row, slot))
+    cg.store_elem(pj, dp, dt.int32, b.add(out_row, b.add(slot, i64(1))))
+
+
+def _sort_block(cg, ptrs, row, out_row, first):
+    b = cg.b
+    sp, ip, _ = ptrs
+    vk, vi = ir.VectorType(F32, BLOCK), ir.VectorType(I32, BLOCK)
+    at = b.add(row, first)
+    keys = b.load(cg.elem_ptr(sp, dt.float32, at), typ=vk, align=4)
+    pays = b.load(cg.elem_ptr(ip, dt.int32, at), typ=vi, align=4)
+    lanes = ir.Constant(vi, list(range(BLOCK)))
+    popcount = b.module.globals.get("llvm.ctpop.i32") or ir.Function(
+        b.module, ir.FunctionType(I32, [I32]), name="llvm.ctpop.i32")
+
+    def rank_of(kj, pj, q):
+        def splat(v, ty):
+            return b.shuffle_vector(b.insert_element(ir.Constant(ty, ir.Undefined), v, i64(0)),
+                                    ir.Constant(ty, ir.Undefined), ir.Constant(vi, [0] * BLOCK))
+        k, p = splat(kj, vk), splat(pj, vi)
+        same_pay = b.icmp_unsigned("==", pays, p)
+        earlier = b.icmp_signed("<", lanes, splat(b.trunc(q, I32), vi))
+        tie = b.or_(b.icmp_unsigned("<", pays, p), b.and_(same_pay, earlier))
+        before = b.or_(b.fcmp_ordered(">", keys, k), b.and_(b.fcmp_ordered("==", keys, k), tie))
+        bits = b.bitcast(before, I32)
+        return b.zext(b.call(popcount, [bits]), I64)
+
+    with counted_loop(b, i64(0), i64(BLOCK), name="sq") as q:
+        _place(cg, ptrs, row, out_row, first, b.add(first, q),
+               lambda kj, pj: rank_of(kj, pj, q))
+
+
+def _rank(cg, ptrs, row, first, j, kj, pj, cols):
+    b = cg.b
+    sp, ip, _ = ptrs
     acc = cg.entry_alloca(I64)
     b.store(i64(0), acc)
     with counted_loop(b, i64(0), i64(BLOCK), name="sq") as q:
