@@ -40,18 +40,25 @@ def _sentinel(d: dt.dtype, descending: bool):
     return int(info.min if descending else info.max)
 
 
-def sort(op: Op):
+def sort_input(op: Op, work: dt.dtype):
+    """What both sort decompositions start from: an emitter, the operand as a (rows, n)
+    tile of ``work`` values, and k, the direction, rows, n."""
     from .legalize import Emitter
     e = Emitter(op.loc)
     x = op.operands[0]
-    d, shape = x.type.dtype, x.type.shape
-    k, descending = op.attrs["k"], op.attrs["descending"]
-    n = shape[-1]
-    rows = shape[0] if len(shape) == 2 else 1
-    w = _work_dtype(d)
-    xw = e.cast(x, w) if d != w else x
+    shape = x.type.shape
+    n, rows = shape[-1], shape[0] if len(shape) == 2 else 1
+    xw = e.cast(x, work) if x.type.dtype != work else x
     if len(shape) == 1:
         xw = _reshape(e, xw, (1, n))
+    return e, xw, op.attrs["k"], op.attrs["descending"], rows, n
+
+
+def sort(op: Op):
+    from .legalize import Emitter
+    d, shape = op.operands[0].type.dtype, op.operands[0].type.shape
+    w = _work_dtype(d)
+    e, xw, k, descending, rows, n = sort_input(op, w)
     key = xw
     if w.is_floating:     # NaN ties with the leading infinity (legalize_sort32's rule)
         key = e.where(e.binary("ne", xw, xw), math.inf if descending else -math.inf, xw)

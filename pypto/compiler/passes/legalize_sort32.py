@@ -75,16 +75,9 @@ def applies(op: Op, target) -> bool:
 
 
 def sort(op: Op):
-    from .legalize import Emitter
-    e = Emitter(op.loc)
-    x = op.operands[0]
-    d, shape = x.type.dtype, x.type.shape
-    k, descending = op.attrs["k"], op.attrs["descending"]
-    n = shape[-1]
-    rows = shape[0] if len(shape) == 2 else 1
-    xw = e.cast(x, dt.float32) if d != dt.float32 else x
-    if len(shape) == 1:
-        xw = _reshape(e, xw, (rows, n))
+    from .legalize_sort import sort_input
+    d, shape = op.operands[0].type.dtype, op.operands[0].type.shape
+    e, xw, k, descending, rows, n = sort_input(op, dt.float32)
     key, payload = _key_and_payload(e, xw, descending)
     top = k < n                 # a top-k: merge only what can reach the first k
     width = -(-n // BLOCK) * BLOCK if top else padded_width(n)
