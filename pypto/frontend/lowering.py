@@ -30,7 +30,6 @@ from .. import language as pl
 from ..compiler.errors import CompilationError
 from . import ops
 from .symbolic import SymTensor
-from .unavailable import NotAvailableError
 
 _MODULES: OrderedDict = OrderedDict()   # (source, leaf shapes, dtypes, tile) -> graph Module
 _MAX_MODULES = 256

@@ -105,9 +105,9 @@ class JitKernel:
         self._say_host()
         before = [a.copy() for a in arrays] if CALL_HOOKS else None
         if self.run_mode == opts.RunMode.SIM and not getattr(trace, "sim_written", False):
-            trace.sim_written = True        # later calls would model the same programs
             with sim_output.recorded(self.__name__):
                 Evaluator(trace, arrays).run()
+            trace.sim_written = True        # later calls would model the same programs
         else:
             Evaluator(trace, arrays).run()
         for hook in CALL_HOOKS:
