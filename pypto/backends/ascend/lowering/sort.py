@@ -127,34 +127,48 @@ def tmrgsort(cg, inst):
     _merge(cg, lists, dp, 0, min(dst.cols // 2, sum(n for _, _, n in lists)))
 
 
+CURSOR_BITS = 16            # a list's cursor in the packed merge state (lists < 65536 pairs)
+
+
 def _merge(cg, lists, dp, out_at, count):
-    """``count`` pairs from ``lists`` ((base, first word, pairs)) into ``dp`` from word
-    ``out_at``: branch-free selects over the lists' heads."""
+    """``count`` pairs from two to four ``lists`` ((base, first word, pairs)) into ``dp`` from
+    word ``out_at``. The heads meet in a tournament, (0, 1) and (2, 3) then the winners, an
+    earlier list winning ties as the chip's does; the cursors are 16-bit fields of one
+    integer, so each step is one chain of scalar work (four cursors kept apart were vectorised
+    by LLVM into mask shuffles that cost four times as much)."""
     b = cg.b
-    cursors = [cg.entry_alloca(I64) for _ in lists]
-    for c in cursors:
-        b.store(i64(0), c)
+    assert all(size < 1 << CURSOR_BITS for _, _, size in lists), "a merge list is too long"
+    state = cg.entry_alloca(I64)
+    b.store(i64(0), state)
     with counted_loop(b, i64(0), i64(count), name="mo") as o:
-        have = ir.Constant(I1, 0)
-        best_k = best_p = pick = None
-        for n, ((base, first, size), cur) in enumerate(zip(lists, cursors)):
-            at = b.load(cur)
-            avail = b.icmp_signed("<", at, i64(size))
-            word = b.add(i64(first), b.mul(b.select(avail, at, i64(0)), i64(2)))
-            kw, pw = _word(cg, base, word), _word(cg, base, b.add(word, i64(1)))
-            if best_k is None:
-                best_k, best_p, pick, have = kw, pw, i64(0), avail
-                continue
-            take = b.and_(avail, b.or_(b.not_(have), b.fcmp_ordered(
-                ">", _value(b, kw), _value(b, best_k))))
-            best_k, best_p = b.select(take, kw, best_k), b.select(take, pw, best_p)
-            pick = b.select(take, i64(n), pick)
-            have = b.or_(have, avail)
+        cursors = b.load(state)
+        heads = [_head(cg, cursors, n, lst) for n, lst in enumerate(lists)]
+        heads += [None] * (4 - len(heads))
+        key, pay, pick, _ = _better(b, _better(b, heads[0], heads[1]),
+                                    _better(b, heads[2], heads[3]))
         out = b.add(i64(out_at), b.mul(o, i64(2)))
-        cg.store_elem(best_k, dp, dt.int32, out)
-        cg.store_elem(best_p, dp, dt.int32, b.add(out, i64(1)))
-        for n, cur in enumerate(cursors):
-            b.store(b.add(b.load(cur), b.zext(b.icmp_signed("==", pick, i64(n)), I64)), cur)
+        cg.store_elem(key, dp, dt.int32, out)
+        cg.store_elem(pay, dp, dt.int32, b.add(out, i64(1)))
+        b.store(b.add(cursors, b.shl(i64(1), b.mul(pick, i64(CURSOR_BITS)))), state)
+
+
+def _head(cg, cursors, n, lst):
+    """(key word, payload word, list number, available) of list ``n``'s next pair."""
+    b = cg.b
+    base, first, size = lst
+    at = b.and_(b.lshr(cursors, i64(n * CURSOR_BITS)), i64((1 << CURSOR_BITS) - 1))
+    avail = b.icmp_signed("<", at, i64(size))
+    word = b.add(i64(first), b.mul(b.select(avail, at, i64(0)), i64(2)))
+    return (_word(cg, base, word), _word(cg, base, b.add(word, i64(1))), i64(n), avail)
+
+
+def _better(b, x, y):
+    """The head that leaves first: ``y`` only if it is there and larger (or ``x`` is not)."""
+    if x is None or y is None:
+        return x if y is None else y
+    take = b.and_(y[3], b.or_(b.not_(x[3]), b.fcmp_ordered(">", _value(b, y[0]),
+                                                          _value(b, x[0]))))
+    return tuple(b.select(take, yv, xv) for xv, yv in zip(x[:3], y[:3])) + (b.or_(x[3], y[3]),)
 
 
 PATTERN_PHASE = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
