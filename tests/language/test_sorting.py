@@ -41,17 +41,22 @@ def sort_1d(x, v, i, N: pl.constexpr):
 
 
 def ref_order(x, descending):
+    """numpy's stable order; NaN as the leading infinity (docs/language.md, Sorting)."""
     key = -x.astype(np.float64) if descending else x.astype(np.float64)
+    key = np.where(np.isnan(key), -np.inf, key)
     return np.argsort(key, axis=-1, kind="stable").astype(np.int32)
 
 
 DTYPES = [np.float32, np.float16, np.int32]
 
 
-def _values(rng, shape, d):
+def _values(rng, shape, d, nan=0.0):
+    """Small integers (many ties); for floats also halves, both infinities and, with ``nan``
+    > 0, that share of NaNs."""
     v = rng.integers(-4, 5, shape)
     if np.dtype(d).kind == "f":
-        v = v + rng.choice([0.0, 0.5, -np.inf, np.inf], shape, p=[0.8, 0.1, 0.05, 0.05])
+        p = [0.8 - nan, 0.1, 0.05, 0.05, nan]
+        v = v + rng.choice([0.0, 0.5, -np.inf, np.inf, np.nan], shape, p=p)
     return v.astype(d)
 
 
@@ -99,19 +104,25 @@ def test_topk_keeps_values_equal_to_the_sentinel_apart():
     _check(topk_2d, x, 4, False, M=1, N=4, K=4, LARGEST=False)
 
 
-@pytest.mark.parametrize("largest", [True, False])
-def test_nan_comes_first_in_index_order(largest):
-    """docs/language.md: NaN is compared as the leading infinity, so without that infinity
-    in the row NaNs come first, in index order."""
-    x = np.array([[1, np.nan, 3, np.nan, 2]], np.float32)
-    for interp in (False, True):
-        v, i = np.zeros((1, 4), np.float32), np.zeros((1, 4), np.int32)
-        with pytest.MonkeyPatch.context() as mp:
-            if interp:
-                mp.setenv("PYPTO_INTERPRET", "1")
-            topk_2d[(1,)](x, v, i, M=1, N=5, K=4, LARGEST=largest)
-        assert i.tolist() == [[1, 3, 2, 4] if largest else [1, 3, 0, 4]]
-        assert np.isnan(v[0, :2]).all() and v[0, 2:].tolist() == ([3, 2] if largest else [1, 2])
+NAN, INF = np.nan, np.inf
+# (row, k, largest, indices, values): docs/language.md, NaN is compared as the leading infinity
+# (+inf descending, -inf ascending), so NaNs and that infinity leave together in index order,
+# and in a row without it NaNs come first
+NAN_ROWS = [
+    ([1, NAN, 3, NAN, 2], 4, True, [1, 3, 2, 4], [NAN, NAN, 3, 2]),
+    ([1, NAN, 3, NAN, 2], 4, False, [1, 3, 0, 4], [NAN, NAN, 1, 2]),
+    ([1, INF, NAN, 3, INF, NAN, 2], 5, True, [1, 2, 4, 5, 3], [INF, NAN, INF, NAN, 3]),
+    ([1, -INF, NAN, 3, -INF, NAN, 2], 5, False, [1, 2, 4, 5, 0], [-INF, NAN, -INF, NAN, 1]),
+]
+
+
+@pytest.mark.parametrize("row, k, largest, indices, values", NAN_ROWS)
+def test_nan_order(row, k, largest, indices, values):
+    x = np.array([row], np.float32)
+    arrays = {"x": x, "v": np.zeros((1, k), np.float32), "i": np.zeros((1, k), np.int32)}
+    for r in run_both(topk_2d, (1,), arrays, M=1, N=len(row), K=k, LARGEST=largest):
+        assert r["i"].tolist() == [indices]
+        np.testing.assert_array_equal(r["v"][0], values)
 
 
 # -- misuse ---------------------------------------------------------------------------------------
@@ -171,54 +182,22 @@ def test_cycle_model_charges_one_pass_per_selected_element():
     assert abs((cycles[8] - cycles[5]) / 3 - step) < 0.1 * step
 
 
-@pytest.mark.parametrize("largest", [True, False])
-def test_nan_ties_with_the_leading_infinity(largest):
-    """NaN and +inf (descending) / -inf (ascending) leave together, in index order: the sort
-    instructions never see a NaN (passes/legalize_sort32.py)."""
-    inf = np.inf if largest else -np.inf
-    x = np.array([[1, inf, np.nan, 3, inf, np.nan, 2]], np.float32)
-    for interp in (False, True):
-        v, i = np.zeros((1, 5), np.float32), np.zeros((1, 5), np.int32)
-        with pytest.MonkeyPatch.context() as mp:
-            if interp:
-                mp.setenv("PYPTO_INTERPRET", "1")
-            topk_2d[(1,)](x, v, i, M=1, N=7, K=5, LARGEST=largest)
-        assert i.tolist() == [[1, 2, 4, 5, 3 if largest else 0]]
-        np.testing.assert_array_equal(v[0], [inf, np.nan, inf, np.nan, 3 if largest else 1])
-
-
-def _nan_ref(x, k, largest):
-    key = x.astype(np.float64)
-    key = np.where(np.isnan(key), -np.inf, -key if largest else key)
-    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
-    return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
-
-
 @settings(max_examples=12, deadline=None, derandomize=True, database=None)
 @given(st.integers(1, 4), st.integers(1, 300), st.sampled_from([np.float32, np.float16]),
        st.booleans(), st.data())
 def test_sort_instructions_match_numpy(m, n, d, largest, data):
-    """TSORT32 + TMRGSORT (4-run, 2- and 3-list merges) + TGATHER: widths with tails (not
-    multiples of 32, nor 32 times powers of four), k from 1 to the width, duplicates, NaN
-    and both infinities; compiled and interpreted against numpy's stable order."""
+    """TSORT32 + TMRGSORT (4-run, 2- and 3-list merges, top-k trees) + TGATHER: widths with
+    tails (not multiples of 32, nor 32 times powers of four), k from 1 to the width,
+    duplicates, NaN and both infinities."""
     k = data.draw(st.integers(1, n))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
-    x = rng.integers(-4, 5, (m, n)) + rng.choice(
-        [0.0, 0.5, -np.inf, np.inf, np.nan], (m, n), p=[0.7, 0.1, 0.07, 0.07, 0.06])
-    x = x.astype(d)
-    arrays = {"x": x, "v": np.zeros((m, k), d), "i": np.full((m, k), -9, np.int32)}
-    got, interp = run_both(topk_2d, (1,), arrays, M=m, N=n, K=k, LARGEST=largest)
-    want_v, want_i = _nan_ref(x, k, largest)
-    for what, r in (("compiled", got), ("interpreter", interp)):
-        np.testing.assert_array_equal(r["i"], want_i, err_msg=f"{what} indices {x}")
-        np.testing.assert_array_equal(r["v"], want_v, err_msg=f"{what} values {x}")
+    x = _values(np.random.default_rng(data.draw(st.integers(0, 2**31 - 1))), (m, n), d, nan=0.06)
+    _check(topk_2d, x, k, largest, M=m, N=n, K=k, LARGEST=largest)
 
 
 def test_float_sorts_use_the_sort_instructions_and_ints_the_selection_loop():
     """docs/language.md, Sorting: float tiles become TSORT32, TMRGSORT and TGATHER, whose
     modelled time hardly depends on k; int32 tiles keep the selection loop."""
     from pypto.backends.ascend.cycle_model import model_kernel
-    cycles = {}
     for d in (np.float32, np.int32):
         x = np.zeros((4, 256), d)
         v, i = np.zeros((4, 8), d), np.zeros((4, 8), np.int32)
@@ -226,7 +205,7 @@ def test_float_sorts_use_the_sort_instructions_and_ints_the_selection_loop():
         sorted_by_sfu = all(f"pto.{op} " in pto for op in ("tsort32", "tmrgsort", "tgather"))
         assert sorted_by_sfu == (d == np.float32)
         assert ("pto.trowargmax" in pto) == (d == np.int32)
-    x = np.zeros((4, 256), np.float32)
+    x, cycles = np.zeros((4, 256), np.float32), {}
     for k in (2, 8):
         v, i = np.zeros((4, k), np.float32), np.zeros((4, k), np.int32)
         cycles[k] = model_kernel(topk_2d, (1,), x, v, i, M=4, N=256, K=k,
