@@ -50,7 +50,7 @@ def sort_input(op: Op, work: dt.dtype):
     n, rows = shape[-1], shape[0] if len(shape) == 2 else 1
     xw = e.cast(x, work) if x.type.dtype != work else x
     if len(shape) == 1:
-        xw = _reshape(e, xw, (1, n))
+        xw = reshaped(e, xw, (1, n))
     return e, xw, op.attrs["k"], op.attrs["descending"], rows, n
 
 
@@ -62,11 +62,8 @@ def sort(op: Op):
     key = xw
     if w.is_floating:     # NaN ties with the leading infinity (legalize_sort32's rule)
         key = e.where(e.binary("ne", xw, xw), math.inf if descending else -math.inf, xw)
-    full_t, out_t = (rows, n), (rows, k)
-    cols = _bcast(e, _reshape(e, e.emit("tile.arange", [], TileType(dt.int32, (n,)),
-                                        {"start": 0, "end": n}), (1, n)), full_t)
-    kcols = _bcast(e, _reshape(e, e.emit("tile.arange", [], TileType(dt.int32, (k,)),
-                                         {"start": 0, "end": k}), (1, k)), out_t)
+    out_t = (rows, k)
+    cols, kcols = column_indices(e, rows, n), column_indices(e, rows, k)
     # nothing taken yet: a compare, not a fill, so the .pto says how wide the mask is
     inits = [e.binary("lt", cols, e.const(0, dt.int32)), e.full(0, TileType(w, out_t)),
              e.full(0, TileType(dt.int32, out_t))]
@@ -83,7 +80,7 @@ def sort(op: Op):
     if d != w:
         vals = e.cast(vals, d)
     if len(shape) == 1:
-        vals, idxs = _reshape(e, vals, (k,)), _reshape(e, idxs, (k,))
+        vals, idxs = reshaped(e, vals, (k,)), reshaped(e, idxs, (k,))
     return e.ops, (vals, idxs)
 
 
@@ -112,7 +109,14 @@ def _select_step(e, key, x, cols, kcols, i, taken, vals, idxs, descending):
     return [taken, vals, idxs]
 
 
-def _reshape(e, x, shape):
+def column_indices(e, rows: int, n: int):
+    """A (rows, n) int32 tile whose every row is 0 .. n - 1."""
+    cols = reshaped(e, e.emit("tile.arange", [], TileType(dt.int32, (n,)),
+                              {"start": 0, "end": n}), (1, n))
+    return _bcast(e, cols, (rows, n))
+
+
+def reshaped(e, x, shape):
     return e.emit("tile.reshape", [x], TileType(x.type.dtype, shape), {"shape": shape})
 
 

@@ -32,6 +32,7 @@ import math
 
 from ...language import dtypes as dt
 from ..ir import Op, TileType
+from .legalize_sort import column_indices, reshaped, sort_input
 
 BLOCK = 32                      # TSORT32's block
 FLOATS = (dt.float16, dt.float32)
@@ -75,7 +76,6 @@ def applies(op: Op, target) -> bool:
 
 
 def sort(op: Op):
-    from .legalize_sort import sort_input
     d, shape = op.operands[0].type.dtype, op.operands[0].type.shape
     e, xw, k, descending, rows, n = sort_input(op, dt.float32)
     key, payload = _key_and_payload(e, xw, descending)
@@ -105,7 +105,7 @@ def sort(op: Op):
     if d != dt.float32:
         vals = e.cast(vals, d)
     if len(shape) == 1:
-        vals, idxs = _reshape(e, vals, (k,)), _reshape(e, idxs, (k,))
+        vals, idxs = reshaped(e, vals, (k,)), reshaped(e, idxs, (k,))
     return e.ops, (vals, idxs)
 
 
@@ -157,11 +157,7 @@ def _key_and_payload(e, x, descending):
     key = x if descending else e.unary("neg", x)
     nan = e.binary("ne", x, x)
     key = e.where(nan, math.inf, key)
-    cols = e.emit("tile.arange", [], TileType(dt.int32, (n,)), {"start": 0, "end": n})
-    cols = _reshape(e, cols, (1, n))
-    if rows > 1:
-        cols = e.emit("tile.broadcast", [cols], TileType(dt.int32, (rows, n)),
-                      {"shape": (rows, n)})
+    cols = column_indices(e, rows, n)
     payload = e.binary("add", e.binary("add", cols, cols), e.cast(nan, dt.int32))
     return key, payload
 
@@ -171,6 +167,3 @@ def _first_columns(e, x, k):
     return e.emit("tile.slice", [x], TileType(x.type.dtype, (rows, k)),
                   {"starts": (0, 0), "stops": (rows, k)})
 
-
-def _reshape(e, x, shape):
-    return e.emit("tile.reshape", [x], TileType(x.type.dtype, shape), {"shape": shape})
