@@ -18,8 +18,8 @@ patterns. The decomposition (docs/language.md, "Sorting"):
    ties sort after every element (TSORT32 sorts a partial last block alone on pto-isa's
    simulator, and pads it with -NaN, its minimum, on the chip);
 4. TSORT32, then merges of four runs until one or two or three are left, merged by the 2- or
-   3-list form (``tile.mrgsort``); a top-k (k below the width) instead merges a tree of
-   lists cut to their first k pairs (``tile.mrgtopk``, ``top_levels``);
+   3-list form (``tile.mrgsort``, ``tile.mrglists``); a top-k (k below the width) instead
+   merges a tree of lists cut to their first k pairs (``tile.mrglists``, ``top_levels``);
 5. values and payloads deinterleaved, the first ``k`` columns kept, the index shifted out and
    NaN put back where the payload says.
 
@@ -90,7 +90,7 @@ def sort(op: Op):
         pairs, width = _top_merges(e, pairs, width // BLOCK, k)
     else:
         for run in merge_runs(width):
-            pairs = e.emit("tile.mrgsort", [pairs], pairs.type, {"run": run})
+            pairs = _merge_whole_rows(e, pairs, run)
     vals = e.emit("tile.gather_mask", [pairs], TileType(dt.float32, (rows, width)),
                   {"pattern": "P0101"})
     pays = e.emit("tile.gather_mask", [pairs], TileType(dt.int32, (rows, width)),
@@ -107,6 +107,17 @@ def sort(op: Op):
     if len(shape) == 1:
         vals, idxs = reshaped(e, vals, (k,)), reshaped(e, idxs, (k,))
     return e.ops, (vals, idxs)
+
+
+def _merge_whole_rows(e, pairs, run):
+    """One full-sort merge level: four runs of ``run`` pairs at once (``tile.mrgsort``, the
+    blockLen form) while they divide the row, else the two or three left as one list-form
+    group (``tile.mrglists``)."""
+    ways = pairs.type.shape[1] // (2 * run)
+    if ways % 4 == 0:
+        return e.emit("tile.mrgsort", [pairs], pairs.type, {"run": run})
+    return e.emit("tile.mrglists", [pairs], pairs.type,
+                  {"groups": (ways,), "stride": run, "take": run})
 
 
 def merge_groups(runs: int) -> list[int]:
@@ -145,7 +156,7 @@ def _top_merges(e, pairs, runs, k):
     rows, width = pairs.type.shape[0], BLOCK
     for groups, stride, take, slot in top_levels(runs, k):
         init = e.full(-math.inf, TileType(dt.float32, (rows, 2 * len(groups) * slot)))
-        pairs = e.emit("tile.mrgtopk", [pairs, init], init.type,
+        pairs = e.emit("tile.mrglists", [pairs, init], init.type,
                        {"groups": tuple(groups), "stride": stride, "take": take})
         width = len(groups) * slot
     return pairs, width

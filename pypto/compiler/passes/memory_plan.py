@@ -130,7 +130,7 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[2], op.result)
         if op.name == "tile.sort32":     # TSORT32 writes its pairs over the padding
             classes.union(op.operands[2], op.result)
-        if op.name == "tile.mrgtopk":    # a top-k merge level writes over its -inf pairs
+        if op.name == "tile.mrglists" and len(op.operands) == 2:   # over its -inf pairs
             classes.union(op.operands[1], op.result)
         if op.name in ("tile.setval", "tile.bitcast"):   # a bitcast is its source's bytes
             classes.union(op.operands[0], op.result)

@@ -236,40 +236,32 @@ class _Lowering:
         out.append(Inst("tsort32", [key, idx], [dst], attrs))
 
     def _tile_mrgsort(self, op, out):
-        """Merges of sorted runs of (value, index) pairs, per row (TMRGSORT wants one-row
-        tiles): four runs at once (``blockLen``) over rows seen as one list, whose groups
-        never straddle a row, at most 255 groups per instruction; the two or three runs left
-        of a row by the 2-/3-list form, through its scratch row (``_scratch``)."""
+        """Four runs of (value, index) pairs merged at once (``blockLen``), over rows seen as
+        one list (TMRGSORT wants one-row tiles), whose groups never straddle a row, at most
+        255 groups per instruction."""
         src, dst = self.get(op.operands[0]), self.tile(op.result)
         hints = _host_hints(op)
         rows, width = src.rows, src.cols
         run = op.attrs["run"]
-        ways = width // (2 * run)
-        if ways % 4 == 0:
-            per_row = ways // 4
-            chunk = max(1, MAX_REPEATS // per_row)
-            for r0 in range(0, rows, chunk):
-                n = min(chunk, rows - r0)
-                out.append(Inst("tmrgsort", [self.view(src, r0 * width, 1, n * width)],
-                                [self.view(dst, r0 * width, 1, n * width)],
-                                {"block_len": 2 * run, **hints}))
-            return
-        tmp = self.tile(op.attrs["_scratch"])
-        for r in range(rows):
-            lists = [self.view(src, r * width + j * 2 * run, 1, 2 * run) for j in range(ways)]
-            out.append(Inst("tmrgsort", lists, [self.view(dst, r * width, 1, width)],
-                            {"tmp": tmp, **hints}))
+        per_row = width // (2 * run) // 4
+        chunk = max(1, MAX_REPEATS // per_row)
+        for r0 in range(0, rows, chunk):
+            n = min(chunk, rows - r0)
+            out.append(Inst("tmrgsort", [self.view(src, r0 * width, 1, n * width)],
+                            [self.view(dst, r0 * width, 1, n * width)],
+                            {"block_len": 2 * run, **hints}))
 
-    def _tile_mrgtopk(self, op, out):
-        """One level of a top-k's merge tree (legalize_sort32.top_levels), per row: each group
-        of runs (``take`` pairs of each, ``stride`` pairs apart) merged whole by the list form
-        into its slot of the result (which starts as the -inf pairs of the second operand;
-        planning gives it that buffer, a copy first if not)."""
-        src, init = (self.get(v) for v in op.operands)
+    def _tile_mrglists(self, op, out):
+        """List-form merges, per row: each group of runs (``take`` pairs of each, ``stride``
+        pairs apart) merged whole into its slot of the result: the last merge of a full sort
+        (one group), or a level of a top-k's tree (legalize_sort32.top_levels), whose result
+        starts as the -inf pairs of a second operand (planning gives it that buffer, a copy
+        first if not)."""
+        src = self.get(op.operands[0])
         dst = self.tile(op.result)
         hints = _host_hints(op)
-        if dst is not init:
-            out.append(Inst("tmov", [init], [dst], hints))
+        if len(op.operands) == 2 and dst is not self.get(op.operands[1]):
+            out.append(Inst("tmov", [self.get(op.operands[1])], [dst], hints))
         groups, stride, take = op.attrs["groups"], op.attrs["stride"], op.attrs["take"]
         slot = max(groups) * take
         tmp = self.tile(op.attrs["_scratch"])
@@ -279,9 +271,10 @@ class _Lowering:
                 lists = [self.view(src, r * src.cols + 2 * (first + j) * stride, 1, 2 * take)
                          for j in range(size)]
                 whole = 2 * size * take
+                scratch = tmp if whole == tmp.cols else self.view(tmp, 0, 1, whole)
                 out.append(Inst("tmrgsort", lists,
                                 [self.view(dst, r * dst.cols + 2 * g * slot, 1, whole)],
-                                {"tmp": self.view(tmp, 0, 1, whole), **hints}))
+                                {"tmp": scratch, **hints}))
                 first += size
 
     def _tile_matmul(self, op, out):
@@ -302,12 +295,7 @@ def scratch_like(op):
     if op.name == "tile.sort32":           # the unaligned form's row (_tile_sort32)
         n = op.operands[0].type.shape[-1]
         return None if n % 32 == 0 else Value(TileType(dt.float32, (1, -(-n // 32) * 32)))
-    if op.name == "tile.mrgsort":          # the 2-/3-list form's row (_tile_mrgsort)
-        rows, width = op.operands[0].type.shape
-        if (width // (2 * op.attrs["run"])) % 4 == 0:
-            return None
-        return Value(TileType(op.result.type.dtype, (1, width)))
-    if op.name == "tile.mrgtopk":          # the largest group's merge (_tile_mrgtopk)
+    if op.name == "tile.mrglists":         # the largest group's merge (_tile_mrglists)
         ways = max(op.attrs["groups"])
         return Value(TileType(op.result.type.dtype, (1, 2 * ways * op.attrs["take"])))
     rule = TILE_TO_PTO.get(op.name)
