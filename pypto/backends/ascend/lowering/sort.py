@@ -119,20 +119,22 @@ def tmrgsort(cg, inst):
         run = inst.attrs["block_len"] // 2
         sp = cg.tile_ptr(src)
         group = 4 * run
-        for g in range(dst.cols // (2 * group)):
-            lists = [(sp, g * 2 * group + k * 2 * run, run) for k in range(4)]
-            _merge(cg, lists, dp, g * 2 * group, group)
+        b = cg.b
+        with counted_loop(b, i64(0), i64(dst.cols // (2 * group)), name="mg") as g:
+            at = b.mul(g, i64(2 * group))
+            lists = [(sp, b.add(at, i64(k * 2 * run)), run) for k in range(4)]
+            _merge(cg, lists, dp, at, group)
         return
-    lists = [(cg.tile_ptr(s), 0, s.cols // 2) for s in inst.ins]
-    _merge(cg, lists, dp, 0, min(dst.cols // 2, sum(n for _, _, n in lists)))
+    lists = [(cg.tile_ptr(s), i64(0), s.cols // 2) for s in inst.ins]
+    _merge(cg, lists, dp, i64(0), min(dst.cols // 2, sum(n for _, _, n in lists)))
 
 
 CURSOR_BITS = 16            # a list's cursor in the packed merge state (lists < 65536 pairs)
 
 
 def _merge(cg, lists, dp, out_at, count):
-    """``count`` pairs from two to four ``lists`` ((base, first word, pairs)) into ``dp`` from
-    word ``out_at``. The heads meet in a tournament, (0, 1) and (2, 3) then the winners, an
+    """``count`` pairs from two to four ``lists`` ((base, first word as an LLVM value, pairs))
+    into ``dp`` from word ``out_at`` (an LLVM value). The heads meet in a tournament, (0, 1) and (2, 3) then the winners, an
     earlier list winning ties as the chip's does; the cursors are 16-bit fields of one
     integer, so each step is one chain of scalar work (four cursors kept apart were vectorised
     by LLVM into mask shuffles that cost four times as much)."""
@@ -146,7 +148,7 @@ def _merge(cg, lists, dp, out_at, count):
         heads += [None] * (4 - len(heads))
         key, pay, pick, _ = _better(b, _better(b, heads[0], heads[1]),
                                     _better(b, heads[2], heads[3]))
-        out = b.add(i64(out_at), b.mul(o, i64(2)))
+        out = b.add(out_at, b.mul(o, i64(2)))
         cg.store_elem(key, dp, dt.int32, out)
         cg.store_elem(pay, dp, dt.int32, b.add(out, i64(1)))
         b.store(b.add(cursors, b.shl(i64(1), b.mul(pick, i64(CURSOR_BITS)))), state)
@@ -158,7 +160,7 @@ def _head(cg, cursors, n, lst):
     base, first, size = lst
     at = b.and_(b.lshr(cursors, i64(n * CURSOR_BITS)), i64((1 << CURSOR_BITS) - 1))
     avail = b.icmp_signed("<", at, i64(size))
-    word = b.add(i64(first), b.mul(b.select(avail, at, i64(0)), i64(2)))
+    word = b.add(first, b.mul(b.select(avail, at, i64(0)), i64(2)))
     return (_word(cg, base, word), _word(cg, base, b.add(word, i64(1))), i64(n), avail)
 
 
