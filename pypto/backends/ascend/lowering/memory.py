@@ -34,7 +34,6 @@ def _window(cg, tensor, offsets):
 
     def index(row, col):
         return b.add(b.mul(row, s0), b.mul(col, s1))
-    index.contiguous = isinstance(s1, ir.Constant) and s1.constant == 1
     return ptr, tuple(offs), tuple(dims), index
 
 
@@ -105,7 +104,7 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
     r_lo, r_hi = _valid_range(b, o0, d0, tile.rows)
     c_lo, c_hi = _valid_range(b, o1, d1, tile.cols)
     padv = from_compute(b, const(tile.dtype, pad), tile.dtype) if to_tile else None
-    vector_rows = _vector_rows(tensor, tile, index, atomic)
+    vector_rows = _vector_rows(cg, tensor, tile, atomic)
 
     def fill(row_base, start, stop):
         with counted_loop(b, start, stop, name="pad") as c:
@@ -151,13 +150,15 @@ def _move_elem(cg, gd, g, td, t, to_tile, atomic):
 VECTOR_BYTES = 64           # one AVX-512 register; LLVM splits it on narrower hosts
 
 
-def _vector_rows(tensor, tile, index, atomic) -> bool:
-    """Rows move as vectors when they are contiguous in GM and need no conversion (a plain
-    store, of a type of at least one byte). Written as vectors, not left to LLVM: a row of
+def _vector_rows(cg, tensor, tile, atomic) -> bool:
+    """Rows move as vectors when they are contiguous in GM (a tensor ``_window`` does not remap,
+    whose last stride is the constant 1) and need no conversion (a plain store, of a type of at least one byte). Written as vectors, not left to LLVM: a row of
     constant length is unrolled before the loop vectoriser sees it, and the SLP vectoriser
     cannot prove GM apart from the on-chip buffers, so such rows moved one element at a time
     (a third of a batched matmul's time on AVX-512)."""
-    return (getattr(index, "contiguous", False) and tensor.dtype == tile.dtype and not atomic
+    last_stride = cg.get(tensor)[2][-1]
+    return (tensor.layout not in ("NZ", "NC1HWC0") and isinstance(last_stride, ir.Constant)
+            and last_stride.constant == 1 and tensor.dtype == tile.dtype and not atomic
             and tile.dtype.bits >= 8)
 
 
