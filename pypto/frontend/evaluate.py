@@ -159,14 +159,17 @@ def _scatter(ev, node):
 
 
 def _topk(ev, node):
-    """Values and indices are two nodes of one sort: the second reads the first's result."""
-    a = node.attrs
-    key = ("topk", id(node.args[0]), a["axis"], a["k"], a["largest"])
+    """Values and indices are two nodes of one sort: the second reads the first's result.
+    Each node pins its own read of the operand (symbolic.pinned), so the sort is known by
+    what it reads: the buffer, window and version, or the computed node itself."""
+    a, x = node.attrs, node.args[0]
+    source = (id(x.attrs["buffer"]), repr(x.attrs["chain"]), x.attrs["version"]) \
+        if x.op == "read" else (id(x),)
+    key = ("topk", *source, a["axis"], a["k"], a["largest"])
     kept = ev.memo.get(key)
-    if kept is None or kept[0] is not node.args[0]:
-        kept = (node.args[0], sorting.topk(node, ev.value(node.args[0]), ev.vec_tile))
-        ev.memo[key] = kept
-    return kept[1][a["part"]]
+    if kept is None:
+        kept = ev.memo[key] = sorting.topk(node, ev.value(x), ev.vec_tile)
+    return kept[a["part"]]
 
 
 def _argsort(ev, node):

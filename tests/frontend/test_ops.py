@@ -360,3 +360,25 @@ def test_topk_misuse_and_sort32_say_what_to_do():
         bf16(torch.zeros(2, 8, dtype=torch.bfloat16), torch.zeros(2, 8, dtype=torch.int32))
     with pytest.raises(pypto.frontend.NotAvailableError, match="sort32"):
         block_sort(_x(2, 32), torch.zeros(2, 64))
+
+
+def test_topk_values_and_indices_come_from_one_sort(monkeypatch):
+    """The two outputs are two trace nodes, each pinning its own read of the operand; the
+    evaluator still runs one pl.topk kernel for both (it ran two before)."""
+    from pypto.frontend import sorting
+    runs = []
+    real = sorting.topk
+    monkeypatch.setattr(sorting, "topk", lambda *a: runs.append(1) or real(*a))
+
+    @pypto.frontend.jit
+    def kern(x: pypto.Tensor([4, 64], pypto.DT_FP32), v: pypto.Tensor([4, 8], pypto.DT_FP32),
+             i: pypto.Tensor([4, 8], pypto.DT_INT32)):
+        v[:], i[:] = pypto.topk(x, 8)
+        v[:] = v + pypto.topk(x * 2.0, 8)[0]
+
+    x, v, i = torch.randn(4, 64), torch.zeros(4, 8), torch.zeros(4, 8, dtype=torch.int32)
+    kern(x, v, i)
+    assert len(runs) == 2                   # topk(x) once, topk(x * 2) once
+    want = torch.topk(x, 8)
+    torch.testing.assert_close(v, want.values * 3)
+    torch.testing.assert_close(i, want.indices.int())
