@@ -157,21 +157,27 @@ def run_tile_op(source: str, arrays: list, tile: tuple, what: str) -> np.ndarray
 
 
 def _fitting(source, arrays, tile, what):
-    """The module for the largest tile up to ``tile`` that fits on-chip: CANN's tile shapes
-    assume its buffer reuse, so a tile PyPTO cannot hold is halved (rows first) until it fits,
-    with a warning in CANN's terms (CANN's own examples must run unchanged, so this is not an
-    error); only a one-row tile that still overflows is an error, in CANN's terms."""
+    """The module of the fused op ``source`` for the largest tile up to ``tile`` that fits."""
+    return fit_tile(lambda t: _compile(source, arrays, t, what), tile, what)
+
+
+def fit_tile(build, tile, what, whole_cols=False):
+    """``build(t)`` for the largest tile ``t`` up to ``tile`` that fits on-chip: CANN's tile
+    shapes assume its buffer reuse, so a tile PyPTO cannot hold is halved (rows first; its
+    columns too unless ``whole_cols``) until it fits, with a warning in CANN's terms (CANN's
+    own examples must run unchanged, so this is not an error); only a tile that cannot shrink
+    further and still overflows is an error, in CANN's terms."""
     first_error, wanted = None, tile
     while True:
         try:
-            module = _compile(source, arrays, tile, what)
+            result = build(tile)
         except CompilationError as e:
             if "overflow" not in str(e):
                 raise
             first_error = first_error or e
-            if tile == (1, 1):
+            tile = _halved(tile, whole_cols)
+            if tile is None:
                 break
-            tile = (max(1, tile[0] // 2), tile[1]) if tile[0] > 1 else (1, max(1, tile[1] // 2))
             continue
         if tile != wanted:
             warnings.warn(
@@ -182,11 +188,21 @@ def _fitting(source, arrays, tile, what):
                 f"buffers PyPTO does not), so it ran {tile[0]} x {tile[1]} tiles instead; set "
                 f"that tile shape to silence this. Compiler: {_first_line(first_error)}",
                 TileShapeWarning, stacklevel=2)
-        return module
+        return result
     raise ValueError(f"pypto.frontend {what}: even one row of the tile shape does not fit the "
                      f"910B's on-chip buffers (CANN: 'in/output total size exceeds MEM_UB "
                      f"size'); the rows or the reduced axis are too long. Compiler: "
                      f"{first_error}") from None
+
+
+def _halved(tile, whole_cols):
+    """The next smaller tile to try, or None."""
+    rows, cols = tile
+    if rows > 1:
+        return (max(1, rows // 2), cols)
+    if whole_cols or cols == 1:
+        return None
+    return (1, max(1, cols // 2))
 
 
 class TileShapeWarning(UserWarning):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import language as pl
-from ..compiler.errors import CompilationError
 from ..graph.codegen import make_kernel
+from .lowering import fit_tile
 from .unavailable import NotAvailableError
 
 _TOPK = """def cann_topk(src, vals, idx):
@@ -65,15 +65,12 @@ def _back(rows, x, axis, width) -> np.ndarray:
 
 
 def _launch(source_for, name, rows, arrays, vec_tile):
-    """One block per ``tm`` rows: ``tm`` from CANN's tile rows, halved while UB overflows."""
+    """One block per ``tm`` rows of the whole sorted axis: ``tm`` from CANN's tile rows,
+    halved with a warning while UB overflows (``lowering.fit_tile``)."""
     tm = max(1, min(rows.shape[0], int(np.prod(vec_tile[:-1])) if vec_tile and
                     len(vec_tile) > 1 else 8))
-    while True:
-        try:
-            kernel = make_kernel(source_for(tm), {"pl": pl}, name, None)
-            kernel[(-(-rows.shape[0] // tm),)](*arrays)
-            return
-        except CompilationError as e:
-            if "overflow" not in str(e) or tm == 1:
-                raise
-            tm //= 2
+
+    def run(tile):
+        kernel = make_kernel(source_for(tile[0]), {"pl": pl}, name, None)
+        kernel[(-(-rows.shape[0] // tile[0]),)](*arrays)
+    fit_tile(run, (tm, rows.shape[1]), name.removeprefix("cann_"), whole_cols=True)

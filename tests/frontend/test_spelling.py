@@ -149,6 +149,22 @@ def test_a_tile_shape_too_big_for_ub_is_shrunk_with_a_warning_in_cann_terms():
     np.testing.assert_allclose(out, np.exp(x) * 2 + x, rtol=1e-5, atol=1e-5)
 
 
+def test_a_sort_tile_too_big_for_ub_is_shrunk_with_the_same_warning():
+    """topk keeps the sorted axis whole and halves the rows, warning as fused ops do (it
+    shrank silently before)."""
+    @pypto.frontend.jit
+    def k(x: pypto.Tensor([32, 4096], pypto.DT_FP32), v: pypto.Tensor([32, 4], pypto.DT_FP32),
+          i: pypto.Tensor([32, 4], pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(32, 4096)
+        v[:], i[:] = pypto.topk(x, 4)
+
+    x = np.random.default_rng(2).standard_normal((32, 4096)).astype(np.float32)
+    v, i = np.zeros((32, 4), np.float32), np.zeros((32, 4), np.int32)
+    with pytest.warns(TileShapeWarning, match=r"topk: the tile shape's 32 x 4096 .* ran \d+ x 4096"):
+        k(x, v, i)
+    np.testing.assert_array_equal(i, np.argsort(-x, axis=1, kind="stable")[:, :4])
+
+
 def test_sim_calls_write_cann_swim_lane_and_report(tmp_path, monkeypatch):
     """As CANN: a RunMode.SIM call writes output_<stamp>_<pid>/CostModelSimulationOutput/
     with merged_swimlane.json (a Chrome trace of the modelled pipes) and the report, once per
