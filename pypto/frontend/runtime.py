@@ -75,6 +75,7 @@ class JitKernel:
         self.tensor_params = [p for p in self.signature.parameters.values()
                               if _is_tensor_param(p)]
         self._traces: dict = {}
+        self._simulated: set = set()     # trace keys whose SIM artefacts are written
 
     def __call__(self, *args, **kwargs):
         bound = self.signature.bind(*args, **kwargs)
@@ -104,10 +105,10 @@ class JitKernel:
             self._traces[key] = trace
         self._say_host()
         before = [a.copy() for a in arrays] if CALL_HOOKS else None
-        if self.run_mode == opts.RunMode.SIM and not getattr(trace, "sim_written", False):
+        if self.run_mode == opts.RunMode.SIM and key not in self._simulated:
             with sim_output.recorded(self.__name__):
                 Evaluator(trace, arrays).run()
-            trace.sim_written = True        # later calls would model the same programs
+            self._simulated.add(key)        # later calls would model the same programs
         else:
             Evaluator(trace, arrays).run()
         for hook in CALL_HOOKS:
