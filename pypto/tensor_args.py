@@ -44,7 +44,7 @@ def _from_torch(t):
     if t.device.type != "cpu":
         raise TypeError(f"it is a torch tensor on device '{t.device}', and PyPTO runs kernels "
                         "on the host's simulated AI Cores, which read host memory: pass a CPU "
-                        f"tensor (tensor.cpu()){_device_hint(t.device.type)}")
+                        f"tensor (tensor.cpu()){device_hint(t.device.type)}")
     t = t.detach()
     name = str(t.dtype).removeprefix("torch.")
     if name in _VIEWED_FROM_TORCH:      # numpy has no such dtype: the bits, seen by ml_dtypes
@@ -57,7 +57,7 @@ def _from_torch(t):
 _VIEWED_FROM_TORCH = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
-def _device_hint(device: str) -> str:
+def device_hint(device: str) -> str:
     if device == "meta":
         return ("; a meta tensor has no data (inside torch.compile or FakeTensorMode, call the "
                 "kernel through pypto.register_op, whose fake implementation handles them)")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..backends.ascend.targets import get_target
 from ..language import dtypes as dt
-from ..tensor_args import standin
+from ..tensor_args import device_hint, standin
 
 DEVICE_RUNTIMES: dict = {}       # torch device type -> runtime
 
@@ -74,8 +74,11 @@ def launch_on_device(kernel, grid, values: dict, device_type: str) -> None:
     parameter name) and hand it to the device's runtime."""
     runtime = DEVICE_RUNTIMES.get(device_type)
     if runtime is None:
-        raise RuntimeError(f"{kernel.__name__}: no PyPTO runtime for torch device "
-                           f"'{device_type}' (pypto.torch_ops.devices.register_device_runtime)")
+        on_device = [n for n, v in values.items() if hasattr(v, "device")]
+        raise RuntimeError(f"{kernel.__name__}: argument(s) {', '.join(map(repr, on_device))} "
+                           f"are on torch device '{device_type}', which has no PyPTO runtime "
+                           "(pypto.torch_ops.devices.register_device_runtime installs one)"
+                           f"{device_hint(device_type)}")
     hosts = {n: standin_of(v) if hasattr(v, "stride") else v for n, v in values.items()}
     compiled = kernel.compile(**hosts)
     grid = kernel._grid(grid, hosts, compiled.metadata,       # as a host launch reads it
@@ -84,12 +87,17 @@ def launch_on_device(kernel, grid, values: dict, device_type: str) -> None:
     runtime.launch(compiled, grid, args, current_stream(device_type))
 
 
-def device_of(tensors) -> str:
-    """The device type of an op's tensor arguments ("cpu" for host tensors)."""
-    types = {t.device.type for t in tensors if hasattr(t, "device")}
-    if len(types) > 1:
-        raise ValueError(f"an op's tensors must be on one device, got {sorted(types)}")
-    return types.pop() if types else "cpu"
+def device_of(named: dict, op_name: str) -> str:
+    """The device type of an op's tensor arguments (``named``: parameter name -> value;
+    "cpu" for host tensors). Tensors on two devices are refused, naming each, as torch's own
+    ops refuse them (a meta tensor beside a CPU one would otherwise reach the fake kernel and
+    return uninitialised memory)."""
+    devices = {n: str(v.device) for n, v in named.items() if hasattr(v, "device")}
+    if len(set(devices.values())) > 1:
+        where = ", ".join(f"{n!r} on {d}" for n, d in devices.items())
+        raise RuntimeError(f"{op_name}: expected all tensors on one device, but got {where}; "
+                           "move them to one device first (tensor.to(device))")
+    return next(iter(named[n].device.type for n in devices), "cpu")
 
 
 def run_module_on_device(module, inputs: dict, outs: list, device_type: str) -> None:

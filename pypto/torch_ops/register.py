@@ -13,14 +13,17 @@ from __future__ import annotations
 import inspect
 import warnings
 
-from .devices import DEVICE_RUNTIMES
+from . import devices
+from .devices import device_of
 from .sources import EMPTY, OpSource, call_with, make_source
 
 _REGISTERED: dict = {}          # "namespace::name" -> the torch op (CustomOpDef)
+_SOURCES: dict = {}             # "namespace::name" -> its OpSource
 
 
 def register_op(name, fn, *, outputs=None, grid=None, args=None, tile_size=None,
-                backward=None, namespace="pypto", alias=True, target="ascend910b"):
+                backward=None, backward_launch=None, namespace="pypto", alias=True,
+                target="ascend910b"):
     """Register ``fn`` (a ``@pypto.tile_op``, a compiled graph, or a ``@pypto.jit`` kernel)
     as the PyTorch operator ``torch.ops.<namespace>.<name>`` and return it (callable).
 
@@ -36,8 +39,10 @@ def register_op(name, fn, *, outputs=None, grid=None, args=None, tile_size=None,
     ``backward``: a function (or tile op) whose parameters are named after the op's inputs,
     its outputs (``out`` for a tile op) and the incoming gradients (``grad_<output>``, or
     ``grad`` for a single output); it returns one gradient per tensor input (None for
-    none). A tile op backward is registered as the op ``<name>_backward``, so it runs
-    compiled and traces under torch.compile too."""
+    none). A tile op or jit kernel backward is registered as the op ``<name>_backward``, so
+    it runs compiled and traces under torch.compile too; a jit kernel's launch rule is
+    ``backward_launch`` (a dict of this function's ``outputs``/``grid``/``args``), and its
+    outputs, in order, are the gradients."""
     import torch
     qualname = _qualified_name(name, namespace)
     if qualname in _REGISTERED:
@@ -45,15 +50,18 @@ def register_op(name, fn, *, outputs=None, grid=None, args=None, tile_size=None,
                          "replace an operator); pick another name")
     source = make_source(fn, outputs=outputs, grid=grid, args=args, tile_size=tile_size,
                          target=target)
+    autograd = (None if backward is None else     # checked before torch holds the name
+                _autograd(source, backward, backward_launch, name, namespace, target))
     op = torch.library.custom_op(qualname, _implementation(source), mutates_args=(),
                                  device_types="cpu", schema=schema_of(source))
     op.register_fake(_fake(source))
-    for device_type in DEVICE_RUNTIMES:          # e.g. "npu", once a runtime is registered
+    for device_type in devices.DEVICE_RUNTIMES:          # e.g. "npu", once a runtime is registered
         op.register_kernel(device_type, _implementation(source))
-    if backward is not None:
-        formula, setup = _autograd(source, backward, name, namespace, target)
+    if autograd is not None:
+        formula, setup = autograd
         op.register_autograd(formula, setup_context=setup)
     _REGISTERED[qualname] = op
+    _SOURCES[qualname] = source
     if alias and "::" not in name:
         _set_bare_alias(name, getattr(getattr(torch.ops, namespace), name))
     return op
@@ -114,6 +122,7 @@ def _fake(source: OpSource):
 
     def fake(*values):
         args = _bind(source, values)
+        device_of(args, source.name)        # a meta tensor beside a CPU one dispatches here
         like = next(v for v in values if hasattr(v, "new_empty"))
         outs = [like.new_empty(shape, dtype=dtype) for shape, dtype in source.outputs(args)]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -121,25 +130,38 @@ def _fake(source: OpSource):
     return fake
 
 
-def _autograd(source: OpSource, backward, name, namespace, target):
-    """(backward(ctx, *grads), setup_context(ctx, inputs, output)) for ``register_autograd``."""
+def _backward_op(backward, launch, name, namespace, target):
+    """(the function the formula calls, the names it takes) for ``backward``: a tile op or jit
+    kernel is registered as the op ``<name>_backward`` (compiled, traceable); a function is
+    called as it is."""
     from ..graph import TileOp
-    if isinstance(backward, TileOp):
+    from ..jit import JITFunction
+    kernel = isinstance(backward, JITFunction) and not isinstance(backward, TileOp)
+    if kernel and launch is None:
+        raise TypeError(f"register_op({name!r}, backward=...): a @pypto.jit kernel backward "
+                        "needs its launch rule: backward_launch={'outputs': {...}, 'grid': "
+                        "..., 'args': {...}}, as register_op takes for a kernel")
+    if launch is not None and not kernel:
+        raise TypeError(f"register_op({name!r}, backward_launch=...) is the launch rule of a "
+                        "@pypto.jit kernel backward; backward is "
+                        f"{type(backward).__name__}")
+    if isinstance(backward, (TileOp, JITFunction)):
+        if not isinstance(launch, (dict, type(None))):
+            raise TypeError(f"register_op({name!r}, backward_launch=...) must be a dict, got "
+                            f"{type(launch).__name__}")
         op = register_op(f"{name}_backward", backward, namespace=namespace, alias=False,
-                         target=target)
-        wanted = backward.tile_params
-        backward_fn = lambda **values: op(*(values[n] for n in wanted))
-    elif callable(backward):
-        from ..jit import JITFunction
-        if isinstance(backward, JITFunction):
-            raise TypeError(f"register_op({name!r}, backward=...): a @pypto.jit kernel needs a "
-                            "launch rule; register it with pypto.register_op(...) and pass a "
-                            "function that calls that op")
-        wanted = list(inspect.signature(backward).parameters)
-        backward_fn = backward
-    else:
-        raise TypeError(f"register_op({name!r}, backward=...) must be a function or a "
-                        f"@pypto.tile_op, got {type(backward).__name__}")
+                         target=target, **(launch or {}))
+        wanted = [p.name for p in _SOURCES[_qualified_name(f"{name}_backward", namespace)].params]
+        return (lambda **values: op(*(values[n] for n in wanted))), wanted
+    if callable(backward):
+        return backward, list(inspect.signature(backward).parameters)
+    raise TypeError(f"register_op({name!r}, backward=...) must be a function, a "
+                    f"@pypto.tile_op or a @pypto.jit kernel, got {type(backward).__name__}")
+
+
+def _autograd(source: OpSource, backward, launch, name, namespace, target):
+    """(backward(ctx, *grads), setup_context(ctx, inputs, output)) for ``register_autograd``."""
+    backward_fn, wanted = _backward_op(backward, launch, name, namespace, target)
     names = [p.name for p in source.params] + source.output_names
     single = len(source.output_names) == 1
     grads = [f"grad_{o}" for o in source.output_names] + (["grad"] if single else [])

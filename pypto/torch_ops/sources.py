@@ -115,7 +115,7 @@ class TileOpSource(OpSource):
     def run(self, args, outs):
         tensors = [args[p.name] for p in self.params]
         lead = _leading_dims(tensors, self.name)
-        device = device_of(tensors)
+        device = device_of(dict(zip((p.name for p in self.params), tensors)), self.name)
         if device != "cpu":
             flat = [t if len(t.shape) <= 2 else t.reshape(_flat_shape(t.shape, lead))
                     for t in tensors]
@@ -223,7 +223,7 @@ class ModuleSource(OpSource):
         return [(t.shape, to_torch(t.dtype)) for t in self.module.outputs]
 
     def run(self, args, outs):
-        device = device_of(args.values())
+        device = device_of(args, self.name)
         if device != "cpu":
             run_module_on_device(self.module, args, outs, device)
             return
@@ -280,7 +280,7 @@ class LaunchRuleSource(OpSource):
         grid = self.grid
         if callable(grid):
             grid = call_with(grid, {**args, **values})
-        device = device_of(values.values())
+        device = device_of(values, self.name)
         if device != "cpu":
             launch_on_device(self.kernel, grid, values, device)
             return

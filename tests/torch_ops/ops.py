@@ -51,6 +51,15 @@ def scale_add(x, y, out, n, alpha: float, BLOCK: pl.constexpr):
 
 
 @pypto.jit
+def scale_add_grad(grad, dx, dy, n, alpha: float, BLOCK: pl.constexpr):
+    """scale_add's backward as a kernel: d/dx = alpha * grad, d/dy = grad."""
+    pid = pl.program_id(0)
+    g = pl.load(grad, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    pl.store(dx, offsets=(pid * BLOCK,), value=g * alpha)
+    pl.store(dy, offsets=(pid * BLOCK,), value=g)
+
+
+@pypto.jit
 def row_sum(x, out, BLOCK_N: pl.constexpr):
     pid = pl.program_id(0)
     t = pl.load(x, offsets=(pid, 0), shape=(1, BLOCK_N))
@@ -65,6 +74,14 @@ SCALE_ADD = pypto.register_op(
     args={"n": lambda x: x.numel(), "BLOCK": 1024},
     grid=lambda x, BLOCK: (-(-x.numel() // BLOCK),),
     backward=lambda alpha, grad: (grad * alpha, grad))
+SCALE_ADD_K = pypto.register_op(
+    "test_scale_add_k", scale_add, outputs={"out": "x"},
+    args={"n": lambda x: x.numel(), "BLOCK": 1024},
+    grid=lambda x, BLOCK: (-(-x.numel() // BLOCK),),
+    backward=scale_add_grad, backward_launch={
+        "outputs": {"dx": "grad", "dy": "grad"},
+        "args": {"n": lambda grad: grad.numel(), "BLOCK": 1024},
+        "grid": lambda grad, BLOCK: (-(-grad.numel() // BLOCK),)})
 ROW_SUM = pypto.register_op(
     "test_row_sum", row_sum, outputs={"out": lambda x: ((x.shape[0],), x.dtype)},
     args={"BLOCK_N": lambda x: x.shape[1]}, grid=lambda x: (x.shape[0],))

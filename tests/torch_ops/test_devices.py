@@ -80,7 +80,20 @@ def test_without_a_runtime_the_error_says_so(monkeypatch):
     monkeypatch.setattr(devices, "DEVICE_RUNTIMES", {})
     source = make_source(scale_add, outputs={"out": "x"}, args={"n": 8, "BLOCK": 8})
     x = StandInNPUTensor((8,), 0x1000)
-    with pytest.raises(RuntimeError, match="no PyPTO runtime for torch device 'npu'"):
+    with pytest.raises(RuntimeError, match=r"argument\(s\) 'x', 'y', 'out' are on torch device "
+                                           r"'npu', which has no PyPTO runtime.*CANN runtime"):
         source.run({"x": x, "y": x, "alpha": 1.0}, [x])
     with pytest.raises(TypeError, match="launch"):
         devices.register_device_runtime("npu", object())
+
+
+def test_register_op_adds_a_kernel_for_each_registered_device(monkeypatch):
+    """``register_op`` registers the op's implementation for every device type that has a
+    runtime (torch_npu's "npu" on Ascend; "cuda" here, a dispatch key every torch build has)."""
+    import pypto
+    monkeypatch.setattr(devices, "DEVICE_RUNTIMES", {})
+    devices.register_device_runtime("cuda", RecordingRuntime())
+    pypto.register_op("test_gelu_on_device", gelu, alias=False)
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert has("pypto::test_gelu_on_device", "CUDA")
+    assert not has("pypto::test_gelu", "CUDA")          # registered with no runtime

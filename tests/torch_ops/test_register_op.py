@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from .ops import BIAS_GELU, GELU, ROW_SUM, SCALE_ADD, SOFTMAX, gelu, scale_add, torch
+from .ops import (BIAS_GELU, GELU, ROW_SUM, SCALE_ADD, SCALE_ADD_K, SOFTMAX, gelu, scale_add,
+                  scale_add_grad, torch)
 
 import pypto  # noqa: E402
 import pypto.language as pl  # noqa: E402
@@ -101,6 +102,7 @@ def test_opcheck_passes_for_every_test_op():
     _opcheck(BIAS_GELU, (torch.randn(8, 24), torch.randn(24)))
     _opcheck(SCALE_ADD, (torch.randn(3000, requires_grad=True), torch.randn(3000), 0.5))
     _opcheck(ROW_SUM, (torch.randn(9, 33),))
+    _opcheck(SCALE_ADD_K, (torch.randn(3000, requires_grad=True), torch.randn(3000), 0.5))
 
 
 def test_gradcheck_gelu_and_softmax():
@@ -113,6 +115,30 @@ def test_gradcheck_gelu_and_softmax():
                                         **opts)
         assert torch.autograd.gradcheck(lambda a, b: SCALE_ADD(a, b, 1.5), (
             torch.randn(20, requires_grad=True), torch.randn(20, requires_grad=True)), **opts)
+
+
+def test_a_jit_kernel_backward_runs_as_its_own_op():
+    """backward= a @pypto.jit kernel with its launch rule: registered as <name>_backward, its
+    outputs (dx, dy) are the gradients of (x, y)."""
+    x, y = torch.randn(3000, requires_grad=True), torch.randn(3000, requires_grad=True)
+    SCALE_ADD_K(x, y, 1.5).pow(2).sum().backward()
+    grad = 2 * (x.detach() * 1.5 + y.detach())
+    torch.testing.assert_close(x.grad, grad * 1.5, **F32)
+    torch.testing.assert_close(y.grad, grad, **F32)
+    assert torch.ops.pypto.test_scale_add_k_backward is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)     # "not double precision"
+        assert torch.autograd.gradcheck(lambda a, b: SCALE_ADD_K(a, b, 0.5), (
+            torch.randn(20, requires_grad=True), torch.randn(20, requires_grad=True)),
+            eps=1e-3, atol=2e-3, rtol=2e-3)
+
+
+def test_a_meta_tensor_beside_a_cpu_one_is_refused_naming_both():
+    """It dispatched to the fake kernel and returned uninitialised memory."""
+    with pytest.raises(RuntimeError, match=r"one device, but got 'x' on cpu, 'bias' on meta"):
+        BIAS_GELU(torch.randn(8, 24), torch.empty(24, device="meta"))
+    with pytest.raises(RuntimeError, match=r"'x' on meta, 'y' on cpu"):
+        SCALE_ADD(torch.empty(64, device="meta"), torch.randn(64), 1.0)
 
 
 def test_backward_matches_torch_autograd():
@@ -185,6 +211,11 @@ def test_registration_errors_name_the_fix():
         pypto.register_op("has-dash", gelu)
     with pytest.raises(ValueError, match=r"parameters \['dx'\] name nothing"):
         pypto.register_op("bad_backward", gelu, backward=lambda dx: dx)
+    with pytest.raises(TypeError, match="needs its launch rule: backward_launch="):
+        pypto.register_op("kernel_backward_no_rule", gelu, backward=scale_add_grad)
+    with pytest.raises(TypeError, match="backward_launch=...\\) is the launch rule of a"):
+        pypto.register_op("rule_without_kernel", gelu, backward=lambda grad: grad,
+                          backward_launch={"outputs": {}})
 
 
 def test_bare_alias_leaves_existing_namespaces_alone():

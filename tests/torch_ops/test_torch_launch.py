@@ -82,6 +82,18 @@ def test_tensor_on_another_device_names_argument_and_device():
         _launch(x, torch.empty(64, device="meta"), torch.zeros(64))
 
 
+def test_cuda_and_npu_tensors_name_the_argument_and_what_to_do():
+    """No CUDA or NPU here: fake tensors carry those devices without memory."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        on_cuda = mode.from_tensor(torch.zeros(64), static_shapes=True).to("cuda:0")
+    with pytest.raises(TypeError, match=r"argument 'out': it is a torch tensor on device "
+                                        r"'cuda:0'.*pass a CPU tensor \(tensor.cpu\(\)\)"):
+        _launch(torch.randn(64), torch.randn(64), on_cuda)
+    from pypto.tensor_args import device_hint
+    assert "needs the CANN runtime" in device_hint("npu") and device_hint("cuda") == ""
+
+
 def test_freed_tensors_are_not_read_through_stale_keys():
     """The warm key holds layouts, not tensors: a new tensor of the same layout is launched
     with its own data pointer."""
