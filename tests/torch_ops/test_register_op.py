@@ -196,6 +196,24 @@ def test_outputs_are_written_in_place_without_copies(monkeypatch):
     assert seen == [([x.data_ptr()], y.data_ptr())]
 
 
+def test_a_kernel_op_launches_on_the_tensors_themselves(monkeypatch):
+    """The launch-rule path hands the kernel the caller's tensors and the output it returns
+    (the launch then passes their data pointers: tests/torch_ops/test_torch_launch.py)."""
+    seen = []
+    original = scale_add._launch
+
+    def spy(*args, **kwargs):
+        seen.append({n: kwargs[n] for n in ("x", "y", "out")})
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(scale_add, "_launch", spy)
+    x, y = torch.randn(3000), torch.randn(3000)
+    out = SCALE_ADD(x, y, 2.0)
+    [given] = seen
+    assert given["x"] is x and given["y"] is y and given["out"] is out
+    torch.testing.assert_close(out, x * 2 + y, **F32)
+
+
 def test_registration_errors_name_the_fix():
     with pytest.raises(TypeError, match="needs a launch rule: outputs="):
         pypto.register_op("no_rule", scale_add)
