@@ -422,9 +422,14 @@ def _full(run, op, ins):
 
 
 def _alloc(run, op, ins):
-    """An unfilled buffer (the frontend rejects reading it); zeros stand for its contents."""
+    """An unfilled buffer: zeros stand for its contents (on the chip, whatever that UB space
+    last held). The frontend rejects a read no fill can reach; one a runtime branch skipped the
+    fill of is the sanitizer's to report, so it is told which array this is."""
     ty = _result(op)
-    return np.zeros(ty.shape, dtype=ty.dtype.to_numpy())
+    buffer = np.zeros(ty.shape, dtype=ty.dtype.to_numpy())
+    if run.watch is not None:
+        run.unfilled[id(buffer)] = (buffer, op)
+    return buffer
 
 
 def _arange(run, op, ins):
@@ -705,6 +710,7 @@ class _Run:
         self.pid = tuple(np.int64(p) for p in pid)
         self.grid = tuple(np.int64(g) for g in grid)
         self.env: dict[Value, object] = {}
+        self.unfilled: dict[int, tuple] = {}    # sanitized: id -> (array, its tile.alloc)
 
     def read(self, v: Value):
         try:
@@ -731,7 +737,10 @@ class _Run:
         handler = HANDLERS.get(op.name)
         if handler is None:
             raise InternalError(f"the interpreter has no rule for op '{op.name}'")
-        outs = handler(self, op, [self.read(v) for v in op.operands])
+        ins = [self.read(v) for v in op.operands]
+        if self.unfilled and op.name.startswith("tile."):
+            self._check_filled(op, ins)
+        outs = handler(self, op, ins)
         if not isinstance(outs, list):
             outs = [outs]
         if len(outs) != len(op.results):
@@ -739,6 +748,16 @@ class _Run:
                                 f"{len(op.results)} results")
         for r, value in zip(op.results, outs):
             self.bind(r, value, op.name)
+
+
+    def _check_filled(self, op: Op, ins: list) -> None:
+        """Tell the sanitizer of each operand that is a pl.alloc_buffer no load filled (passing
+        it on through scf results is not a read; a tile op is)."""
+        for v, value in zip(op.operands, ins):
+            entry = self.unfilled.get(id(value))
+            if entry is not None and entry[0] is value:
+                self.watch.unfilled_read(op, self.pid, v.hint or entry[1].results[0].hint,
+                                         entry[1].loc)
 
 
 def _argument(param: Value, args: dict):

@@ -9,10 +9,13 @@
   kernel, the block, the source line, the window and the tensor's extent;
 - **unwritten outputs**: elements of a tensor the kernel stores to that no block wrote (a
   grid too small, a forgotten ``[grid]``);
-- **races**: an element written by two blocks without ``atomic=``.
+- **races**: an element written by two blocks without ``atomic=``;
+- **unfilled buffers**: a ``pl.alloc_buffer`` read before any ``pl.async_load`` filled it.
+  The compiler refuses the read no fill can reach; one only a runtime branch (``if n > 0:``,
+  a loop that may run no iteration) fills compiles, and when the branch is not taken the read
+  gets whatever that UB space last held (zeros in the interpreter): only a run can tell.
 
-Reading a ``pl.alloc_buffer`` before ``pl.async_load`` fills it needs no sanitizer: the
-compiler refuses it. Reports are warnings (``SanitizerWarning``) and are kept in
+Reports are warnings (``SanitizerWarning``) and are kept in
 ``pypto.sanitizer.reports``; ``PYPTO_SANITIZE=raise`` makes a launch with findings raise
 ``SanitizerError`` instead. Off (the default), nothing here runs: the launch key includes the
 variable, so the warm path stays as it is.
@@ -43,7 +46,7 @@ class SanitizerError(RuntimeError):
 
 @dataclass
 class Finding:
-    kind: str            # "out of range", "unwritten", "race"
+    kind: str            # "out of range", "unwritten", "race", "unfilled buffer"
     kernel: str
     message: str
 
@@ -117,6 +120,17 @@ class Watch:
                     f"{extent}; {effect}"))
             if what == "store":
                 self._record_write(name, op, pid, tensor, offsets, shape, atomic)
+
+    def unfilled_read(self, op, pid, name: str, alloc_loc) -> None:
+        """Block ``pid``'s ``op`` reads the ``pl.alloc_buffer`` made at ``alloc_loc``, which no
+        ``pl.async_load`` filled in this block."""
+        line = f" at line {alloc_loc.line}" if alloc_loc is not None else ""
+        with self._lock:
+            self._note("unfilled buffer", ("read", op.loc), (
+                f"{self.kernel}: block {tuple(int(p) for p in pid)} at {op.loc}: "
+                f"{name or 'a buffer'} (pl.alloc_buffer{line}) is read before any "
+                "pl.async_load filled it (the branch or loop that fills it did not run); it "
+                "holds whatever that UB space last held on the chip, zeros here"))
 
     def _record_write(self, name, op, pid, tensor, offsets, shape, atomic) -> None:
         from .interpreter import window

@@ -137,3 +137,39 @@ def test_scatters_of_two_blocks_to_one_element_race_unless_reduce_add():
     [w] = _findings(lambda: every_block_scatters_to_row_zero[(2,)](x, idx, ADD=False))
     assert "race" in str(w.message)
     assert not _findings(lambda: every_block_scatters_to_row_zero[(2,)](x, idx, ADD=True))
+
+
+@pypto.jit
+def fills_only_if_asked(x, out, n):
+    buf = pl.alloc_buffer((16,))                                # +2
+    if n > 0:
+        pl.async_load(x, buf, offsets=(0,))
+        pl.synchronize()
+    pl.store(out, offsets=(0,), value=buf)                      # +6
+
+
+@pypto.jit
+def fills_in_a_loop(x, out, n):
+    buf = pl.alloc_buffer((16,))                                # +2
+    for i in range(n):
+        pl.async_load(x, buf, offsets=(0,))
+        pl.synchronize()
+    pl.store(out, offsets=(0,), value=buf * 2.0)                # +6
+
+
+def test_reading_a_buffer_its_runtime_branch_did_not_fill_is_reported():
+    """The compiler refuses a read no fill can reach; one a runtime if (or a loop that ran
+    no iteration) skipped the fill of is seen at run time, in the block that read it."""
+    x, out = np.ones(16, np.float32), np.zeros(16, np.float32)
+    [w] = _findings(lambda: fills_only_if_asked[(1,)](x, out, 0))
+    assert (f"[pypto sanitize: unfilled buffer] fills_only_if_asked: block (0, 0, 0) at "
+            f"{__file__}:{_line(fills_only_if_asked, 6)}:5: buf (pl.alloc_buffer at line "
+            f"{_line(fills_only_if_asked, 2)}) is read before any pl.async_load filled it"
+            ) in str(w.message)
+    np.testing.assert_array_equal(out, 0)       # the interpreter's stand-in: zeros
+    [w] = _findings(lambda: fills_in_a_loop[(1,)](x, out, 0))
+    text = str(w.message)
+    assert f"block (0, 0, 0) at {__file__}:{_line(fills_in_a_loop, 6)}:" in text
+    assert f"buf (pl.alloc_buffer at line {_line(fills_in_a_loop, 2)})" in text
+    assert not _findings(lambda: fills_only_if_asked[(1,)](x, out, 1))
+    assert not _findings(lambda: fills_in_a_loop[(1,)](x, out, 3))

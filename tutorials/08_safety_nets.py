@@ -44,6 +44,17 @@ def softmax_rows(x, out, BM: pl.constexpr, BN: pl.constexpr):
     pl.store(out, offsets=(pl.program_id(0) * BM, 0), value=e / pl.sum(e, axis=1, keepdims=True))
 
 
+@pypto.jit
+def fill_if_asked(x, out, n):
+    """A buffer filled in a runtime branch only: with n == 0 the store reads it unfilled (the
+    compiler refuses the read no fill reaches; only a run sees this one)."""
+    buf = pl.alloc_buffer((16,))
+    if n > 0:
+        pl.async_load(x, buf, offsets=(0,))
+        pl.synchronize()
+    pl.store(out, offsets=(0,), value=buf)
+
+
 def show(title, call):
     """Run ``call`` and print the warnings or error it gives."""
     print(f"\n--- {title}")
@@ -81,6 +92,8 @@ def main(argv=None):
              add[(n // block + 1,)](x, y, out, BLOCK=block))
         show("sanitized, every block stores to the start", lambda:
              last_block_wins[(3,)](x, out[:block], BLOCK=block))
+        show("sanitized, a buffer its branch did not fill", lambda:
+             fill_if_asked[(1,)](x, out[:16], 0))
         show("sanitized, the right grid: no report", lambda:
              add[(n // block,)](x, y, out, BLOCK=block))
 
