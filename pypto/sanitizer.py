@@ -83,17 +83,21 @@ class Watch:
         self.grid = grid
         self.writers: dict = {}          # tensor name -> int64 array of block numbers, -1 none
         self.findings: list = []
-        self.counts: dict = {}
+        self.counts: dict = {}           # (kind, where) -> [findings, the op and line]
         self._lock = threading.Lock()
 
     def _block(self, pid) -> int:
         g0, g1, _ = self.grid
         return int(pid[0]) + g0 * (int(pid[1]) + g1 * int(pid[2]))
 
-    def _note(self, kind, where, message):
+    def _note(self, kind, where, message, at=None):
+        """Keep ``message`` unless ``REPORT_LIMIT`` findings of ``kind`` at ``where`` were kept
+        already; those past it are counted, and the count names ``at`` (the op and its source
+        line), since the kept ones may be far above it."""
         key = (kind, where)
-        self.counts[key] = self.counts.get(key, 0) + 1
-        if self.counts[key] <= REPORT_LIMIT:
+        count = self.counts.setdefault(key, [0, at])
+        count[0] += 1
+        if count[0] <= REPORT_LIMIT:
             self.findings.append(Finding(kind, self.kernel, message))
 
     def access(self, what: str, op, pid, tensor, offsets, shape, atomic=None,
@@ -117,7 +121,7 @@ class Watch:
                 self._note("out of range", (what, op.loc), (
                     f"{self.kernel}: block {tuple(int(p) for p in pid)} at {op.loc}: "
                     f"pl.{what} of {name}[{window}] reaches outside {name}'s extent "
-                    f"{extent}; {effect}"))
+                    f"{extent}; {effect}"), f"pl.{what} at {op.loc}")
             if what == "store":
                 self._record_write(name, op, pid, tensor, offsets, shape, atomic)
 
@@ -130,7 +134,8 @@ class Watch:
                 f"{self.kernel}: block {tuple(int(p) for p in pid)} at {op.loc}: "
                 f"{name or 'a buffer'} (pl.alloc_buffer{line}) is read before any "
                 "pl.async_load filled it (the branch or loop that fills it did not run); it "
-                "holds whatever that UB space last held on the chip, zeros here"))
+                "holds whatever that UB space last held on the chip, zeros here"),
+                f"read at {op.loc}")
 
     def _record_write(self, name, op, pid, tensor, offsets, shape, atomic) -> None:
         from .interpreter import window
@@ -151,7 +156,7 @@ class Watch:
                     f"{self.kernel}: blocks {other} and {me} both write {name}{list(index)} "
                     f"(block {me} at {op.loc}, without atomic=); which value remains depends "
                     f"on the order the cores run in ({int(clash.sum())} elements in this "
-                    "store)"))
+                    "store)"), f"pl.store at {op.loc}")
         region[...] = me if not atomic else np.where(region >= 0, region, me)
 
     def finish(self, stored: list) -> list:
@@ -169,11 +174,11 @@ class Watch:
                     f"{name} were written by no block (the first: {name}{first}); the grid "
                     f"{tuple(g for g in self.grid if g > 1) or (1,)} may be too small for "
                     "the data, or the launch lacks [grid]"))
-        for (kind, where), n in self.counts.items():
+        for (kind, _), (n, at) in self.counts.items():
             if n > REPORT_LIMIT:
                 self.findings.append(Finding(kind, self.kernel,
                                              f"{self.kernel}: {n - REPORT_LIMIT} more {kind} "
-                                             f"finding(s) like the above"))
+                                             f"finding(s) like the above, of the {at}"))
         return self.findings
 
 

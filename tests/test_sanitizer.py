@@ -80,6 +80,15 @@ def test_too_small_grid_and_offsets_past_the_end():
             "out's extent (16384,); those elements are not written") in text
 
 
+def test_the_count_of_findings_past_the_limit_names_its_source_line():
+    x, y, out = _arrays()
+    [w] = _findings(lambda: add[(N // 64 + 8,)](x, y, out, BLOCK=64))
+    text = str(w.message)
+    for offset, what in ((3, "load"), (4, "load"), (5, "store")):
+        assert (f"add: 3 more out of range finding(s) like the above, of the pl.{what} at "
+                f"{__file__}:{_line(add, offset)}:") in text
+
+
 def test_two_blocks_writing_one_element_is_a_race_unless_atomic():
     x, _, out = _arrays()
     [w] = _findings(lambda: every_block_writes_the_start[(3,)](x, out[:64], BLOCK=64))
