@@ -45,7 +45,7 @@ def dtype_of(x) -> dt.dtype:
 
 def compute_dtype(d: dt.dtype) -> dt.dtype:
     """Half-width floats are computed in float32, as on the NPU; everything else in itself."""
-    return dt.float32 if d in _HALF else d
+    return d if d is dt.float32 else dt.float32 if d in _HALF else d
 
 
 def to_compute(x) -> np.ndarray:
@@ -58,7 +58,9 @@ def convert(x, dst: dt.dtype, rounding: str | None = None) -> np.ndarray:
     (or rounds as ``rounding`` says) and saturates with NaN → 0, ints wrap or extend, and
     anything → bool is ``!= 0``."""
     x = np.asarray(x)
-    src = dtype_of(x)
+    src = _BY_NUMPY.get(x.dtype) or dtype_of(x)
+    if src is dst and rounding is None:     # the common case, before dtype's slower ==
+        return x
     if rounding is not None and src.is_floating:
         if rounding not in ROUNDINGS:
             raise InternalError(f"unknown rounding mode {rounding!r}")
