@@ -401,3 +401,31 @@ def test_memory_budget_before_compiling(fresh_cache):
     bad = pypto.memory.budget(_rows_softmax, x, x, BM=64, BN=1024)
     assert not bad.fits and "does not fit" in str(bad)
     assert "BM=8 (instead of 64); BN=128 (instead of 1024)" in str(bad)
+
+
+@pypto.jit
+def _one_matmul(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    ta = pl.load(a, offsets=(0, 0), shape=(BM, BK))
+    tb = pl.load(b, offsets=(0, 0), shape=(BK, BN))
+    pl.store(c, offsets=(0, 0), value=pl.matmul(ta, tb))
+
+
+@pytest.mark.parametrize("size, buffer", [(256, "L0A"), (512, "L1")])
+def test_overflow_advice_changes_several_constexprs_when_no_single_one_fits(size, buffer):
+    """BM = BN = BK = 256 overflows L0A and 512 overflows L1, and halving any one constexpr
+    (down to 1) fits neither: the advice is the largest joint sizes found, and they compile."""
+    a = np.zeros((512, 512), np.float16)
+    c = np.zeros((512, 512), np.float32)
+    given = dict(BM=size, BN=size, BK=size)
+    report = pypto.memory.budget(_one_matmul, a, a, c, **given)
+    assert not report.fits and report.error.message.startswith(buffer)
+    proposal = report.error.proposal
+    assert set(proposal) == set(given) and all(proposal[k] <= given[k] for k in given)
+    text = ", ".join(f"{k}={v}" for k, v in proposal.items())
+    assert f"together these fit ascend910b1's buffers: {text}" in report.error.message
+    assert pypto.memory.budget(_one_matmul, a, a, c, **proposal).fits
+    _one_matmul.compile(a, a, c, **proposal)                      # and compile for real
+    for name in given:               # largest: doubling any one of them again does not fit
+        if proposal[name] < given[name]:
+            assert not pypto.memory.budget(_one_matmul, a, a, c,
+                                           **{**proposal, name: min(2 * proposal[name], given[name])}).fits

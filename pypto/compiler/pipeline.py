@@ -92,26 +92,97 @@ def program_metadata(program, written: list, opt_level: str) -> dict:
     }
 
 
+MAX_PLANS = 160          # memory plans the joint search of with_fitting_sizes may try
+SIZE_STEP = 16          # sizes between halvings are tried in multiples of this (a cube fractal)
+
+
 def with_fitting_sizes(error, source, spec_args: dict, target):
-    """``error`` (an on-chip overflow) with the constexpr values that would fit: each int
-    constexpr halved in turn, the others as given, until the kernel's memory plan fits
-    (frontend and Tile IR passes only, no code generation)."""
+    """``error`` (an on-chip overflow) with the constexpr values that would fit, found by
+    memory plans alone (frontend and Tile IR passes, no code generation): each int constexpr
+    halved in turn, the others as given; when no single one fits, the largest joint sizes
+    (``_largest_fitting``), also kept as ``error.proposal`` {name: value}."""
+    names = [n for n, v in spec_args.items()
+             if isinstance(v, int) and not isinstance(v, bool) and v >= 2]
     advice = []
-    for name, value in spec_args.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 2:
-            continue
-        smaller = value // 2
+    for name in names:
+        smaller = spec_args[name] // 2
         while smaller >= 1:
             if plans_within_buffers(source, {**spec_args, name: smaller}, target):
-                advice.append(f"{name}={smaller} (instead of {value})")
+                advice.append(f"{name}={smaller} (instead of {spec_args[name]})")
                 break
             smaller //= 2
-    if not advice:
-        return error
-    text = (f"{error.message}\nWith the other constexprs as given, each of these fits "
-            f"{target.name}'s buffers: " + "; ".join(advice))
-    return BufferOverflow(text, error.loc, error.call_chain, error.space, error.asked,
-                          error.capacity)
+    proposal = None
+    if advice:
+        text = (f"\nWith the other constexprs as given, each of these fits {target.name}'s "
+                "buffers: " + "; ".join(advice))
+    else:
+        proposal = _largest_fitting(source, spec_args, _sizing(source, spec_args, target,
+                                                                names), target)
+        if proposal is None:
+            return error
+        text = (f"\nNo one constexpr alone fits; together these fit {target.name}'s buffers: "
+                + ", ".join(f"{k}={v}" for k, v in proposal.items()) + " (instead of " +
+                ", ".join(f"{k}={spec_args[k]}" for k in proposal) + ")")
+    out = BufferOverflow(error.message + text, error.loc, error.call_chain, error.space,
+                         error.asked, error.capacity)
+    out.proposal = proposal
+    return out
+
+
+def _sizing(source, spec_args: dict, target, names: list) -> list:
+    """The constexprs that size tiles: halving one changes a tile's shape (a loop count or a
+    flag does not), so the joint search spends no plans on the others."""
+    shapes = _tile_shapes(source, spec_args)
+    return [n for n in names if _tile_shapes(source, {**spec_args, n: spec_args[n] // 2})
+            != shapes]
+
+
+def _tile_shapes(source, spec_args: dict):
+    """The tile types the frontend builds, specialised so (None if it refuses)."""
+    from .ir import walk
+    try:
+        fn = build_function(source, spec_args, source.node.name)
+    except Exception:  # noqa: BLE001 - a size the kernel does not accept
+        return None
+    return sorted(str(r.type) for op in walk(fn.body) for r in op.results if r.is_tile)
+
+
+def _largest_fitting(source, spec_args: dict, names: list, target) -> dict | None:
+    """The joint sizes of ``names`` with the largest product (the most work per tile) that
+    fit: combinations of halvings by how many halvings they make in all (fewest first, so the
+    first level that fits holds the largest powers-of-two shrinks; the most even split of a
+    level wins its ties), then each name raised halfway back to its double, in multiples of
+    ``SIZE_STEP``, while that fits. At most ``MAX_PLANS`` plans."""
+    import itertools
+    depth = {n: spec_args[n].bit_length() - 1 for n in names}
+    budget = [MAX_PLANS]
+
+    def fits(sizes):
+        budget[0] -= 1
+        return plans_within_buffers(source, {**spec_args, **sizes}, target)
+
+    for total in range(1, sum(depth.values()) + 1):
+        level = [ks for ks in itertools.product(*(range(depth[n] + 1) for n in names))
+                 if sum(ks) == total]
+        level.sort(key=lambda ks: max(ks) - min(ks))
+        for ks in level:
+            if budget[0] <= 0:
+                return None
+            sizes = {n: spec_args[n] >> k for n, k in zip(names, ks)}
+            if fits(sizes):
+                return _raise_halfway(sizes, spec_args, fits, budget)
+    return None
+
+
+def _raise_halfway(sizes: dict, spec_args: dict, fits, budget) -> dict:
+    """Each size v that was halved raised to 1.5 v (a size between two halvings) if that is
+    a multiple of ``SIZE_STEP`` and still fits."""
+    for name, v in sizes.items():
+        up = v + v // 2
+        if v < spec_args[name] and up % SIZE_STEP == 0 and v // 2 > 0 and budget[0] > 0 and \
+                fits({**sizes, name: up}):
+            sizes = {**sizes, name: up}
+    return sizes
 
 
 def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
