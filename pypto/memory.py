@@ -3,7 +3,9 @@ launch, and how much of the allocated on-chip space holds data.
 
 ::
 
-    report = pypto.memory.analyze(kernel, x, y, out, n, grid=(48,), BLOCK=1024)
+    report = pypto.memory.analyze(kernel, x, y, out, n, grid=(48,), BLOCK=1024)  # no compile
+    report.plan.peak_tiles["UB"]  # the tiles alive at the UB's peak (type, bytes, lines)
+    report.fits                 # False: a BudgetReport, report.proposal the constexprs that fit
     report = pypto.memory.analyze(graph)     # a TensorGraph: every kernel pypto.compile makes
     report.peak_memory          # 12544 (bytes per core), also report.peak_memory["UB"]
     report.global_memory        # bytes of global memory the launch touches at once
@@ -11,7 +13,11 @@ launch, and how much of the allocated on-chip space holds data.
     print(report)
 
 Every figure is static, read from what the compiler decided (``compiled.metadata
-["buffer_bytes"]``, the PTO program's tiles) and the arguments' sizes: nothing is run.
+["buffer_bytes"]``, the PTO program's tiles) and the arguments' sizes: nothing is run. For a
+jit kernel nothing is compiled either: the report comes from the compiler's passes up to the
+PTO program, and a kernel that overflows gets a ``BudgetReport`` (``report.fits`` False,
+``report.proposal`` the constexprs that fit) rather than an error; ``budget`` is the faster
+check of the Tile IR plan alone.
 """
 from __future__ import annotations
 
@@ -96,6 +102,9 @@ class MemoryReport:
       is what the kernel asked for. ``useful_bytes`` gives the per-buffer numerator.
     """
 
+    fits, error, proposal = True, None, None     # as a BudgetReport's: it fits
+    plan = None         # analyze(jit_fn, ...): the BudgetReport of the Tile IR plan
+
     def __init__(self, name, target, peak, capacity, useful, global_breakdown, grid, cores):
         self.kernel = name
         self.target = target
@@ -124,6 +133,8 @@ class MemoryReport:
         parts = ", ".join(f"{k} {v}" for k, v in self.global_breakdown.items())
         lines.append(f"global memory of the launch: {self.global_memory} bytes "
                      f"({self.global_memory / 2**20:.3f} MiB): {parts or 'none'}")
+        if self.plan is not None:
+            lines.append(str(self.plan))
         return "\n".join(lines)
 
     __str__ = summary
@@ -133,9 +144,13 @@ class MemoryReport:
                 f"{self.global_memory} B global, efficiency {self.efficiency:.1f}%>")
 
 
-def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
-    """Memory report of a kernel: ``analyze(jit_fn, *args, grid=..., **kwargs)`` compiles (or
-    fetches) the specialisation those arguments select, as ``jit_fn.compile`` does;
+def analyze(kernel_or_compiled, *args, grid=None, **kwargs):
+    """Memory report of a kernel: ``analyze(jit_fn, *args, grid=..., **kwargs)`` explains the
+    specialisation those arguments select *before* it is compiled: its Tile IR plan
+    (``budget``'s: the tiles, their sizes, those alive at each buffer's peak, as
+    ``report.plan``), then the PTO program built without code generation (double buffering
+    included); an overflow returns that plan's ``BudgetReport`` (``fits`` False, the tiles
+    alive when the buffer ran out, ``proposal``) instead of raising;
     ``analyze(compiled)`` reads a ``CompiledKernel`` (arguments optional: without them the
     tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
@@ -151,11 +166,8 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
         return _analyze_graph(kernel_or_compiled)
     bound = None
     if isinstance(kernel_or_compiled, JITFunction):
-        jitfn = kernel_or_compiled
-        bound = jitfn._bind(args, kwargs)
-        compiled, target = jitfn._get_kernel(bound)
-        grid = jitfn._grid(grid, bound, compiled.metadata, target)
-    elif isinstance(kernel_or_compiled, CompiledKernel):
+        return _analyze_source(kernel_or_compiled, args, kwargs, grid)
+    if isinstance(kernel_or_compiled, CompiledKernel):
         compiled = kernel_or_compiled
         target = get_target(compiled.metadata["target"])
         if args or kwargs:
@@ -169,8 +181,32 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
                         "a CompiledKernel, a pypto.TensorGraph or a compiled graph Module, not "
                         f"{type(kernel_or_compiled).__name__}")
 
-    program = pto_program(compiled)
-    buffer_bytes = compiled.metadata["buffer_bytes"]
+    return _report(pto_program(compiled), compiled.metadata, target, bound, grid)
+
+
+def _analyze_source(jitfn, args, kwargs, grid):
+    """``analyze(jit_fn, ...)``: the plan first (``budget``'s); when it fits, the PTO program
+    built without generating code (nothing compiled for real, nothing cached) gives the
+    report, the plan kept as ``report.plan``; when it does not, the plan's report itself."""
+    from .compiler.frontend import build_function
+    from .compiler.pipeline import build_program, program_metadata
+    kernel = _Specialised(jitfn, args, kwargs)
+    plan = kernel.plan()
+    if not plan.fits:
+        return plan
+    fn = build_function(jitfn.source, kernel.spec_args, jitfn.source.node.name)
+    _, program, _ = build_program(fn, kernel.tensor_specs, kernel.target, jitfn.auto_sync)
+    metadata = program_metadata(program, [], "")
+    grid = jitfn._grid(grid, kernel.bound, metadata, kernel.target)
+    report = _report(program, metadata, kernel.target, kernel.bound, grid)
+    report.plan = plan
+    return report
+
+
+def _report(program, metadata: dict, target, bound, grid) -> MemoryReport:
+    """The memory report of a PTO program (its tiles and buffer high-water marks) launched
+    on ``grid`` with the ``bound`` arguments (None: the program's static shapes)."""
+    buffer_bytes = metadata["buffer_bytes"]
     peak, capacity, useful = {}, {}, {}
     for loc, name in BUFFER_NAMES.items():
         if loc not in target.buffers:
@@ -179,9 +215,9 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs) -> MemoryReport:
         capacity[name] = int(target.buffers[loc])
         useful[name] = _union_bytes([(t.addr, t.addr + t.rows * t.cols * t.dtype.itemsize)
                                      for t in program.tiles if t.loc == loc])
-    cores = compiled.metadata.get("cores") or target.cores_for(compiled.metadata["uses_cube"])
+    cores = metadata.get("cores") or target.cores_for(metadata["uses_cube"])
     running = min(math.prod(grid), cores) if grid is not None else cores
-    return MemoryReport(compiled.metadata["name"], target.name, peak, capacity, useful,
+    return MemoryReport(metadata["name"], target.name, peak, capacity, useful,
                         _global_bytes(program, bound, running), grid, cores)
 
 
@@ -286,15 +322,28 @@ def _analyze_graph(graph_or_module) -> GraphMemoryReport:
 
 
 class BudgetReport:
-    """What ``budget`` found: ``fits``; ``buffers`` {buffer name: (bytes planned, capacity)};
-    ``error`` (the overflow, with the tiles alive at its peak and the constexprs that fit)."""
+    """The on-chip plan of a kernel before code generation (``budget``; ``analyze`` when it
+    does not fit): ``fits``; ``buffers`` {buffer name: (bytes planned, capacity)};
+    ``tiles`` {buffer name: the tiles placed there (``PlacedTile``: type, bytes, offset,
+    lifetime, source lines)}; ``peak_tiles`` {buffer name: the tiles alive when its high-water
+    mark was reached, or, for the buffer that overflowed, when it ran out}; ``error`` (the
+    overflow) and ``proposal`` (its constexpr values that fit, the others as given)."""
 
-    def __init__(self, kernel: str, target: str, buffers: dict, error=None):
+    def __init__(self, kernel: str, target: str, buffers: dict, tiles: dict, error=None):
         self.kernel, self.target, self.buffers, self.error = kernel, target, buffers, error
+        self.tiles = tiles
+        self.peak_tiles = {name: _alive_at_peak(t) for name, t in tiles.items() if t}
+        if error is not None:
+            self.peak_tiles = {BUFFER_NAMES.get(error.space, error.space):
+                               list(getattr(error, "alive", []))}
 
     @property
     def fits(self) -> bool:
         return self.error is None
+
+    @property
+    def proposal(self):
+        return getattr(self.error, "proposal", None)
 
     def __str__(self) -> str:
         head = f"{self.kernel} on {self.target}: on-chip plan before code generation"
@@ -304,27 +353,54 @@ class BudgetReport:
         for name, (used, capacity) in self.buffers.items():
             if used:
                 lines.append(f"  {name:<4} {used:>8,} of {capacity:>8,} bytes "
-                             f"({used / capacity:.0%}), {capacity - used:,} free")
+                             f"({used / capacity:.0%}), {capacity - used:,} free; at its peak:")
+                lines += [f"         {t.type} ({t.bytes:,} bytes) from {t.source}"
+                          for t in self.peak_tiles[name]]
         return "\n".join(lines)
+
+
+def _alive_at_peak(tiles: list) -> list:
+    """The tiles whose lifetime overlaps that of the one placed highest in the buffer."""
+    top = max(tiles, key=lambda t: t.offset + t.bytes)
+    return sorted((t for t in tiles if t.alive_with(top)), key=lambda t: -t.bytes)
+
+
+class _Specialised:
+    """A jit kernel bound to arguments: its constexprs, tensor specs and target, as a launch
+    would specialise it."""
+
+    def __init__(self, jitfn, args, kwargs):
+        from .backends.ascend.targets import get_target
+        from .device import current_target
+        self.jitfn = jitfn
+        self.bound = jitfn._bind(args, kwargs)
+        self.spec_args, self.tensor_specs, _ = jitfn._specialise(jitfn._spec(self.bound),
+                                                                 self.bound)
+        self.target = get_target(jitfn.target_name) if jitfn.target_name else \
+            current_target()
+
+    def plan(self) -> BudgetReport:
+        """The frontend and Tile IR passes only; an overflow is reported, not raised."""
+        from .compiler.errors import BufferOverflow
+        from .compiler.pipeline import plan_layout, with_fitting_sizes
+        source, target = self.jitfn.source, self.target
+        try:
+            used, layout = plan_layout(source, self.spec_args, target)
+            error = None
+        except BufferOverflow as e:
+            used, layout = {}, {}
+            error = with_fitting_sizes(e, source, self.spec_args, target)
+        spaces = [s for s in target.buffers if s in BUFFER_NAMES]
+        return BudgetReport(self.jitfn.__name__, target.name,
+                            {BUFFER_NAMES[s]: (used.get(s, 0), target.buffers[s])
+                             for s in spaces},
+                            {BUFFER_NAMES[s]: list(layout.get(s, [])) for s in spaces}, error)
 
 
 def budget(kernel, *args, **kwargs) -> BudgetReport:
     """The on-chip budget of ``kernel`` for these arguments *before* it is compiled for real:
     the frontend and Tile IR passes only (no PTO, no LLVM: fast), so a tile size can be
     checked while it is chosen. An overflow is reported, not raised: ``report.error`` names
-    the tiles alive at its peak and the constexpr values that would fit."""
-    from .backends.ascend.targets import get_target
-    from .compiler.errors import BufferOverflow
-    from .compiler.pipeline import plan_memory, with_fitting_sizes
-    from .device import current_target
-    bound = kernel._bind(args, kwargs)
-    spec_args, _, _ = kernel._specialise(kernel._spec(bound), bound)
-    target = get_target(kernel.target_name) if kernel.target_name else current_target()
-    try:
-        used = plan_memory(kernel.source, spec_args, target)
-        error = None
-    except BufferOverflow as e:
-        used, error = {}, with_fitting_sizes(e, kernel.source, spec_args, target)
-    buffers = {BUFFER_NAMES[space]: (used.get(space, 0), capacity)
-               for space, capacity in target.buffers.items() if space in BUFFER_NAMES}
-    return BudgetReport(kernel.__name__, target.name, buffers, error)
+    the tiles alive at its peak and ``report.proposal`` the constexpr values that would fit.
+    ``analyze`` gives the same plan and, when it fits, the PTO program's figures."""
+    return _Specialised(kernel, args, kwargs).plan()

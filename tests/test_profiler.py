@@ -429,3 +429,28 @@ def test_overflow_advice_changes_several_constexprs_when_no_single_one_fits(size
         if proposal[name] < given[name]:
             assert not pypto.memory.budget(_one_matmul, a, a, c,
                                            **{**proposal, name: min(2 * proposal[name], given[name])}).fits
+
+
+def test_memory_analyze_explains_the_plan_before_compiling(fresh_cache):
+    """analyze(jit_fn, ...) compiles nothing for real: the tiles alive at each buffer's peak
+    (with their lines), and, for a kernel that overflows, the report instead of the error."""
+    x = np.zeros((64, 1024), np.float32)
+    before = pypto.cache_stats["compiles"]
+    ok = pypto.memory.analyze(_rows_softmax, x, x, grid=(1,), BM=8, BN=1024)
+    bad = pypto.memory.analyze(_rows_softmax, x, x, grid=(1,), BM=64, BN=1024)
+    assert pypto.cache_stats["compiles"] == before
+    assert ok.fits and ok.plan.fits and ok.proposal is None
+    [top, *_] = ok.plan.peak_tiles["UB"]
+    assert top.type == "tile<8x1024xf32, vec>" and top.bytes == 32768
+    assert any(f"{__file__}:{_line(_rows_softmax, 2)}:" in line for line in top.lines)
+    assert "at its peak:" in str(ok) and "tile<8x1024xf32, vec> (32,768 bytes)" in str(ok)
+    compiled = _rows_softmax.compile(x, x, BM=8, BN=1024)
+    assert ok.peak_memory["UB"] == compiled.metadata["buffer_bytes"]["vec"]
+    assert not bad.fits and bad.proposal in ({"BM": 8}, {"BN": 128})
+    assert [t.type for t in bad.peak_tiles["UB"]][0] == "tile<64x1024xf32, vec>"
+    assert bad.buffers["UB"][1] == pypto.get_target("ascend910b1").buffers["vec"]
+    assert "does not fit" in str(bad) and "BM=8 (instead of 64)" in str(bad)
+
+
+def _line(kernel, offset):
+    return kernel.fn.__code__.co_firstlineno + offset

@@ -4,6 +4,7 @@ Returns every stage's artifact so the cache can keep them and ``compiled.asm`` c
 """
 from __future__ import annotations
 
+import math
 import time
 
 from ..backends.ascend import ptoas
@@ -33,18 +34,9 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     program (PYPTO_OVERRIDE_DIR)."""
     t0 = time.perf_counter()
     fn = build_function(source, spec_args, source.node.name)
-    module = Module(fn, target)
-    frontend_ir = str(module)
-    module = run_pipeline(module)
-    program = fold_empty_windows(lower_to_pto(module, tensor_specs))
-    # the host's program, when it must run the two parts interleaved (else None)
-    host = interleaved_copy(program) if pto_override is None else None
-    program = double_buffer(split_cube_vector(program))
-    program = pad_loads(init_accumulators(program), auto_sync)
-    if host is not None:
-        host = pad_loads(init_accumulators(double_buffer(host)), auto_sync)
-    if auto_sync:
-        program = insert_sync(program)
+    frontend_ir = str(Module(fn, target))
+    module, program, host = build_program(fn, tensor_specs, target, auto_sync,
+                                          interleave=pto_override is None)
     if pto_override is not None:
         from .pto.reader import override_program
         program = override_program(program, *pto_override)
@@ -71,6 +63,24 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if cpp is not None:
         asm["cpp"] = cpp
     return asm, metadata
+
+
+def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
+                  interleave: bool = True):
+    """The frontend's function through the Tile IR passes and the PTO passes: (Tile IR
+    module, PTO program, the host's interleaved program or None). No code is generated, so
+    ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile."""
+    module = run_pipeline(Module(fn, target))
+    program = fold_empty_windows(lower_to_pto(module, tensor_specs))
+    # the host's program, when it must run the two parts interleaved (else None)
+    host = interleaved_copy(program) if interleave else None
+    program = double_buffer(split_cube_vector(program))
+    program = pad_loads(init_accumulators(program), auto_sync)
+    if host is not None:
+        host = pad_loads(init_accumulators(double_buffer(host)), auto_sync)
+    if auto_sync:
+        program = insert_sync(program)
+    return module, program, host
 
 
 def program_metadata(program, written: list, opt_level: str) -> dict:
@@ -100,21 +110,23 @@ def with_fitting_sizes(error, source, spec_args: dict, target):
     """``error`` (an on-chip overflow) with the constexpr values that would fit, found by
     memory plans alone (frontend and Tile IR passes, no code generation): each int constexpr
     halved in turn, the others as given; when no single one fits, the largest joint sizes
-    (``_largest_fitting``), also kept as ``error.proposal`` {name: value}."""
+    (``_largest_fitting``). ``error.proposal`` {name: value} keeps the change with the most
+    work per tile (the others as given), ``error.alive`` the tiles alive at the peak."""
     names = [n for n, v in spec_args.items()
              if isinstance(v, int) and not isinstance(v, bool) and v >= 2]
-    advice = []
+    singles = []
     for name in names:
         smaller = spec_args[name] // 2
         while smaller >= 1:
             if plans_within_buffers(source, {**spec_args, name: smaller}, target):
-                advice.append(f"{name}={smaller} (instead of {spec_args[name]})")
+                singles.append({name: smaller})
                 break
             smaller //= 2
-    proposal = None
-    if advice:
+    if singles:
+        proposal = max(singles, key=lambda c: _work({**spec_args, **c}, names))
         text = (f"\nWith the other constexprs as given, each of these fits {target.name}'s "
-                "buffers: " + "; ".join(advice))
+                "buffers: " + "; ".join(f"{n}={v} (instead of {spec_args[n]})"
+                                        for c in singles for n, v in c.items()))
     else:
         proposal = _largest_fitting(source, spec_args, _sizing(source, spec_args, target,
                                                                 names), target)
@@ -125,8 +137,13 @@ def with_fitting_sizes(error, source, spec_args: dict, target):
                 ", ".join(f"{k}={spec_args[k]}" for k in proposal) + ")")
     out = BufferOverflow(error.message + text, error.loc, error.call_chain, error.space,
                          error.asked, error.capacity)
-    out.proposal = proposal
+    out.proposal, out.alive = proposal, getattr(error, "alive", [])
     return out
+
+
+def _work(sizes: dict, names: list) -> int:
+    """The product of the constexprs named: the tile volume they give, to rank proposals."""
+    return math.prod(sizes[n] for n in names)
 
 
 def _sizing(source, spec_args: dict, target, names: list) -> list:
@@ -189,8 +206,14 @@ def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
     """The kernel's on-chip plan, specialised so: bytes per buffer after the Tile IR passes
     (memory planning included; no PTO, no code). Raises ``BufferOverflow`` if it does not
     fit."""
+    return plan_layout(source, spec_args, target)[0]
+
+
+def plan_layout(source: KernelSource, spec_args: dict, target) -> tuple[dict, dict]:
+    """``plan_memory``'s bytes per buffer and the placed tiles of each buffer
+    (``passes.memory_plan.PlacedTile``)."""
     module = run_pipeline(Module(build_function(source, spec_args, source.node.name), target))
-    return dict(module.facts.get("buffer_bytes", {}))
+    return dict(module.facts.get("buffer_bytes", {})), module.facts.get("tile_layout", {})
 
 
 def plans_within_buffers(source: KernelSource, spec_args: dict, target) -> bool:

@@ -8,6 +8,8 @@ copy is inserted instead, so in-place updates are always safe.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..errors import BufferOverflow, CompilationError
 from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
@@ -137,17 +139,19 @@ def plan_memory(module: Module) -> Module:
     pos: dict = {}
     _positions(fn.body, pos, [0])
     try:
-        usage = _assign(fn.body, classes, pos, target)
+        usage, layout = _assign(fn.body, classes, pos, target)
     except CompilationError:
         groups = _fusion_groups(fn.body)
         if not groups:
             raise
-        usage = _plan_without_one_group(fn.body, groups, classes, pos, target)
-        if usage is None:
+        planned = _plan_without_one_group(fn.body, groups, classes, pos, target)
+        if planned is None:
             for ops in groups.values():
                 _drop_hints(ops)
-            usage = _assign(fn.body, classes, pos, target)
+            planned = _assign(fn.body, classes, pos, target)
+        usage, layout = planned
     module.facts["buffer_bytes"] = usage
+    module.facts["tile_layout"] = layout     # pypto.memory.analyze explains the plan with it
     module.facts["planned"] = True
     return module
 
@@ -184,7 +188,8 @@ def _drop_hints(ops) -> None:
 
 
 def _assign(body: Block, classes, pos: dict, target) -> dict:
-    """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each."""
+    """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
+    the placed tiles (``PlacedTile``) per buffer."""
     group_end = _fusion_group_ends(body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
@@ -232,11 +237,12 @@ def _assign(body: Block, classes, pos: dict, target) -> dict:
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
 
     visit(body, [])
-    usage = {}
+    usage, layout = {}, {}
     for space in target.buffers:
         members = [iv for iv in intervals.values() if iv[2].type.space == space]
-        usage[space] = _first_fit(members, space, target)
-    return usage
+        layout[space] = []
+        usage[space] = _first_fit(members, space, target, layout[space])
+    return usage, layout
 
 
 def _fusion_group_ends(block: Block, pos: dict) -> dict:
@@ -291,7 +297,27 @@ def _defined_in(v: Value, loop: Op, memo: dict) -> bool:
     return v.id in inside
 
 
-def _first_fit(members: list, space: str, target) -> int:
+class PlacedTile(NamedTuple):
+    """One buffer class as placed: its tile type, bytes, offset, first and last position in
+    program order, and the source lines that make it."""
+    type: str
+    bytes: int
+    offset: int
+    start: int
+    end: int
+    lines: tuple
+
+    @property
+    def source(self) -> str:
+        """Where the tile comes from, for messages (a scratch tile of one instruction, or a
+        value a loop carries in, has no line of its own)."""
+        return ", ".join(self.lines) or "no line of its own (a loop's or an instruction's)"
+
+    def alive_with(self, other) -> bool:
+        return not (self.end < other.start or other.end < self.start)
+
+
+def _first_fit(members: list, space: str, target, placed_tiles: list) -> int:
     capacity = target.buffers[space]
     placed: list[tuple] = []    # (offset, size, start, end, root, vals)
     high = 0
@@ -306,10 +332,23 @@ def _first_fit(members: list, space: str, target) -> int:
         for v in vals.values():
             v.addr = offset
         high = max(high, offset + size)
+        placed_tiles.append(PlacedTile(_describe(root), size, offset, start, end,
+                                       _lines(vals)))
         if high > capacity:
             alive = [p for p in placed if not (end < p[2] or p[3] < start)]
             _overflow(space, high, capacity, alive, target, vals)
     return high
+
+
+def _describe(root: Value) -> str:
+    plane = root.owner.attrs.get(PLANE_OF) if root.owner is not None else None
+    return f"{root.type}{f' ({plane})' if plane else ''}"
+
+
+def _lines(vals: dict) -> tuple:
+    """The source locations of the ops that make a buffer class's values."""
+    return tuple(sorted({str(v.owner.loc) for v in vals.values()
+                         if v.owner is not None and v.owner.loc is not None}))
 
 
 def _overflow(space, asked, capacity, alive, target, culprit):
@@ -317,20 +356,19 @@ def _overflow(space, asked, capacity, alive, target, culprit):
     sum; the jit adds which constexpr values would fit (``jit._overflow_advice``)."""
     names = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)", "right": "L0B (right)",
              "acc": "L0C (acc)"}
-    lines = []
-    for _, size, _, _, root, vals in sorted(alive, key=lambda p: -p[1]):
-        locs = sorted({str(v.owner.loc) for v in vals.values()
-                       if v.owner is not None and v.owner.loc is not None})
-        plane = root.owner.attrs.get(PLANE_OF) if root.owner is not None else None
-        lines.append(f"  {root.type}{f' ({plane})' if plane else ''} ({size} bytes) from "
-                     f"{', '.join(locs) or 'a loop'}")
+    tiles = [PlacedTile(_describe(root), size, offset, start, end, _lines(vals))
+             for offset, size, start, end, root, vals in alive]
+    lines = [f"  {t.type} ({t.bytes} bytes) from {t.source}"
+             for t in sorted(tiles, key=lambda t: -t.bytes)]
     first_loc = next((v.owner.loc for v in culprit.values()          # the tile that did not fit
                       if v.owner is not None and v.owner.loc is not None), None)
     total = sum(p[1] for p in alive)
-    raise BufferOverflow(
+    error = BufferOverflow(
         f"{names.get(space, space)} overflow on {target.name}: the kernel needs {asked} bytes "
         f"at once but the buffer holds {capacity}. "
         f"{'The tile' if len(alive) == 1 else f'The {len(alive)} tiles'} alive at that point "
         f"({total} bytes{', plus alignment' if len(alive) > 1 else ''}):\n" + "\n".join(lines) +
         "\nUse smaller tiles (a smaller BLOCK / BM / BN / BK constexpr).", first_loc,
         space=space, asked=asked, capacity=capacity)
+    error.alive = tiles
+    raise error
