@@ -27,7 +27,7 @@ SCRIPTS = {
     "tutorials/06_double_buffering.py": r"^\s*shape\s+stages=1\s+stages=2\s+numpy\s+2 vs 1\s*$",
     "tutorials/07_graph_api.py": r"^\s*size\s+tiles\s+PyPTO\s+numpy\s+ratio\s*$",
     "tutorials/10_torch_custom_op.py": r"^\s*shape\s+torch eager\s+PyPTO op\s+inductor\s+ratio\s*$",
-    "tutorials/08_safety_nets.py": r"^\s*launch\s+time\s*$",
+    "tutorials/08_safety_nets.py": r"^\s*kernel\s+native\s+sanitized\s+slowdown\s*$",
     "tutorials/11_autotune.py": r"^\s*config\s+NPU \(model\)\s+host\s*$",
     "tutorials/14_ascend_c_and_pto.py":
         r"^\s*shape\s+call_ascend_c\s+graph\s+numpy\s+graph/numpy\s*$",
@@ -83,7 +83,8 @@ SHOWS = {
     "tutorials/08_safety_nets.py": [
         "LaunchWarning: add was launched without a grid", "[pypto sanitize: unwritten] add:",
         "[pypto sanitize: out of range] add: block (64, 0, 0)", "[pypto sanitize: race]",
-        "the right grid: no report\n\n", "sanitized", "BM=8 (instead of 64)"],
+        "the right grid: no report\n\n", "sanitized", "BM=8 (instead of 64)",
+        "[pypto sanitize: unfilled buffer] fill_if_asked: block (0, 0, 0)", "host cores"],
     "tutorials/11_autotune.py": [
         "objective npu (modelled NPU time): 12 configs", "<- best", "best_config: BM: ",
         "read from the disk cache", "again.report.cached=True", "<- NPU best", "<- host best",

@@ -8,6 +8,8 @@ launch that forgot its [grid], silently leaves outputs unwritten. The sanitizer 
 load and store of a launch and says so, with the block and the source line.
 """
 import argparse
+import os
+import platform
 import sys
 import time
 import warnings
@@ -55,6 +57,17 @@ def fill_if_asked(x, out, n):
     pl.store(out, offsets=(0,), value=buf)
 
 
+def timed(call, reps):
+    """The median of ``reps`` warm calls, in seconds."""
+    call()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
 def show(title, call):
     """Run ``call`` and print the warnings or error it gives."""
     print(f"\n--- {title}")
@@ -98,22 +111,23 @@ def main(argv=None):
              add[(n // block,)](x, y, out, BLOCK=block))
 
     # -- 4. what the sanitizer costs ---------------------------------------------------------
-    grid = (n // block,)
-    add[grid](x, y, out, BLOCK=block)
-    t0 = time.perf_counter()
-    for _ in range(args.reps):
-        add[grid](x, y, out, BLOCK=block)
-    native = (time.perf_counter() - t0) / args.reps
-    with pypto.sanitize():
-        add[grid](x, y, out, BLOCK=block)
-        t0 = time.perf_counter()
-        for _ in range(args.reps):
-            add[grid](x, y, out, BLOCK=block)
-        checked = (time.perf_counter() - t0) / args.reps
-    print(f"\n{'launch':>12}  {'time':>10}")
-    print(f"{'native':>12}  {native * 1e3:8.2f}ms")
-    print(f"{'sanitized':>12}  {checked * 1e3:8.2f}ms  ({checked / native:.0f}x: the "
-          "reference interpreter, every window checked; off, nothing of it runs)")
+    m = np.random.default_rng(0).random((n // 256, 1024), dtype=np.float32)
+    costs = [(f"add {n:,}, BLOCK={b}", lambda b=b: add[(n // b,)](x, y, out, BLOCK=b))
+             for b in (1024, 4096)]
+    costs.append((f"softmax {m.shape[0]}x1024, BM=8", lambda:
+                  softmax_rows[(m.shape[0] // 8,)](m, m.copy(), BM=8, BN=1024)))
+    print(f"\non {platform.machine()} with {os.cpu_count()} host cores (the median of "
+          f"{args.reps} warm launches each):")
+    print(f"{'kernel':>28}  {'native':>10}  {'sanitized':>10}  slowdown")
+    for name, call in costs:
+        native = timed(call, args.reps)
+        with pypto.sanitize():
+            checked = timed(call, args.reps)
+        print(f"{name:>28}  {native * 1e3:8.2f}ms  {checked * 1e3:8.1f}ms  "
+              f"{checked / native:6.0f}x")
+    print("(sanitized: the reference interpreter runs every block, one numpy op per tile op, "
+          "with every window checked; the more work each op does, the less the per-op Python "
+          "cost counts. Off, none of it runs)")
 
     # -- 5. errors that name the fix ------------------------------------------------------------
     m = np.zeros((256, 1024), np.float32)
