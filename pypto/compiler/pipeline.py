@@ -4,6 +4,7 @@ Returns every stage's artifact so the cache can keep them and ``compiled.asm`` c
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 
@@ -170,7 +171,6 @@ def _largest_fitting(source, spec_args: dict, names: list, target) -> dict | Non
     first level that fits holds the largest powers-of-two shrinks; the most even split of a
     level wins its ties), then each name raised halfway back to its double, in multiples of
     ``SIZE_STEP``, while that fits. At most ``MAX_PLANS`` plans."""
-    import itertools
     depth = {n: spec_args[n].bit_length() - 1 for n in names}
     budget = [MAX_PLANS]
 
@@ -196,7 +196,7 @@ def _raise_halfway(sizes: dict, spec_args: dict, fits, budget) -> dict:
     a multiple of ``SIZE_STEP`` and still fits."""
     for name, v in sizes.items():
         up = v + v // 2
-        if v < spec_args[name] and up % SIZE_STEP == 0 and v // 2 > 0 and budget[0] > 0 and \
+        if v < spec_args[name] and up % SIZE_STEP == 0 and budget[0] > 0 and \
                 fits({**sizes, name: up}):
             sizes = {**sizes, name: up}
     return sizes
