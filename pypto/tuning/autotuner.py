@@ -57,6 +57,7 @@ class Autotuner:
         self.meta_names = {k for c in self.configs for k in c.kwargs}
         self.takes_num_stages = "num_stages" in params
         _check_names(self.meta_names, params, fn.__name__, "a config names")
+        _check_constexprs(self.configs, fn)
         if not self.takes_num_stages and any(c.num_stages != 1 for c in self.configs):
             raise ValueError(f"@pypto.autotune({fn.__name__}): a config sets num_stages, but "
                              f"the kernel has no num_stages parameter; declare num_stages: "
@@ -273,6 +274,19 @@ def _check_names(names, params, kernel, what):
     if unknown:
         raise ValueError(f"@pypto.autotune({kernel}): {what} {unknown}, which are not "
                          f"parameters of {kernel} ({', '.join(params)})")
+
+
+def _check_constexprs(configs, fn):
+    """A config's values are compile-time choices: one naming a runtime parameter would be
+    accepted here and fail only at the first call, after the user has moved on."""
+    for config in configs:
+        runtime = sorted(set(config.kwargs) - fn.constexprs)
+        if runtime:
+            declared = ", ".join(sorted(fn.constexprs)) or "none"
+            raise ValueError(f"@pypto.autotune({fn.__name__}): {config!r} sets {runtime}, "
+                             f"which are not pl.constexpr parameters of {fn.__name__} (its "
+                             f"constexpr parameters: {declared}); a config chooses "
+                             "compile-time values only")
 
 
 def _is_tensor(v) -> bool:

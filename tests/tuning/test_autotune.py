@@ -153,6 +153,15 @@ def test_bad_names_are_refused_when_decorating():
         pypto.Config({"BLOCK": 1}, num_stages=3)
 
 
+def test_a_config_naming_a_runtime_parameter_is_refused_when_decorating():
+    with pytest.raises(ValueError, match=r"pypto.Config\(\{'BLOCK': 256, 'n': 1024\}, "
+                                         r"num_stages=1\) sets \['n'\], which are not "
+                                         r"pl.constexpr parameters of scale \(its constexpr "
+                                         r"parameters: BLOCK\)"):
+        pypto.autotune([pypto.Config({"BLOCK": 256}), pypto.Config({"BLOCK": 256, "n": 1024})],
+                       key=[])(scale)
+
+
 def test_passing_a_tuned_parameter_is_refused(fresh_cache):
     kernel = _tuned()
     x = np.ones(64, np.float32)
