@@ -83,14 +83,32 @@ class InternalError(Exception):
         super().__init__(f"PyPTO internal error: {message}")
 
 
-class BufferOverflow(CompilationError):
-    """A buffer overflow: ``space``, the bytes ``asked`` for and the ``capacity`` (the jit
-    uses them to propose constexpr values that fit)."""
+# PTO buffer space -> how an overflow message names it
+SPACE_NAMES = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)",
+               "right": "L0B (right)", "acc": "L0C (acc)"}
 
-    def __init__(self, message, loc=None, call_chain=(), space=None, asked=0, capacity=0):
+
+class BufferOverflow(CompilationError):
+    """A buffer overflow: ``space``, the bytes ``asked`` for, the ``capacity`` and the
+    ``target``'s name, kept as fields so that the jit can propose constexpr values that fit and
+    the autotuner can say in one line why a config was skipped (``summary``) without parsing
+    the message."""
+
+    def __init__(self, message, loc=None, call_chain=(), space=None, asked=0, capacity=0,
+                 target=""):
         super().__init__(message, loc, call_chain)
-        self.space, self.asked, self.capacity = space, asked, capacity
+        self.space, self.asked, self.capacity, self.target = space, asked, capacity, target
+
+    @property
+    def summary(self) -> str:
+        """The overflow in one sentence: the message's first, from the fields."""
+        return overflow_summary(self.space, self.target, self.asked, self.capacity)
 
     def __reduce__(self):
         return (type(self), (self.message, self.loc, self.call_chain, self.space, self.asked,
-                             self.capacity))
+                             self.capacity, self.target))
+
+
+def overflow_summary(space, target: str, asked: int, capacity: int) -> str:
+    return (f"{SPACE_NAMES.get(space, space)} overflow on {target}: the kernel needs {asked} "
+            f"bytes at once but the buffer holds {capacity}")

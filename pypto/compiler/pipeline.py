@@ -137,7 +137,7 @@ def with_fitting_sizes(error, source, spec_args: dict, target):
                 + ", ".join(f"{k}={v}" for k, v in proposal.items()) + " (instead of " +
                 ", ".join(f"{k}={spec_args[k]}" for k in proposal) + ")")
     out = BufferOverflow(error.message + text, error.loc, error.call_chain, error.space,
-                         error.asked, error.capacity)
+                         error.asked, error.capacity, error.target)
     out.proposal, out.alive = proposal, getattr(error, "alive", [])
     return out
 

@@ -17,10 +17,15 @@ class Trial:
 
 
 def reason_of(error) -> str:
-    """One line that says why a config was skipped."""
+    """One line that says why a config was skipped: an overflow by its fields (which buffer,
+    how many bytes asked and held; the tiles alive and the advice that follow in its message
+    are for a user fixing one kernel, not for a table of configs), anything else by its
+    message's first line."""
+    summary = getattr(error, "summary", None)
+    if isinstance(summary, str):
+        return f"{type(error).__name__}: {summary}"
     text = str(error).strip().splitlines()
-    first = (text[0] if text else "").split(" Tiles in it:")[0]
-    return f"{type(error).__name__}: {first}"
+    return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
 def winner_of(trials: list, headline: str) -> int:

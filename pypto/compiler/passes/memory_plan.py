@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..errors import BufferOverflow, CompilationError
+from ..errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
@@ -354,8 +354,6 @@ def _lines(vals: dict) -> tuple:
 def _overflow(space, asked, capacity, alive, target, culprit):
     """The tiles alive when the buffer ran out (each one's size and source lines) and their
     sum; the jit adds which constexpr values would fit (``jit._overflow_advice``)."""
-    names = {"vec": "UB (vec)", "mat": "L1 (mat)", "left": "L0A (left)", "right": "L0B (right)",
-             "acc": "L0C (acc)"}
     tiles = [PlacedTile(_describe(root), size, offset, start, end, _lines(vals))
              for offset, size, start, end, root, vals in alive]
     lines = [f"  {t.type} ({t.bytes} bytes) from {t.source}"
@@ -364,11 +362,10 @@ def _overflow(space, asked, capacity, alive, target, culprit):
                       if v.owner is not None and v.owner.loc is not None), None)
     total = sum(p[1] for p in alive)
     error = BufferOverflow(
-        f"{names.get(space, space)} overflow on {target.name}: the kernel needs {asked} bytes "
-        f"at once but the buffer holds {capacity}. "
+        f"{overflow_summary(space, target.name, asked, capacity)}. "
         f"{'The tile' if len(alive) == 1 else f'The {len(alive)} tiles'} alive at that point "
         f"({total} bytes{', plus alignment' if len(alive) > 1 else ''}):\n" + "\n".join(lines) +
         "\nUse smaller tiles (a smaller BLOCK / BM / BN / BK constexpr).", first_loc,
-        space=space, asked=asked, capacity=capacity)
+        space=space, asked=asked, capacity=capacity, target=target.name)
     error.alive = tiles
     raise error
