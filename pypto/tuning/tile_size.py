@@ -87,10 +87,14 @@ def _node_time(op, inputs, tile, form, input_tiles, out_shape, target, spent) ->
     from ..graph import TensorGraph, compile as compile_graph, tile_map
     from ..graph.module import _standins
     graph = TensorGraph(f"{op.__name__}_tuning")
-    placeholders = [graph.placeholder(t.shape, t.dtype, name=t.name) for t in inputs]
+    placeholders = {}              # one per distinct input: tile_map(op, [a, a]) reads a twice
+    for t in inputs:
+        if id(t) not in placeholders:
+            placeholders[id(t)] = graph.placeholder(t.shape, t.dtype, name=t.name)
     t0 = time.perf_counter()
     try:
-        tile_map(op, placeholders, tile, form, input_tiles=input_tiles, out_shape=out_shape)
+        tile_map(op, [placeholders[id(t)] for t in inputs], tile, form, input_tiles=input_tiles,
+                 out_shape=out_shape)
         module = compile_graph(graph, target=target.name)
     finally:
         spent[0] += time.perf_counter() - t0

@@ -46,6 +46,16 @@ def test_a_fixed_strategy_is_kept_and_results_are_remembered(fresh_cache):
     assert build().producer.tuning.cached
 
 
+def test_an_input_read_twice_is_one_placeholder_of_the_tuning_graph(fresh_cache):
+    g = pypto.TensorGraph("auto_twice")
+    a = g.placeholder((3000,), pypto.float32, name="a")
+    out = pypto.tile_map(axpy, [a, a], tile_size="auto", parallel_strategy="data_parallel")
+    assert all(t.skipped is None for t in out.producer.tuning.trials)
+    data = np.random.rand(3000).astype(np.float32)
+    np.testing.assert_allclose(pypto.compile(g).run({"a": data}).to_numpy(), data * 3.0,
+                               rtol=1e-6)
+
+
 def test_candidates_and_bad_values():
     assert candidates((300,)) == [256, 300]
     assert (4, 1024) in candidates((4096, 1024)) and (16, 16) in candidates((64, 64))
