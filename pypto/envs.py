@@ -94,6 +94,11 @@ PYPTO_VERIFY_PTO = register("PYPTO_VERIFY_PTO", "", False,
                             "1: after each compile, parse the printed .pto back and check that "
                             "it prints identically (the test suite sets it)")
 
+PYPTO_PROGRESS = register("PYPTO_PROGRESS", "", False,
+                          "autotuning sweeps' progress bar (@pypto.autotune without progress=, "
+                          "tile_map(tile_size='auto')): 1 always, 0 never; default: when stderr "
+                          "is a terminal")
+
 
 def registry() -> dict[str, EnvVar]:
     return dict(_REGISTRY)

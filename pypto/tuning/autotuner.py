@@ -32,7 +32,7 @@ from ..tensor_args import as_array
 from . import results
 from .config import Config
 from .objectives import host_time_ms, npu_time_ms
-from .report import AutotuneError, Trial, TuningReport, reason_of, winner_of
+from .report import AutotuneError, Trial, TuningReport, progress, reason_of, winner_of
 
 OBJECTIVES = ("npu", "host")
 TARGET_KEY = ENV_KEY(envs.PTO_TARGET.name)
@@ -178,7 +178,7 @@ class Autotuner:
         configs, pruned = self._pruned(named)
         saved = {n: as_array(named[n]).copy() for n in self.restore_value}
         trials, spent = [], {"compile": 0.0, "timing": 0.0}
-        for config in self._progress(configs):
+        for config in progress(configs, f"autotune {self.__name__}", self.progress):
             values = {**named, **config.all_kwargs(self.takes_num_stages)}
             try:
                 if config.pre_hook is not None:
@@ -227,14 +227,6 @@ class Autotuner:
             raise AutotuneError(f"@pypto.autotune({self.__name__}): prune_configs_by left no "
                                 "config")
         return configs, [str(c) for c in self.configs if c not in configs]
-
-    def _progress(self, configs):
-        show = self.progress if self.progress is not None else sys.stderr.isatty()
-        if not show or len(configs) < 2:
-            return configs
-        from tqdm import tqdm
-        return tqdm(configs, desc=f"autotune {self.__name__}", unit="config", leave=False,
-                    file=sys.stderr)
 
     @staticmethod
     def _log(report):

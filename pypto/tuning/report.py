@@ -1,7 +1,10 @@
 """What a sweep found: every config with its time or the reason it was skipped, the winner."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+
+from .. import envs
 
 
 class AutotuneError(RuntimeError):
@@ -26,6 +29,19 @@ def reason_of(error) -> str:
         return f"{type(error).__name__}: {summary}"
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def progress(items: list, desc: str, show=None):
+    """``items``, wrapped in a tqdm bar on stderr when ``show`` (None: ``PYPTO_PROGRESS``, and
+    unset, whether stderr is a terminal, so logs and pipes get no bar); one item gets none.
+    Every sweep goes through it, so each has the same bar and the same switch."""
+    if show is None:
+        setting = envs.PYPTO_PROGRESS.get().strip()
+        show = setting != "0" if setting else sys.stderr.isatty()
+    if not show or len(items) < 2:
+        return items
+    from tqdm import tqdm
+    return tqdm(items, desc=desc, unit="config", leave=False, file=sys.stderr)
 
 
 def winner_of(trials: list, headline: str) -> int:

@@ -15,7 +15,7 @@ from ..device import current_target
 from ..jit import __version__
 from . import results
 from .objectives import npu_time_ms
-from .report import Trial, TuningReport, reason_of, winner_of
+from .report import Trial, TuningReport, progress, reason_of, winner_of
 
 ELEMENTS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # tile sizes tried, in elements
 FORMS = ("data_parallel", "grid_stride")
@@ -67,7 +67,7 @@ def tune(op, inputs, strategy, input_tiles=None, out_shape=None):
 def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
     t0 = time.perf_counter()
     trials, spent = [], [0.0]
-    for tile, form in points:
+    for tile, form in progress(points, f"autotune {fields['kernel']}"):
         label = f"tile_size={tile}, {form}"
         try:
             trials.append(Trial(label, _node_time(op, inputs, tile, form, input_tiles,

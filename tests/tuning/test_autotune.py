@@ -182,6 +182,9 @@ def test_log_and_progress_bar(fresh_cache, monkeypatch, capsys):
     kernel2 = _tuned(progress=False, cache_results=False)
     kernel2(x, np.zeros_like(x), 3000)
     assert "autotune scale: " not in capsys.readouterr().err
+    monkeypatch.setenv("PYPTO_PROGRESS", "1")      # the switch progress=None follows
+    _tuned(cache_results=False)(x, np.zeros_like(x), 3000)
+    assert "autotune scale: " in capsys.readouterr().err
 
 
 def test_disk_cache_serves_a_new_process_and_can_be_off(fresh_cache):

@@ -56,6 +56,21 @@ def test_an_input_read_twice_is_one_placeholder_of_the_tuning_graph(fresh_cache)
                                rtol=1e-6)
 
 
+def test_the_sweep_has_the_autotuners_progress_bar_and_switch(fresh_cache, monkeypatch, capsys):
+    def sweep(n):
+        g = pypto.TensorGraph("auto_progress")
+        a = g.placeholder((n,), pypto.float32, name="a")
+        b = g.placeholder((n,), pypto.float32, name="b")
+        pypto.tile_map(axpy, [a, b], tile_size="auto", parallel_strategy="data_parallel")
+
+    monkeypatch.setenv("PYPTO_PROGRESS", "1")
+    sweep(3100)
+    assert "autotune tile_map(axpy): " in capsys.readouterr().err        # tqdm's bar
+    monkeypatch.setenv("PYPTO_PROGRESS", "0")
+    sweep(5100)
+    assert "autotune tile_map(axpy)" not in capsys.readouterr().err
+
+
 def test_candidates_and_bad_values():
     assert candidates((300,)) == [256, 300]
     assert (4, 1024) in candidates((4096, 1024)) and (16, 16) in candidates((64, 64))
