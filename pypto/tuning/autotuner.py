@@ -111,7 +111,7 @@ class Autotuner:
             config, report = self._lookup_or_tune(tuning_key, grid, named)
             found = self._memo[tuning_key] = (config, report,
                                               config.all_kwargs(self.takes_num_stages))
-            if not report.cached:         # the sweep's launches ran on these tensors
+            if not report.cached and self.sweep_launches:   # they ran on these tensors
                 for n in self.reset_to_zero:
                     as_array(named[n])[...] = 0
         self.best_config, self.report, meta = found
@@ -153,6 +153,14 @@ class Autotuner:
         return keyed, dtypes, target, self.objective
 
     # -- tuning -----------------------------------------------------------------------------
+    @property
+    def sweep_launches(self) -> bool:
+        """Does the sweep run the kernel on the caller's tensors? Only under "host": "npu"
+        models each config and runs nothing, so there are no writes for ``reset_to_zero`` and
+        ``restore_value`` to undo (zeroing would destroy what the caller put there) and no
+        launch for a config's ``pre_hook`` to precede."""
+        return self.objective == "host"
+
     def _lookup_or_tune(self, tuning_key, grid, named):
         keyed, dtypes, target, objective = tuning_key
         target = get_target(target).name
@@ -176,12 +184,13 @@ class Autotuner:
     def _tune(self, grid, named, fields):
         t0 = time.perf_counter()
         configs, pruned = self._pruned(named)
-        saved = {n: as_array(named[n]).copy() for n in self.restore_value}
+        saved = {n: as_array(named[n]).copy() for n in self.restore_value
+                 if self.sweep_launches}
         trials, spent = [], {"compile": 0.0, "timing": 0.0}
         for config in progress(configs, f"autotune {self.__name__}", self.progress):
             values = {**named, **config.all_kwargs(self.takes_num_stages)}
             try:
-                if config.pre_hook is not None:
+                if config.pre_hook is not None and self.sweep_launches:
                     config.pre_hook(values)
                 trials.append(Trial(str(config), self._time(grid, values, spent)))
             except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped

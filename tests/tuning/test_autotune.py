@@ -114,6 +114,26 @@ def test_reset_to_zero_matters_for_an_atomic_kernel(fresh_cache):
     np.testing.assert_allclose(out, x)
 
 
+def test_under_npu_nothing_runs_so_nothing_is_reset_restored_or_hooked(fresh_cache):
+    hooked = []
+    configs = [pypto.Config({"BLOCK": b}, pre_hook=lambda args: hooked.append(1))
+               for b in (256, 512)]
+    x = np.ones(4096, np.float32)
+    grid = lambda META: (4096 // META["BLOCK"],)
+    kernel = pypto.autotune(configs, key=[], reset_to_zero=["out"])(accumulate)
+    out = np.full_like(x, 5.0)
+    kernel[grid](x, out)
+    assert np.all(out == 6) and not kernel.report.cached     # the user's 5, plus one launch
+    kernel[grid](x, out)
+    assert np.all(out == 7)
+    assert len(hooked) == 2                                   # the two launches, no sweep's
+    bumped = pypto.autotune(configs[:1] + [pypto.Config({"BLOCK": 1024})], key=[],
+                            restore_value=["x"])(bump)
+    y = np.full(4096, 5.0, np.float32)
+    bumped[grid](y)
+    assert np.all(y == 6)
+
+
 def test_restore_value_undoes_the_sweeps_writes(fresh_cache):
     configs = [pypto.Config({"BLOCK": 256}), pypto.Config({"BLOCK": 1024})]
     kernel = pypto.autotune(configs, key=[], objective="host", restore_value=["x"], warmup=1,
