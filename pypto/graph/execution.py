@@ -50,6 +50,8 @@ class Task:
     def label(self) -> str:
         if self.tiles is None:
             where = "all" if self.block is None else f"block {self.block}"
+        elif not self.tiles:              # a grid-stride block past the last run of tiles
+            where = f"block {self.block}, no tiles"
         elif len(self.tiles) == 1:
             where = "tile " + ",".join(map(str, self.tiles[0]))
         else:

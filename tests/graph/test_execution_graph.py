@@ -67,6 +67,19 @@ def test_grid_stride_blocks_hold_their_runs_of_tiles():
         assert set(t.deps) == want
 
 
+def test_a_grid_stride_block_without_tiles_is_labelled_and_modelled():
+    """64 tiles on 48 blocks: runs of 2, so blocks 32..47 have none (their label indexed an
+    empty tuple and every report of the graph failed)."""
+    g = pypto.TensorGraph(name="idle_blocks")
+    x = g.placeholder((64 * 256,), pypto.float32)
+    pypto.tile_map(add, [x, x], tile_size=256, parallel_strategy="grid_stride")
+    m = pypto.compile(g)
+    tasks = m.execution_graph.tasks_of(m.steps[0])
+    assert [len(t.tiles) for t in tasks] == [2] * 32 + [0] * 16
+    assert tasks[-1].label.endswith("[block 47, no tiles]")
+    assert m.model("mpmd").time_us > 0
+
+
 def test_levels_print_and_the_dot_export_names_every_task_and_edge():
     m = pypto.compile(three_node(m=256, k=128, n=256, vt=(32, 256), st=(16, 256)))
     text = m.levels()
