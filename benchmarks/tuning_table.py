@@ -51,6 +51,7 @@ import pypto
 import pypto.language as pl
 from pypto.backends.ascend.cycle_model import model_kernel, model_launch
 from pypto.backends.ascend.targets import GiB, get_target
+from pypto.memory import budget
 
 TARGET = "ascend910b1"
 T = get_target(TARGET)
@@ -202,13 +203,23 @@ class Row:
 
 def sizes(quick: bool) -> dict:
     if quick:
-        return {"n": 48 * 8192, "tiles": (256, 512, 8192), "nchw": (4, 32, 16, 16), "p": 128,
+        return {"n": 48 * 8192, "nchw": (4, 32, 16, 16), "p": 128,
                 "softmax": (48 * 16 * 2, 256), "bm": 16, "matmul": (256, 256, 256),
                 "mm_tiles": (64, 64, 32)}
     # n = 48 x 32768: every TILE of the sweep gives a whole number of tiles per core
-    return {"n": 48 * 32768, "tiles": (256, 512, 1024, 2048, 4096, 8192),
+    return {"n": 48 * 32768,
             "nchw": (12, 64, 32, 32), "p": 256, "softmax": (48 * 16 * 8, 256), "bm": 16,
             "matmul": (1024, 1024, 1024), "mm_tiles": (128, 128, 32)}
+
+
+def tile_sweep(n, x, y, out) -> list:
+    """TILE from 256, doubling until a size overflows the UB (that one included, so the sweep
+    shows it skipped): the tuner then sees every size that fits and cannot pick the largest
+    tried merely because the list stopped there."""
+    tiles = [256]
+    while tiles[-1] < n and budget(add_tiles, x, y, out, TILE=tiles[-1]).fits:
+        tiles.append(tiles[-1] * 2)
+    return tiles
 
 
 def tile_size_row(s, rng) -> tuple[Row, int]:
@@ -218,15 +229,16 @@ def tile_size_row(s, rng) -> tuple[Row, int]:
     x = rng.standard_normal(n, dtype=np.float32)
     y = rng.standard_normal(n, dtype=np.float32)
     out = np.full_like(x, np.nan)
-    tuned = pypto.autotune([pypto.Config({"TILE": t}) for t in s["tiles"]], key=["x"],
+    tiles = tile_sweep(n, x, y, out)
+    tuned = pypto.autotune([pypto.Config({"TILE": t}) for t in tiles], key=["x"],
                            cache_results=False, progress=False)(add_tiles)
     tuned[lambda META: (pl.cdiv(n, META["TILE"]),)](x, y, out)
     np.testing.assert_array_equal(out, x + y, err_msg="add_tiles, tuned TILE")
     best = tuned.best_config.kwargs["TILE"]
-    times = {t: trial.time_ms for t, trial in zip(s["tiles"], tuned.report.trials)}
+    trials = dict(zip(tiles, tuned.report.trials))
+    times = {t: trial.time_ms for t, trial in trials.items() if trial.skipped is None}
     before = model_kernel(add_tiles, (pl.cdiv(n, 256),), x, y, out, TILE=256)
     after = model_kernel(add_tiles, (pl.cdiv(n, best),), x, y, out, TILE=best)
-    knee = min(t for t in times if times[t] <= 1.1 * times[best])
     c = T.costs
     half = c.saturating[("gm", "vec")][1]
     fixed = half / (half + 256 * 4)
@@ -236,7 +248,7 @@ def tile_size_row(s, rng) -> tuple[Row, int]:
               host=(lambda: add_tiles[(n // 256,)](x, y, out, TILE=256),
                     lambda: add_tiles[(n // best,)](x, y, out, TILE=best)))
     row.note = [
-        f"pypto.autotune over TILE in {list(s['tiles'])} chose TILE={best} "
+        f"pypto.autotune over TILE in {tiles} chose TILE={best}{_largest(best, trials)} "
         f"(tuned in {tuned.report.seconds:.2f} s, {tuned.report.compile_seconds:.2f} s of it "
         "compiling); its sweep (modelled NPU time): " +
         ", ".join(f"{t}: {ms * 1e3:.2f} us" for t, ms in times.items()),
@@ -249,11 +261,39 @@ def tile_size_row(s, rng) -> tuple[Row, int]:
          f"({half / 1024:.1f} KiB + bytes) / {c.saturating[('gm', 'vec')][0]:.0f} GiB/s (the "
          f"saturating form), so a 1 KiB load is {fixed:.0%} fixed cost, and each vector "
          f"instruction pays an issue overhead ({c.vector['binary'].issue_cycles:.0f} cycles "
-         "for a tile-tile add). Once the 48 cores' share of HBM, not the fixed cost, bounds "
-         f"the loads, bigger tiles stop helping (here TILE={knee} is within 10 % of the "
-         "best)."),
+         f"for a tile-tile add). {_knee(best, times, half)}"),
     ]
     return row, best
+
+
+def _largest(best, trials) -> str:
+    """Says so when the winner is the largest size that fits, and why the next does not."""
+    bigger = [t for t in trials if t > best]
+    if not bigger:
+        return ", the largest size tried"
+    nxt = trials[bigger[0]]
+    if nxt.skipped is None:
+        return ""
+    return (f", the largest that fits: TILE={bigger[0]} is skipped "
+            f"({nxt.skipped.split(': ', 1)[-1]})")
+
+
+def _knee(best, times, half) -> str:
+    """Where bigger tiles stop helping: the smallest tile within 10 % of the best, or, when no
+    smaller one is, that each doubling still helped up to the best (never the best named as
+    within 10 % of itself)."""
+    close = [t for t in times if t < best and times[t] <= 1.1 * times[best]]
+    if close:
+        return ("Once the 48 cores' share of HBM, not the fixed cost, bounds the loads, bigger "
+                f"tiles stop helping: TILE={min(close)} is within 10 % of TILE={best}.")
+    smaller = [t for t in times if t < best]
+    if not smaller:
+        return f"TILE={best} is the smallest size tried."
+    prev = max(smaller)
+    return (f"No smaller tile comes within 10 % of TILE={best} (TILE={prev} takes "
+            f"{times[prev] / times[best] - 1:.0%} longer): a TILE={best} load is still "
+            f"{half / (half + best * 4):.0%} fixed cost where the UB stops the tile from "
+            "growing.")
 
 
 def multicore_row(s, rng, tile) -> Row:
