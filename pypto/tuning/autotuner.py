@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import time
 
 from .. import envs
 from ..jit import JITFunction, __version__
@@ -32,7 +31,7 @@ from ..tensor_args import as_array
 from . import results
 from .config import Config
 from .objectives import host_time_ms, npu_time_ms
-from .report import AutotuneError, Trial, TuningReport, progress, reason_of, winner_of
+from .report import AutotuneError, TuningReport, compiling, sweep
 
 OBJECTIVES = ("npu", "host")
 TARGET_KEY = ENV_KEY(envs.PTO_TARGET.name)
@@ -182,42 +181,33 @@ class Autotuner:
         return self.configs[data["config"]], report
 
     def _tune(self, grid, named, fields):
-        t0 = time.perf_counter()
         configs, pruned = self._pruned(named)
         saved = {n: as_array(named[n]).copy() for n in self.restore_value
                  if self.sweep_launches}
-        trials, spent = [], {"compile": 0.0, "timing": 0.0}
-        for config in progress(configs, f"autotune {self.__name__}", self.progress):
+
+        def timed(config, spent):
             values = {**named, **config.all_kwargs(self.takes_num_stages)}
             try:
                 if config.pre_hook is not None and self.sweep_launches:
                     config.pre_hook(values)
-                trials.append(Trial(str(config), self._time(grid, values, spent)))
-            except Exception as e:  # noqa: BLE001 - a config that cannot run is skipped
-                trials.append(Trial(str(config), skipped=reason_of(e)))
+                return self._time(grid, values, spent)
             finally:
                 for n, copy in saved.items():
                     as_array(named[n])[...] = copy
-        winner = winner_of(trials, f"@pypto.autotune({self.__name__}): no config can run "
-                                   f"for {fields['key']} on {fields['target']}")
-        report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
-                              compile_seconds=spent["compile"], pruned=pruned, **fields)
-        return configs[winner], report
+
+        report = sweep(configs, str, timed, f"@pypto.autotune({self.__name__}): no config can "
+                       f"run for {fields['key']} on {fields['target']}", fields, self.progress,
+                       pruned)
+        return configs[report.winner], report
 
     def _time(self, grid, values, spent) -> float:
         """The config's time by the objective; compiling it first, timed apart (``spent``),
         so the report can say what tuning cost beyond the compiles."""
-        t0 = time.perf_counter()
-        self.fn.compile(**values)
-        t1 = time.perf_counter()
-        spent["compile"] += t1 - t0
-        try:
-            if self.objective == "npu":
-                return npu_time_ms(self.fn, grid, values)
-            return host_time_ms(self.fn, grid, values, self.reset_to_zero, self.warmup,
-                                self.rep)
-        finally:
-            spent["timing"] += time.perf_counter() - t1
+        with compiling(spent):
+            self.fn.compile(**values)
+        if self.objective == "npu":
+            return npu_time_ms(self.fn, grid, values)
+        return host_time_ms(self.fn, grid, values, self.reset_to_zero, self.warmup, self.rep)
 
     def _pruned(self, named):
         """Triton's ``prune_configs_by``: ``early_config_prune(configs, named_args)`` drops

@@ -19,6 +19,14 @@ def npu_time_ms(jitfn, grid, values: dict) -> float:
     return model_launch(program, grid, runtime, get_target(kernel.metadata["target"])).time_ms
 
 
+def kernel_time_ms(kernel) -> float:
+    """The cycle model's time for a graph's generated kernel (``graph.module.Kernel``), on
+    stand-in arrays of its arguments' shapes: the model reads shapes, not data."""
+    from ..graph.module import _standins
+    values = dict(zip(kernel.jit.arg_names, _standins(kernel)))
+    return npu_time_ms(kernel.jit, kernel.grid, values)
+
+
 def host_time_ms(jitfn, grid, values: dict, reset, warmup: float, rep: float) -> float:
     """Median host time of the launch, the ``reset`` tensors zeroed before every call (and
     before the compile, so a kernel that accumulates starts from zero each time)."""

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import envs
@@ -42,6 +44,35 @@ def progress(items: list, desc: str, show=None):
         return items
     from tqdm import tqdm
     return tqdm(items, desc=desc, unit="config", leave=False, file=sys.stderr)
+
+
+def sweep(points: list, label, timed, headline: str, fields: dict, show=None,
+          pruned=()) -> "TuningReport":
+    """Every point of a sweep timed by ``timed(point, spent)`` (it adds the seconds it spends
+    compiling to ``spent["compile"]``, see ``compiling``), a point that raises skipped with
+    its reason, under one progress bar: the loop that the jit autotuner, tile_size="auto" and
+    the graph's launch forms share. ``headline`` opens the error if none runs."""
+    t0 = time.perf_counter()
+    spent, trials = {"compile": 0.0}, []
+    for point in progress(points, f"autotune {fields['kernel']}", show):
+        try:
+            trials.append(Trial(label(point), timed(point, spent)))
+        except Exception as e:  # noqa: BLE001 - a point that cannot run is skipped
+            trials.append(Trial(label(point), skipped=reason_of(e)))
+    winner = winner_of(trials, headline)
+    return TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
+                        compile_seconds=spent["compile"], pruned=list(pruned), **fields)
+
+
+@contextmanager
+def compiling(spent: dict):
+    """Time a compile into ``spent["compile"]``, a failing one too: the report's compile
+    seconds are what the configs' compiles cost, so that the rest is the tuner's overhead."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent["compile"] += time.perf_counter() - t0
 
 
 def winner_of(trials: list, headline: str) -> int:

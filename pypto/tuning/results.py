@@ -73,3 +73,14 @@ def remembered(digest: str, compute, use_disk: bool, valid=lambda data: True):
     if use_disk:
         save(digest, data)
     return data, False
+
+
+def memoised(memo: dict, digest: str, compute, valid=lambda data: True):
+    """``remembered`` with ``memo`` (this process's sweeps) in front, the disk cache if
+    enabled behind: a graph rebuilt in the same process finds its sweeps without a read."""
+    data = memo.get(digest)
+    if data is not None:
+        return data, True
+    data, cached = remembered(digest, compute, disk_enabled(), valid)
+    memo[digest] = data
+    return data, cached

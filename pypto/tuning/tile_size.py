@@ -9,13 +9,11 @@ dtypes, strategy and target, in memory and on disk (``results``).
 """
 from __future__ import annotations
 
-import time
-
 from ..device import current_target
 from ..jit import __version__
 from . import results
-from .objectives import npu_time_ms
-from .report import Trial, TuningReport, progress, reason_of, winner_of
+from .objectives import kernel_time_ms
+from .report import TuningReport, compiling, sweep
 
 ELEMENTS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # tile sizes tried, in elements
 FORMS = ("data_parallel", "grid_stride")
@@ -53,54 +51,34 @@ def tune(op, inputs, strategy, input_tiles=None, out_shape=None):
     key = ", ".join(f"{t.name}{list(t.shape)}" for t in inputs)
     fields = dict(kernel=f"tile_map({op.__name__})", key=key, objective="npu",
                   target=target.name)
-    data, cached = _MEMO.get(digest), True
-    if data is None:
-        data, cached = results.remembered(
-            digest, lambda: _sweep(op, inputs, points, input_tiles, out_shape, target, fields),
-            results.disk_enabled(), lambda d: 0 <= d.get("winner", -1) < len(points))
-        _MEMO[digest] = data
+    data, cached = results.memoised(
+        _MEMO, digest, lambda: _sweep(op, inputs, points, input_tiles, out_shape, target, fields),
+        lambda d: 0 <= d.get("winner", -1) < len(points))
     report = TuningReport.from_json(data, cached=cached, **fields)
     tile, form = points[report.winner]
     return tile, form, report
 
 
 def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
-    t0 = time.perf_counter()
-    trials, spent = [], [0.0]
-    for tile, form in progress(points, f"autotune {fields['kernel']}"):
-        label = f"tile_size={tile}, {form}"
-        try:
-            trials.append(Trial(label, _node_time(op, inputs, tile, form, input_tiles,
-                                                  out_shape, target, spent)))
-        except Exception as e:  # noqa: BLE001 - a candidate that cannot run is skipped
-            trials.append(Trial(label, skipped=reason_of(e)))
-    winner = winner_of(trials, f"tile_map({op.__name__}, tile_size='auto'): no tile size "
-                               f"works for {fields['key']}")
-    report = TuningReport(trials=trials, winner=winner, seconds=time.perf_counter() - t0,
-                          compile_seconds=spent[0], **fields)
+    report = sweep(points, lambda p: f"tile_size={p[0]}, {p[1]}",
+                   lambda p, spent: _node_time(op, inputs, *p, input_tiles, out_shape, target,
+                                               spent),
+                   f"tile_map({op.__name__}, tile_size='auto'): no tile size works for "
+                   f"{fields['key']}", fields)
     return {**report.to_json(), "kernel": fields["kernel"]}
 
 
 def _node_time(op, inputs, tile, form, input_tiles, out_shape, target, spent) -> float:
     """Modelled NPU time of the node alone, tiled by ``tile`` and launched as ``form``
-    (the seconds spent compiling it added to ``spent[0]``)."""
+    (the seconds spent compiling it added to ``spent["compile"]``)."""
     from ..graph import TensorGraph, compile as compile_graph, tile_map
-    from ..graph.module import _standins
     graph = TensorGraph(f"{op.__name__}_tuning")
     placeholders = {}              # one per distinct input: tile_map(op, [a, a]) reads a twice
     for t in inputs:
         if id(t) not in placeholders:
             placeholders[id(t)] = graph.placeholder(t.shape, t.dtype, name=t.name)
-    t0 = time.perf_counter()
-    try:
+    with compiling(spent):
         tile_map(op, [placeholders[id(t)] for t in inputs], tile, form, input_tiles=input_tiles,
                  out_shape=out_shape)
         module = compile_graph(graph, target=target.name)
-    finally:
-        spent[0] += time.perf_counter() - t0
-    total = 0.0
-    for kernel in module.kernels:
-        values = dict(zip(kernel.jit.arg_names, _standins(kernel)))
-        total += npu_time_ms(kernel.jit, kernel.grid, values)
-    return total
-
+    return sum(kernel_time_ms(kernel) for kernel in module.kernels)

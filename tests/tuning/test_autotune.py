@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -72,6 +73,21 @@ def test_a_new_key_tunes_again_and_the_same_key_does_not(fresh_cache):
         kernel(x, out, n)
         assert np.all(out == 3)
     assert len(kernel._memo) == 2
+
+
+def test_compile_seconds_count_failing_compiles(fresh_cache, monkeypatch):
+    kernel = _tuned(cache_results=False)
+    compile_for_real = kernel.fn.compile
+
+    def slow(**values):                       # only the config that fails is slow
+        time.sleep(1.0 if values["BLOCK"] == 65536 else 0)
+        return compile_for_real(**values)
+
+    monkeypatch.setattr(kernel.fn, "compile", slow)
+    x = np.ones(2048, np.float32)
+    kernel(x, np.zeros_like(x), 2048)
+    assert kernel.report.trials[-1].skipped is not None      # 65536 overflows after its sleep
+    assert kernel.report.compile_seconds >= 1.0
 
 
 def test_callable_grid_sees_the_chosen_meta_parameters(fresh_cache):
