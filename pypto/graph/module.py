@@ -27,13 +27,15 @@ from .graph import TensorGraph
 from .kernel_node import KernelNode
 from .mpmd_run import HostChoice
 from .npu_model import check_strategy
-from .plan import Group, choose_form, plan_groups
+from .plan import Group, candidate_forms, choose_form, plan_groups
 
 # option -> default. tile_fusion: fuse chains of tile_maps into one kernel (plan.py).
 # loop_unroll: grid-stride tile loops run unrolled by two with the next tile's loads issued
 # ahead (pl.range(num_stages=2), double buffering). layout_opt: accepted for the seed, no
 # effect (see docs/language.md, "Graph API": tensors keep the layout they are given).
-OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False}
+# autotune: a kernel of parallel_strategy="auto" nodes is launched in the form the cycle model
+# ranks fastest on the target (pypto.tuning.launch_form); off, by plan.choose_form's rule.
+OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False, "autotune": True}
 
 
 @dataclass(eq=False)
@@ -49,6 +51,7 @@ class Kernel:
     params: list
     compiled: object = None
     views: object = None        # a kernel node's (inputs, output) -> kernel arguments
+    tuning: object = None       # the TuningReport that chose ``form``, if the tuner did
 
     def arguments(self, inputs: list, outs: list) -> list:
         """The kernel's arguments for the graph tensors' arrays ``inputs`` and ``outs``."""
@@ -130,13 +133,26 @@ def build_kernels(module, debug: bool) -> list:
         if isinstance(group.last, KernelNode):
             kernels.append(_node_kernel(group, chip))
             continue
-        cores = chip.cores_for(group.uses_cube)
-        form, grid = choose_form(group, cores, debug)
-        name = kernel_name(graph.name, group)
+        kernels.append(_group_kernel(group, kernel_name(graph.name, group), chip, opts,
+                                     debug))
+    return kernels
+
+
+def _group_kernel(group: Group, name: str, chip, opts, debug: bool) -> Kernel:
+    """The group's kernel in the launch form the tuner ranks fastest among
+    ``plan.candidate_forms`` (or ``choose_form``'s, with the tuner off)."""
+    cores = chip.cores_for(group.uses_cube)
+    forms = candidate_forms(group, cores, debug) if opts["autotune"] else \
+        [choose_form(group, cores, debug)]
+    kernels = []
+    for form, grid in forms:
         source, scope = kernel_source(group, name, form, opts["loop_unroll"])
         jitfn = make_kernel(source, scope, name, chip.name)
         kernels.append(Kernel(name, group, form, grid, source, jitfn, group.external_inputs()))
-    return kernels
+    if len(kernels) == 1:
+        return kernels[0]
+    from ..tuning.launch_form import fastest
+    return fastest(kernels, chip)
 
 
 def _node_kernel(group: Group, chip) -> Kernel:

@@ -113,9 +113,20 @@ def _fusible(producer, consumer, readers) -> bool:
                if t is producer.output)
 
 
+def candidate_forms(group: Group, cores: int, debug: bool = False) -> list:
+    """The (form, grid) pairs the tuner ranks for a group: both of ``"auto"``'s forms, or the
+    one form the group can or was told to take (a fixed strategy, cross-block sync, debug)."""
+    if group.last.strategy != "auto" or group.cross_block or debug:
+        return [choose_form(group, cores, debug)]
+    tiles = group.tiling.num_tiles
+    return [("tile", group.tiling.grid), ("stride", (min(tiles, cores),))]
+
+
 def choose_form(group: Group, cores: int, debug: bool = False) -> tuple:
     """(form, grid) for a group launched on ``cores`` cores, as its last node's
-    ``parallel_strategy`` asks."""
+    ``parallel_strategy`` asks; ``"auto"`` by the tile-count rule above (used only when
+    ``pypto.compile(options={"autotune": False})``: otherwise the tuner ranks
+    ``candidate_forms``)."""
     strategy = group.last.strategy
     tiling = group.tiling
     tiles = tiling.num_tiles

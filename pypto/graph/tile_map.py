@@ -15,8 +15,9 @@ from .naming import unique_name
 from .tile_op import TileOp
 from .tiling import Tiling, decide
 
-# parallel_strategy values: "auto" picks one of the other two from the tile count and the
-# target's cores (see plan.choose_form); "data_parallel" launches one block per tile;
+# parallel_strategy values: "auto" launches the kernel in whichever of the other two the cycle
+# model ranks fastest (pypto.tuning.launch_form; with the tuner off, plan.choose_form's
+# tile-count rule); "data_parallel" launches one block per tile;
 # "grid_stride" launches at most one block per core, each looping over tiles.
 STRATEGIES = ("auto", "data_parallel", "grid_stride")
 

@@ -3,8 +3,9 @@ model, or for the host, by measurement.
 
 ``config`` is Triton's ``Config``; ``autotuner`` the ``@pypto.autotune`` decorator and the
 sweep; ``objectives`` the two ways of timing a config; ``results`` the in-memory and on-disk
-memory of past sweeps; ``report`` what a sweep found; ``tile_size`` the same tuner for the
-graph API's ``tile_map(..., tile_size="auto")``.
+memory of past sweeps; ``report`` what a sweep found and the sweep loop all share;
+``tile_size`` the same tuner for the graph API's ``tile_map(..., tile_size="auto")``, and
+``launch_form`` for its ``parallel_strategy="auto"`` kernels.
 """
 from .autotuner import Autotuner, autotune
 from .config import Config

@@ -31,17 +31,18 @@ def colsum(t):
     return pypto.sum(t, axis=0, keepdims=True)
 
 
-def three_node(m=256, k=256, n=256, mt=(128, 128), vt=None, st=None):
+def three_node(m=256, k=256, n=256, mt=(128, 128), vt=None, st=None, strategy="auto"):
     """matmul -> bias + GELU -> row softmax (the issue's graph, at any size); by default
-    GELU tiles are (32, 256) and softmax tiles whole rows of 8192 elements in all."""
+    GELU tiles are (32, 256) and softmax tiles whole rows of 8192 elements in all; every node
+    launched as ``strategy`` says."""
     vt, st = vt or (32, min(n, 256)), st or (max(1, 8192 // n), n)
     g = pypto.TensorGraph(name="three")
     a = g.placeholder((m, k), pypto.float16)
     b = g.placeholder((k, n), pypto.float16)
     bias = g.placeholder((1, n), pypto.float32)
-    c = pypto.tile_map(mm, [a, b], tile_size=mt)
-    h = pypto.tile_map(bias_gelu, [c, bias], tile_size=vt)
-    pypto.tile_map(softmax, [h], tile_size=st)
+    c = pypto.tile_map(mm, [a, b], tile_size=mt, parallel_strategy=strategy)
+    h = pypto.tile_map(bias_gelu, [c, bias], tile_size=vt, parallel_strategy=strategy)
+    pypto.tile_map(softmax, [h], tile_size=st, parallel_strategy=strategy)
     return g
 
 

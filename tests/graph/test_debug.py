@@ -110,7 +110,7 @@ def test_module_run_under_pypto_interpret(graph, monkeypatch):
     them (grid-stride form included) in the interpreter, and breakpoints stay silent."""
     g = pypto.TensorGraph(name="interp")
     x = g.placeholder((48 * 5 * 64 + 3,), pypto.float32)
-    pypto.tile_map(scaled, [x, x], tile_size=64)
+    pypto.tile_map(scaled, [x, x], tile_size=64, parallel_strategy="grid_stride")
     module = pypto.compile(g)
     assert module.kernels[0].form == "stride"
     pypto.debug.clear()

@@ -52,8 +52,8 @@ def test_grid_stride_blocks_hold_their_runs_of_tiles():
     def plus1(t):
         return t + 1.0
 
-    y = pypto.tile_map(twice, [x], tile_size=(8, 64))       # 512 tiles > 4 per core: stride
-    pypto.tile_map(plus1, [y], tile_size=(64, 64), name="p")
+    y = pypto.tile_map(twice, [x], tile_size=(8, 64), parallel_strategy="grid_stride")
+    pypto.tile_map(plus1, [y], tile_size=(64, 64), name="p", parallel_strategy="data_parallel")
     m = pypto.compile(g, options={"tile_fusion": False})
     first, second = m.steps
     assert first.form == "stride" and second.form == "tile"

@@ -13,9 +13,10 @@ from .mpmd_graphs import three_node
 
 @pytest.fixture(scope="module")
 def module():
-    # 32 matmul tiles on 24 AICs: two waves, the second overlapping vector tiles under MPMD
+    # 32 matmul tiles on 24 AICs, one block per tile: two waves, the second overlapping
+    # vector tiles under MPMD (the tuner, ranking each kernel alone, would pick grid-stride)
     return pypto.compile(three_node(m=1024, k=128, n=256, mt=(64, 128), vt=(32, 256),
-                                    st=(16, 256)))
+                                    st=(16, 256), strategy="data_parallel"))
 
 
 def test_every_task_starts_after_its_inputs_and_its_dispatch(module):

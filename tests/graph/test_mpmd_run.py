@@ -72,7 +72,8 @@ def test_reductions_broadcasts_grid_stride_and_two_outputs_match_in_order():
     g = pypto.TensorGraph(name="two")
     p = g.placeholder((4096, 64), pypto.float32)
     q = g.placeholder((1, 64), pypto.float32)
-    s = pypto.tile_map(add, [p, q], tile_size=(8, 64))        # stride form, broadcast q
+    s = pypto.tile_map(add, [p, q], tile_size=(8, 64),        # stride form, broadcast q
+                       parallel_strategy="grid_stride")
     pypto.tile_map(softmax, [s], tile_size=(32, 64), name="sm")
     pypto.tile_map(add, [s, s], tile_size=(64, 64), name="twice")
     m = pypto.compile(g)
