@@ -6,7 +6,8 @@ The tuner of ``tile_size="auto"`` and ``@pypto.autotune`` (``report.sweep``), ap
 form matters: to the kernel as fused and launched, when ``pypto.compile`` builds it, so a
 chain of "auto" nodes still fuses and the target is the compile's. Each form's kernel is
 compiled (the winner's compile is the one ``pypto.compile`` then uses) and modelled;
-the ranking is remembered per kernel sources, grids and target, in memory and on disk
+the ranking is remembered per kernel sources, tile ops' sources, grids and target, in memory
+and on disk
 (``results``). ``pypto.compile(options={"autotune": False})`` keeps ``plan.choose_form``'s
 tile-count rule instead.
 """
@@ -24,7 +25,8 @@ _MEMO: dict = {}
 def fastest(kernels: list, target):
     """The one of ``kernels`` (a group's ``graph.module.Kernel`` in each candidate form) that
     models fastest on ``target``; its ``tuning`` is the report."""
-    digest = results.entry_digest(([(k.source, k.grid) for k in kernels], target.name,
+    ops = [node.op.source_hash() for node in kernels[0].group.nodes]   # the source calls them
+    digest = results.entry_digest(([(k.source, k.grid) for k in kernels], ops, target.name,
                                    "launch form", __version__))
     tiling = kernels[0].group.tiling
     fields = dict(kernel=kernels[0].name, objective="npu", target=target.name,

@@ -43,3 +43,24 @@ def test_the_rule_only_with_the_tuner_off(fresh_cache):
     assert (kernel.form, kernel.grid, kernel.tuning) == ("stride", (48,), None)
     (fixed,) = _compiled(n, tile, "data_parallel").kernels
     assert fixed.form == "tile" and fixed.tuning is None      # a fixed strategy is not tuned
+
+
+def test_a_changed_tile_op_is_ranked_again(fresh_cache):
+    """The kernel's source calls the tile op by name: its own source is in the key too."""
+    def compiled(op):
+        g = pypto.TensorGraph("form_changed")
+        a = g.placeholder((48 * 1024,), pypto.float32, name="a")
+        pypto.tile_map(op, [a, a], tile_size=512)
+        return pypto.compile(g).kernels[0]
+
+    @pypto.tile_op
+    def op(a, b):
+        return a + b
+
+    first = compiled(op)
+
+    @pypto.tile_op
+    def op(a, b):  # noqa: F811 - the same name, another body
+        return a * b
+
+    assert not first.tuning.cached and not compiled(op).tuning.cached
