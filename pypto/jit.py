@@ -26,7 +26,8 @@ from .backends.ascend.ptoas import identity as assembler_identity
 from .backends.ascend.targets import get_target
 from .device import current_target
 from .compiler import cache as cache_mod
-from .compiler.errors import BufferOverflow, CompilationError, compiler_frames_wanted
+from .compiler.errors import (BufferOverflow, CompilationError, compiler_frames_wanted,
+                              user_stacklevel)
 from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
 from .compiler.ir import CROSS_BLOCK_OPS, walk
 from .language import dtypes as dt
@@ -92,16 +93,6 @@ class CompiledKernel:
             self.range_entry = ctypes.CFUNCTYPE(
                 ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                 ctypes.c_int64, ctypes.c_int64, *ctypes_params)(address)
-
-
-def _user_stacklevel() -> int:
-    """The ``warnings.warn`` stacklevel of the first caller outside PyPTO (its modules and
-    the launch code it generates), so a warning points at the user's line."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(2), 2      # 1: warnings.warn's caller, us excluded
-    while frame is not None and (frame.f_code.co_filename.startswith((root, "<pypto"))):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class LaunchWarning(UserWarning):
@@ -382,7 +373,7 @@ class JITFunction:
             "pl.program_id but never pl.num_programs, so it probably expects one program per "
             f"block of its data: launch it as {name}[(pl.cdiv(n, BLOCK),)](...), or loop "
             "over blocks with a stride of pl.num_programs(0)", LaunchWarning,
-            stacklevel=_user_stacklevel())
+            stacklevel=user_stacklevel())
 
     # -- specialisation and caching ---------------------------------------------------------
     def _spec(self, bound: dict) -> tuple:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import envs
+from .compiler.errors import user_stacklevel
 
 REPORT_LIMIT = 5            # findings of one kind at one source line, per launch, in detail
 reports: list = []          # every Finding of this process, in order
@@ -192,8 +193,7 @@ def report(findings: list) -> None:
     text = "\n".join(f"[pypto sanitize: {f.kind}] {f.message}" for f in findings)
     if mode() == "raise":
         raise SanitizerError(text)
-    from .jit import _user_stacklevel
-    warnings.warn(text, SanitizerWarning, stacklevel=_user_stacklevel())
+    warnings.warn(text, SanitizerWarning, stacklevel=user_stacklevel())
 
 
 def layout_outside(ty, offsets, shape) -> bool:

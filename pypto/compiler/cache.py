@@ -27,6 +27,7 @@ import warnings
 from filelock import FileLock
 
 from .. import envs
+from .errors import user_stacklevel
 
 MANIFEST = "manifest.json"
 
@@ -63,24 +64,32 @@ def trust_problem(path: str) -> str | None:
     return None
 
 
+def check_trusted(*paths: str) -> None:
+    """Raise ``UntrustedCache`` for the first of ``paths`` (outermost first) that must not be
+    trusted: the one rule for every file PyPTO reads back from its cache and uses."""
+    for path in paths:
+        problem = trust_problem(path)
+        if problem:
+            raise UntrustedCache(problem)
+
+
 def secure_makedirs(path: str) -> None:
     """``path`` as a directory only the user can write: created 0700 if missing; an existing
     one is refused (``UntrustedCache``) if another user owns it or others can write it."""
     os.makedirs(path, mode=0o700, exist_ok=True)
-    problem = trust_problem(path)
-    if problem:
-        raise UntrustedCache(problem)
+    check_trusted(path)
 
 
 def warn_untrusted(error: Exception) -> None:
-    """Say once per place why the cache is not used there."""
+    """Say once per place why the cache is not used there, at the user's line (the call that
+    compiled), not at ours."""
     text = str(error)
     if text not in _WARNED:
         _WARNED.add(text)
         warnings.warn(f"PyPTO does not use its disk cache there: {text}. Cached kernels are "
                       "code PyPTO runs, so only a cache that you alone can write is trusted; "
                       "chmod go-w it, or point PYPTO_CACHE_DIR at a directory of your own",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=user_stacklevel())
     _log(text)
 
 
@@ -125,10 +134,7 @@ class DiskCache:
             _count(stats, "disk_misses")
             return None
         try:
-            problem = trust_problem(self.root) or trust_problem(os.path.dirname(path)) or \
-                trust_problem(path)
-            if problem:
-                raise UntrustedCache(problem)
+            check_trusted(self.root, os.path.dirname(path), path)
             files = self._read_entry(path, raw, required)
         except UntrustedCache as e:
             warn_untrusted(e)
@@ -161,9 +167,7 @@ class DiskCache:
             if os.path.basename(name) != name:
                 raise ValueError(f"manifest names a path outside the entry: {name!r}")
             file = os.path.join(path, name)
-            problem = trust_problem(file)
-            if problem:
-                raise UntrustedCache(problem)
+            check_trusted(file)
             with open(file, "rb") as f:
                 data = f.read()
             if hashlib.sha256(data).hexdigest() != digest:
@@ -238,7 +242,8 @@ def _enforce_size_limit() -> None:
     try:
         limit = cache_admin.max_bytes()
     except ValueError as e:
-        warnings.warn(f"PYPTO_CACHE_MAX_BYTES: {e}", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"PYPTO_CACHE_MAX_BYTES: {e}", RuntimeWarning,
+                      stacklevel=user_stacklevel())
         return
     if limit:
         cache_admin.prune(limit)

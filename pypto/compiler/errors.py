@@ -8,6 +8,7 @@ report carries what we need.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -67,6 +68,19 @@ def compiler_frames_wanted() -> bool:
     places that raise one to the user drop them, so the traceback ends in the user's code."""
     from .. import envs
     return envs.PYPTO_DEBUG.get() not in ("", "0")
+
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel of the first caller outside PyPTO (its modules and
+    the launch code it generates), so a warning points at the user's line, however deep in
+    the compiler (or the cache) it was raised."""
+    frame, level = sys._getframe(2), 2      # 1: warnings.warn's caller, us excluded
+    while frame is not None and frame.f_code.co_filename.startswith((PACKAGE, "<pypto")):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class InternalError(Exception):

@@ -32,9 +32,7 @@ def load(digest: str) -> dict | None:
     """The stored sweep, or None (absent, unreadable, or written by something else)."""
     path = os.path.join(directory(), f"{digest}.json")
     try:
-        problem = cache_mod.trust_problem(directory()) or cache_mod.trust_problem(path)
-        if problem:
-            raise cache_mod.UntrustedCache(problem)
+        cache_mod.check_trusted(directory(), path)
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except cache_mod.UntrustedCache as e:

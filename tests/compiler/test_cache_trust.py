@@ -2,6 +2,7 @@
 folders are created 0700, and a cache folder, entry or file owned by someone else or writable
 by group or others is refused with a warning (the kernel compiled in memory or again)."""
 import os
+import re
 import stat
 
 import numpy as np
@@ -12,6 +13,9 @@ import pypto.language as pl
 from pypto.compiler import cache as cache_mod
 
 posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids here")
+as_root = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
+                             reason="giving a file to another user (os.chown) needs root")
+FOREIGN_UID = 54321
 
 
 @pypto.jit
@@ -59,27 +63,59 @@ def test_a_cache_others_can_write_is_refused(fresh_cache):
     assert not _entries(fresh_cache)
 
 
+def _foreign(path):
+    os.chown(path, FOREIGN_UID, -1)
+
+
+def _group_writable(path):
+    os.chmod(path, _mode(path) | 0o070)
+
+
+def _others_writable(path):
+    os.chmod(path, 0o666)
+
+
+def _entry_folder(root):
+    [manifest] = _entries(root)
+    return os.path.dirname(manifest)
+
+
+def _entry_file(root):
+    return os.path.join(_entry_folder(root), "kernel.o")
+
+
 @posix_only
-def test_an_entry_file_others_can_write_is_not_loaded(fresh_cache):
+@pytest.mark.parametrize("where,spoil,why", [
+    pytest.param(_entry_folder, _foreign, f"is owned by user id {FOREIGN_UID}", marks=as_root,
+                 id="foreign-entry-folder"),
+    pytest.param(_entry_folder, _group_writable, r"is writable by its group \(mode 770\)",
+                 id="group-writable-entry-folder"),
+    pytest.param(_entry_file, _foreign, f"kernel.o is owned by user id {FOREIGN_UID}",
+                 marks=as_root, id="foreign-entry-file"),
+    pytest.param(_entry_file, _others_writable, "kernel.o is writable by group and others",
+                 id="others-writable-entry-file"),
+])
+def test_an_entry_someone_else_can_have_written_is_not_loaded(fresh_cache, where, spoil, why):
+    """Refused with the reason, at the caller's line (not cache.py's), and compiled again:
+    the new entry, written by us, replaces it."""
     _run()
-    [manifest] = _entries(fresh_cache)
-    kernel_o = os.path.join(os.path.dirname(manifest), "kernel.o")
-    os.chmod(kernel_o, 0o666)
+    spoil(where(fresh_cache))
     cache_mod._WARNED.clear()
     before = pypto.cache_stats["compiles"]
-    with pytest.warns(RuntimeWarning, match="kernel.o is writable by group and others"):
+    with pytest.warns(RuntimeWarning, match=why) as caught:
         _run()
     assert pypto.cache_stats["compiles"] == before + 1      # compiled again, not loaded
+    assert {w.filename for w in caught if re.search(why, str(w.message))} == {__file__}
+    assert cache_mod.trust_problem(where(fresh_cache)) is None
 
 
 @posix_only
-@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
-                    reason="changing a folder's owner needs root")
+@as_root
 def test_a_cache_owned_by_another_user_is_refused(fresh_cache):
     os.makedirs(fresh_cache, mode=0o700)
-    os.chown(fresh_cache, 54321, -1)
+    _foreign(fresh_cache)
     cache_mod._WARNED.clear()
-    with pytest.warns(RuntimeWarning, match="is owned by user id 54321"):
+    with pytest.warns(RuntimeWarning, match=f"is owned by user id {FOREIGN_UID}"):
         _run()
     assert not _entries(fresh_cache)
 
