@@ -1,6 +1,7 @@
 """The disk cache holds code PyPTO runs, so it trusts only what the user alone can write:
 folders are created 0700, and a cache folder, entry or file owned by someone else or writable
-by group or others is refused with a warning (the kernel compiled in memory or again)."""
+by group or others is refused with a warning (the kernel compiled in memory or again); so is
+a pto-isa precompiled header (built again)."""
 import os
 import re
 import stat
@@ -11,6 +12,7 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.compiler import cache as cache_mod
+from tests.engines.tools import TOOLS, needs_tools
 
 posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids here")
 as_root = pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
@@ -129,3 +131,28 @@ def test_untrusted_tuning_results_are_ignored(fresh_cache):
     cache_mod._WARNED.clear()
     with pytest.warns(RuntimeWarning, match="writable by group and others"):
         assert results.load("d" * 64) is None
+
+
+@posix_only
+@needs_tools
+@pytest.mark.heavy                  # a PCH build each (about 10 s on 2 cores)
+@pytest.mark.parametrize("spoil,why", [
+    pytest.param(_group_writable, r"\.pch is writable by its group", id="group-writable"),
+    pytest.param(_foreign, rf"\.pch is owned by user id {FOREIGN_UID}", marks=as_root,
+                 id="foreign"),
+])
+def test_an_untrusted_precompiled_header_is_rebuilt(fresh_cache, spoil, why):
+    """clang loads a PCH as it would code: one planted where the engine looks is refused and
+    built again in its place, ours alone."""
+    from pypto.backends.ptoisa import engine
+    path = engine.pch_path(TOOLS)
+    with open(path, "wb") as f:
+        f.write(b"planted")
+    os.chmod(path, 0o600)
+    spoil(path)
+    cache_mod._WARNED.clear()
+    with pytest.warns(RuntimeWarning, match=why):
+        assert engine.precompiled_header(TOOLS) == path
+    with open(path, "rb") as f:
+        assert f.read() != b"planted"
+    assert cache_mod.trust_problem(path) is None and _mode(path) == 0o600

@@ -124,8 +124,9 @@ def _private_pch_dir() -> str:
     return tempfile.mkdtemp(prefix="pypto-ptoisa-pch-")       # 0700, unpredictable name
 
 
-def precompiled_header(tools: toolchain.Toolchain) -> str:
-    """Path of the prelude's PCH for this toolchain, built once (per cache, else per process)."""
+def pch_path(tools: toolchain.Toolchain) -> str:
+    """Where the prelude's PCH for this toolchain lives: in the disk cache, or in a private
+    directory of this process when the cache is unusable or untrusted."""
     key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _flags(tools)))
     base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
     try:
@@ -135,18 +136,39 @@ def precompiled_header(tools: toolchain.Toolchain) -> str:
         if isinstance(e, cache_mod.UntrustedCache):
             cache_mod.warn_untrusted(e)
         base = _private_pch_dir()
-    path = os.path.join(base, f"{key}.pch")
+    return os.path.join(base, f"{key}.pch")
+
+
+def precompiled_header(tools: toolchain.Toolchain) -> str:
+    """Path of the prelude's PCH for this toolchain, built once (per cache, else per process).
+    clang loads a PCH as it would code, so one another user owns or others can write is
+    refused like a cache entry and built again in its place."""
+    path = pch_path(tools)
     with _pch_lock:
-        if os.path.exists(path):
+        if _trusted_pch(path):
             return path
         from filelock import FileLock
         with FileLock(path + ".lock"):
-            if not os.path.exists(path):
+            if not _trusted_pch(path):
                 tmp = f"{path}.{os.getpid()}.tmp"
                 _run(_flags(tools) + ["-x", "c++-header", PRELUDE, "-o", tmp],
                      "building the precompiled pto-isa headers")
+                os.chmod(tmp, 0o600)           # whatever the umask: only ours to write
                 os.replace(tmp, path)          # atomic: a reader never sees half a PCH
     return path
+
+
+def _trusted_pch(path: str) -> bool:
+    """Is there a PCH at ``path`` that only the user can have written (the cache's rule,
+    ``cache.check_trusted``)? One that is not is refused with a warning saying why."""
+    try:
+        cache_mod.check_trusted(path)
+    except cache_mod.UntrustedCache as e:
+        cache_mod.warn_untrusted(e)
+        return False
+    except OSError:                            # not built yet
+        return False
+    return True
 
 
 def build(cpp: str, tools: toolchain.Toolchain) -> bytes:
