@@ -1,7 +1,9 @@
 """Test-wide setup: every test session gets its own kernel cache directory, so tests never
 read kernels compiled by another checkout and never write into the user's cache; and every
 compile checks its .pto round trip."""
+import itertools
 import os
+import re
 import tempfile
 
 import pytest
@@ -40,9 +42,33 @@ HEAVY_MODULES = {
 }
 
 
+def _heavy(path) -> bool:
+    rel = os.path.relpath(str(path), os.path.dirname(os.path.abspath(__file__)))
+    rel = rel.replace(os.sep, "/")
+    return any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in HEAVY_MODULES)
+
+
 def pytest_collection_modifyitems(config, items):
-    root = os.path.dirname(os.path.abspath(__file__))
     for item in items:
-        rel = os.path.relpath(str(item.fspath), root).replace(os.sep, "/")
-        if any(rel == m or (m.endswith("/") and rel.startswith(m)) for m in HEAVY_MODULES):
+        if _heavy(item.fspath):
             item.add_marker(pytest.mark.heavy)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A run whose -m leaves every heavy test out does not import the heavy modules either:
+    some build their parameters at import (engines/test_ptoisa.py compiles the .pto corpus,
+    a quarter of the quick subset's time when it was only collected to be deselected)."""
+    if _heavy(collection_path) and _leaves_heavy_out(config.getoption("markexpr")):
+        return True
+    return None
+
+
+def _leaves_heavy_out(markexpr: str) -> bool:
+    """Is the -m expression false for a heavy test, whatever its other marks?"""
+    if not markexpr:
+        return False
+    from _pytest.mark.expression import Expression      # what -m itself evaluates with
+    expr = Expression.compile(markexpr)
+    names = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not"})
+    return not any(expr.evaluate(lambda name, **_: name == "heavy" or name in chosen)
+                   for n in range(len(names) + 1) for chosen in itertools.combinations(names, n))
