@@ -8,6 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from tests.quick import quick_cases
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ORACLE = os.environ.get("PTO_ORACLE")
 
@@ -31,12 +33,12 @@ def _torch():
     return torch
 
 
-@pytest.mark.parametrize("shape, causal", [
+@pytest.mark.parametrize("shape, causal", quick_cases([
     ((1, 2, 100, 64), False),      # the last key block reads the next head's rows
     ((1, 2, 100, 64), True),
     ((2, 1, 37, 64), True),        # BLOCK_M shrinks to 32, the last block moves back
     ((1, 3, 64, 32), False),       # whole blocks, another head size
-])
+], ((1, 2, 100, 64), True), unpack=True))
 def test_flash_attention_matches_the_reference(shape, causal):
     q, k, v = fa.inputs(np.random.default_rng(sum(shape)), *shape)
     out = fa.flash_attention(q, k, v, np.full_like(q, np.nan), causal)
@@ -59,7 +61,7 @@ def test_short_sequences_are_refused_with_the_reason():
 
 
 @pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (the PTOAS assembler)")
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal", quick_cases([False, True], True))
 def test_the_assembler_accepts_the_kernel(monkeypatch, causal):
     monkeypatch.setenv("PYPTO_PTOAS", os.path.join(ORACLE, "bin", "ptoas"))
     # a shape no other test compiles: the kernel's in-memory cache does not key on PTOAS

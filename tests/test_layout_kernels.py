@@ -216,6 +216,7 @@ def test_bursts_follow_the_layout():
     assert gm_bursts(NC, (2, 4, 1, 64, 16), None, (64, 8), 2) == (64, 16)
 
 
+@pytest.mark.heavy
 def test_cycle_model_charges_nd_rows_more_than_nz_fractals():
     """The same matmul, the same transfers and bytes: ND operands are read as one short run
     per row (64 B at BK = 32), NZ ones as runs of whole fractals, so MTE2 is busy less."""
@@ -267,6 +268,7 @@ def _window_reference(x, n, c, h, w, P, CB, c0):
     return out
 
 
+@pytest.mark.heavy
 @settings(max_examples=12, deadline=None)
 @given(n=st.integers(-1, 2), c=st.integers(-3, 40), h=st.integers(-2, 5), w=st.integers(-9, 9))
 def test_nc1hwc0_windows_at_any_offsets(n, c, h, w):
@@ -291,6 +293,7 @@ def nz_at(a, eye, out, r, k):
                                                   pl.load(eye, offsets=(0, 0), shape=(8, 8))))
 
 
+@pytest.mark.heavy
 @settings(max_examples=10, deadline=None)
 @given(ri=st.integers(-2, 4), ki=st.integers(-2, 4))
 def test_nz_windows_at_any_aligned_offsets(ri, ki):

@@ -53,6 +53,7 @@ def test_a_compiled_kernels_pto_runs_as_the_kernel_did(tmp_path):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not ORACLE, reason="PTO_ORACLE is not set (pto-isa's simulator)")
 def test_the_same_program_on_the_pto_isa_engine():
     x, y, out = _arrays()

@@ -125,6 +125,7 @@ def test_utilization_over_several_launches_weights_them_by_makespan():
     assert one.core_utilization < prof.core_utilization < full.core_utilization
 
 
+@pytest.mark.heavy
 def test_chrome_trace_has_a_process_per_core_and_a_track_per_pipe(tmp_path):
     x, y, out = arrays(4)
     a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float16)

@@ -122,6 +122,7 @@ def run_script(tmp_path, body: str, timeout: float) -> None:
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
 
 
+@pytest.mark.heavy
 def test_workers_are_gone_before_the_pool_state_is_freed(tmp_path):
     """Seen as a crash at exit after a test run. When the interpreter freed the pool's state,
     the allocator overwrote its first slot, the job generation; a worker still spinning took
@@ -138,6 +139,7 @@ assert (hits == 20).all(), "a worker ran the last kernel again"
 """, timeout=120)
 
 
+@pytest.mark.heavy
 def test_a_launch_does_not_wait_for_a_worker_that_never_comes(tmp_path):
     """A worker the host has descheduled (another tenant on its CPU) must not hold launches
     up: once the launching thread has run out of blocks it closes the launch to helpers and

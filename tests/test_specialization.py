@@ -14,6 +14,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
+from tests.quick import quick_cases
 
 
 def aligned(shape, dtype, fill=0):
@@ -74,6 +75,7 @@ def test_int_equal_to_one_is_folded_to_a_constant(fresh_cache):
     np.testing.assert_array_equal(out, x)
 
 
+@pytest.mark.heavy
 def test_folded_one_as_loop_bound_and_step(fresh_cache):
     """A 1 folded into a loop's bounds or step must keep the loop's meaning."""
     @pypto.jit
@@ -146,6 +148,7 @@ def test_unknown_names_in_jit_options_are_rejected():
 
 # -- tensors: shape, dynamic dims, layout ---------------------------------------------------------
 
+@pytest.mark.heavy
 def test_static_shapes_compile_per_size_and_dynamic_shapes_once(fresh_cache):
     def body(x, out, BLOCK: pl.constexpr):
         n = x.shape[0]
@@ -186,7 +189,7 @@ def test_dynamic_dims_dict_form(fresh_cache):
     assert c.count == 2        # one per column count
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 255, 256, 257, 1000, 3001])
+@pytest.mark.parametrize("n", quick_cases([0, 1, 7, 255, 256, 257, 1000, 3001], 257))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
 def test_dynamic_kernel_masks_the_tail(n, dtype, fresh_cache):
     """Elements past the end are neither read (padding) nor written (canaries survive)."""
@@ -217,6 +220,7 @@ def test_dynamic_kernel_masks_the_tail(n, dtype, fresh_cache):
     np.testing.assert_array_equal(buf[n + 1:], np.full(40, -7, dtype))
 
 
+@pytest.mark.heavy
 def test_dynamic_2d_kernel_with_both_dims_dynamic(fresh_cache):
     @pypto.jit(dynamic=["x", "out"])
     def transpose_add(x, out, T: pl.constexpr):
@@ -317,6 +321,7 @@ def test_recompile_log_names_a_dynamic_tensor_only_when_its_static_dims_change(
     np.testing.assert_array_equal(out, np.full((8, 1), 3, np.float32))
 
 
+@pytest.mark.heavy
 def test_interpreter_follows_the_same_specialisation(monkeypatch):
     """PYPTO_INTERPRET=1 binds the same constants (n == 1 folded) and gives the same results."""
     @pypto.jit(dynamic=["x", "out"])

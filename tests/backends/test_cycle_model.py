@@ -22,6 +22,7 @@ from pypto.backends.ascend.targets import TARGETS, CostModel, GiB, get_target
 from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
 from pypto.compiler.pto.reader import parse_program
 from pypto.language import dtypes as dt
+from tests.quick import quick_cases
 
 from ..kernels import mm_bias_relu, row_softmax, vadd
 
@@ -166,6 +167,7 @@ def scale(x, out, BLOCK: pl.constexpr):
     pl.store(out, [pid * BLOCK], pl.load(x, [pid * BLOCK], [BLOCK]) * 2.0)
 
 
+@pytest.mark.heavy
 def test_double_buffering_overlaps_loads_with_compute():
     """Single-buffered, each iteration loads (L on MTE2), then computes (C on V), then stores
     (S on MTE3): the next load waits for V to have read the tile, and the store overlaps the
@@ -327,7 +329,7 @@ def test_mixed_kernel_runs_cube_then_vector_in_one_cluster():
 
 
 
-@pytest.mark.parametrize("n", [256, 1000, 4096])
+@pytest.mark.parametrize("n", quick_cases([256, 1000, 4096], 1000))
 def test_trip_counts_come_from_the_scalar_arguments(n):
     x = np.zeros(n, np.float32)
     m = model_kernel(vadd, (2,), x, x, x.copy(), n, BLOCK=128)
@@ -359,6 +361,7 @@ def test_trip_counts_come_from_dynamic_tensor_extents():
     assert cycles[1] == pytest.approx(10 * cycles[0], rel=0.05)
 
 
+@pytest.mark.heavy
 def test_simulate_block_alone_matches_the_launch():
     x = np.zeros((256, 64), np.float32)
     kernel = row_softmax.compile(x, x, 256, N=64, BM=8, STAGES=2)

@@ -25,6 +25,7 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.compiler.cache import STATS
+from tests.quick import quick_cases
 
 N = 4096
 BLOCK = 1024
@@ -184,7 +185,7 @@ def test_same_call_twice_compiles_once(fresh_cache):
                          "corrupt": 0}
 
 
-@pytest.mark.parametrize("change", ["shape", "dtype", "constexpr"])
+@pytest.mark.parametrize("change", quick_cases(["shape", "dtype", "constexpr"], "dtype"))
 def test_new_specialisation_compiles_again(fresh_cache, change):
     k = pypto.jit(add)
     x, y = inputs()
@@ -203,6 +204,7 @@ def test_new_specialisation_compiles_again(fresh_cache, change):
     assert s["compiles"] == 0 and s["memory_hits"] == 1
 
 
+@pytest.mark.heavy
 def test_int_specialises_on_one_and_divisibility_by_16(fresh_cache):
     k = pypto.jit(add)
     x, y = inputs()
@@ -274,6 +276,7 @@ def test_new_process_hits_the_disk_cache(fresh_cache, script):
     assert_entry_valid(entry)
 
 
+@pytest.mark.heavy
 def test_concurrent_processes_compile_once(fresh_cache, script, tmp_path):
     barrier = tmp_path / "barrier"
     barrier.mkdir()
@@ -325,9 +328,9 @@ def _damage(entry, how):
         raise AssertionError(how)
 
 
-@pytest.mark.parametrize("how", ["truncated_object", "garbage_manifest",
-                                 "manifest_not_an_object", "wrong_digest", "flipped_byte",
-                                 "deleted_object"])
+@pytest.mark.parametrize("how", quick_cases(
+    ["truncated_object", "garbage_manifest", "manifest_not_an_object", "wrong_digest",
+     "flipped_byte", "deleted_object"], "truncated_object"))
 def test_damaged_entry_is_recompiled(fresh_cache, how):
     x, y = inputs()
     launch(pypto.jit(add), x, y)
@@ -346,6 +349,7 @@ def test_damaged_entry_is_recompiled(fresh_cache, how):
     assert s["compiles"] == 0 and s["disk_hits"] == 1 and s["corrupt"] == 0
 
 
+@pytest.mark.heavy
 def test_truncated_object_recovered_by_next_process(fresh_cache, script):
     assert run_script(script, fresh_cache)["compiles"] == 1
     [entry] = entries(fresh_cache)
@@ -378,6 +382,7 @@ def test_code_changing_environment_changes_the_key(fresh_cache, monkeypatch):
     assert levels == {o1[0]: "O1", o3: "O3"}
 
 
+@pytest.mark.heavy
 def test_opt_level_change_in_process_recompiles(fresh_cache, monkeypatch):
     """The in-memory table is keyed by the environment too: one JITFunction, two settings."""
     k = pypto.jit(add)
@@ -394,6 +399,7 @@ def test_opt_level_change_in_process_recompiles(fresh_cache, monkeypatch):
     assert s["compiles"] == 0 and s["memory_hits"] == 1
 
 
+@pytest.mark.heavy
 def test_non_code_changing_environment_keeps_the_key(fresh_cache, monkeypatch):
     x, y = inputs()
     monkeypatch.delenv("PYPTO_LOG", raising=False)
@@ -418,6 +424,7 @@ def test_disable_cache_writes_nothing(fresh_cache, monkeypatch):
 
 
 # -- logging --------------------------------------------------------------------------------
+@pytest.mark.heavy
 def test_recompile_log_names_the_argument(fresh_cache, monkeypatch, capfd):
     monkeypatch.setenv("PYPTO_LOG", "recompile")
     k = pypto.jit(add)
@@ -458,7 +465,8 @@ def test_cache_dir_that_cannot_be_created_still_runs(tmp_path, monkeypatch):
     assert blocker.read_text() == "not a directory"
 
 
-@pytest.mark.parametrize("manifest", ['{"files": []}', '{"files": null}', '{"files": {}}'],
+@pytest.mark.parametrize("manifest", quick_cases(['{"files": []}', '{"files": null}',
+                                                 '{"files": {}}'], '{"files": null}'),
                          ids=["files_list", "files_null", "files_empty"])
 def test_structurally_wrong_manifest_is_recompiled(fresh_cache, manifest):
     """A manifest that is valid JSON of the wrong shape, or one that does not list the
@@ -475,6 +483,7 @@ def test_structurally_wrong_manifest_is_recompiled(fresh_cache, manifest):
     assert_entry_valid(entry)
 
 
+@pytest.mark.heavy
 def test_deleted_file_counts_as_corrupt(fresh_cache):
     """A file listed in the manifest but missing from the entry is an inconsistent entry, yet
     ``DiskCache.get`` turns its FileNotFoundError into a plain miss: ``corrupt`` stays 0 and

@@ -13,6 +13,7 @@ def _deps(module, step_index):
     return {t.label: {eg.tasks[d].label for d in t.deps} for t in eg.tasks_of(step)}
 
 
+@pytest.mark.heavy
 def test_consumer_tiles_wait_only_for_the_producer_tiles_they_read():
     m = pypto.compile(three_node(m=256, k=128, n=256, vt=(32, 256), st=(16, 256)))
     eg = m.execution_graph
@@ -151,7 +152,8 @@ def _true_deps(module):
 
 
 @pytest.mark.parametrize("build", [
-    lambda: three_node(m=192, k=64, n=256, mt=(64, 128), vt=(32, 128), st=(16, 256)),
+    pytest.param(lambda: three_node(m=192, k=64, n=256, mt=(64, 128), vt=(32, 128),
+                                    st=(16, 256)), marks=pytest.mark.heavy),
     lambda: add_then_colsum(rows=40, cols=96, tile=(16, 32), out_tile=48),
     lambda: _stride_graph(),
 ], ids=["matmul-gelu-softmax", "ragged-colsum", "grid-stride-broadcast"])

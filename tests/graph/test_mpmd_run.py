@@ -58,6 +58,7 @@ def test_a_consumer_tile_starts_before_its_producer_node_has_finished():
             ended.add(t.index)
 
 
+@pytest.mark.heavy
 def test_reductions_broadcasts_grid_stride_and_two_outputs_match_in_order():
     rng = np.random.default_rng(1)
     g = add_then_colsum(rows=96, cols=160, tile=(16, 32), out_tile=64)
@@ -105,6 +106,7 @@ def test_strategy_errors_name_the_argument():
         pypto.compile(three_node(m=256, k=128, n=256), parallel_strategy="fast")
 
 
+@pytest.mark.heavy
 def test_kernel_nodes_run_as_tasks_and_out_arrays_are_written():
     """conv2d's kernel nodes (NCHW in and out: four steps, opaque to the tilings) under MPMD,
     into caller-given output arrays as pypto.register_op passes them."""

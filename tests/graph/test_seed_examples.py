@@ -388,6 +388,7 @@ def fresh_default_graph():
     return pypto.graph.reset_default_graph()
 
 
+@pytest.mark.heavy
 def test_nc1hwc0_placeholder(fresh_default_graph):
     import pypto
     import numpy as np

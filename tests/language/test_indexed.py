@@ -128,6 +128,7 @@ def test_gather_matches_numpy(shape, d, axis, seed):
     assert_exact(got["out"], want, "compiled")
 
 
+@pytest.mark.heavy
 @settings(max_examples=6, deadline=None, derandomize=True, database=None)
 @given(shapes, st.sampled_from(DTYPES), st.sampled_from([0, 1]), st.booleans(),
        st.integers(0, 2**31 - 1))

@@ -27,6 +27,7 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.compiler.errors import CompilationError, NotOnChip
+from tests.quick import quick_cases
 
 from .utils import assert_exact, interpret_mode, npd, run_both
 
@@ -68,7 +69,7 @@ ATOMIC_DTYPES = ["float32", "int32", "int64", "float16", "bfloat16"]
 
 
 @pytest.mark.parametrize("shape", [(TM, TN), (TM - 1, TN - 3)], ids=["whole", "partial"])
-@pytest.mark.parametrize("name", ATOMIC_DTYPES)
+@pytest.mark.parametrize("name", quick_cases(ATOMIC_DTYPES, "float32", "bfloat16"))
 def test_atomic_add_exact_values(name, shape):
     """Every partial sum is representable: the result is exact whatever the order."""
     rng = np.random.default_rng(1)
@@ -182,7 +183,9 @@ def matmul_inputs(rng, name):
     return a, b
 
 
-@pytest.mark.parametrize("variant,name", MATMUL_CASES, ids=[f"{v}-{d}" for v, d in MATMUL_CASES])
+@pytest.mark.parametrize("variant,name", quick_cases(
+    MATMUL_CASES, ("at", "float16"), ("both", "bfloat16"), ("acc", "int8"),
+    ("out_dtype", "float16"), unpack=True), ids=[f"{v}-{d}" for v, d in MATMUL_CASES])
 def test_matmul(variant, name):
     rng = np.random.default_rng(len(variant) * 10 + len(name))
     a, b = matmul_inputs(rng, name)

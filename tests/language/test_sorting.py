@@ -73,6 +73,7 @@ def _check(kernel, x, k, descending, **consts):
     return m
 
 
+@pytest.mark.heavy
 @settings(max_examples=8, deadline=None, derandomize=True, database=None)
 @given(st.integers(1, 4), st.integers(1, 70), st.sampled_from(DTYPES), st.booleans(),
        st.data())
@@ -165,6 +166,7 @@ def test_misuse_is_a_clear_error(kernel, args, message):
         kernel.compile(*args)
 
 
+@pytest.mark.heavy
 def test_cycle_model_charges_one_pass_per_selected_element():
     """The selection loop's (int32 tiles: TSORT32 sorts floats only) modelled time grows
     linearly with k (the same passes over the tile per step, after a fixed load, setup and
@@ -182,6 +184,7 @@ def test_cycle_model_charges_one_pass_per_selected_element():
     assert abs((cycles[8] - cycles[5]) / 3 - step) < 0.1 * step
 
 
+@pytest.mark.heavy
 @settings(max_examples=12, deadline=None, derandomize=True, database=None)
 @given(st.integers(1, 4), st.integers(1, 300), st.sampled_from([np.float32, np.float16]),
        st.booleans(), st.data())
@@ -194,6 +197,7 @@ def test_sort_instructions_match_numpy(m, n, d, largest, data):
     _check(topk_2d, x, k, largest, M=m, N=n, K=k, LARGEST=largest)
 
 
+@pytest.mark.heavy
 def test_float_sorts_use_the_sort_instructions_and_ints_the_selection_loop():
     """docs/language.md, Sorting: float tiles become TSORT32, TMRGSORT and TGATHER, whose
     modelled time hardly depends on k; int32 tiles keep the selection loop."""

@@ -66,6 +66,7 @@ def test_winner_is_what_the_model_ranks_fastest(fresh_cache):
     assert "BLOCK: 65536" in str(report) and "<- best" in str(report)
 
 
+@pytest.mark.heavy
 def test_a_new_key_tunes_again_and_the_same_key_does_not(fresh_cache):
     kernel = _tuned()
     for n in (4096, 4096, 8192):
@@ -207,6 +208,7 @@ def test_passing_a_tuned_parameter_is_refused(fresh_cache):
         kernel(x, np.zeros_like(x), 64, BLOCK=64)
 
 
+@pytest.mark.heavy
 def test_log_and_progress_bar(fresh_cache, monkeypatch, capsys):
     monkeypatch.setenv("PYPTO_LOG", "autotune")
     kernel = _tuned(progress=True)
@@ -223,6 +225,7 @@ def test_log_and_progress_bar(fresh_cache, monkeypatch, capsys):
     assert "autotune scale: " in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_disk_cache_serves_a_new_process_and_can_be_off(fresh_cache):
     script = textwrap.dedent("""
         import json, sys, numpy as np, pypto

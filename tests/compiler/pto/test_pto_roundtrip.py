@@ -30,6 +30,7 @@ from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, Whi
 from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program
 from pypto.language import dtypes as dt
+from tests.quick import quick_cases
 
 ROOT = Path(__file__).resolve().parents[3]
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -369,7 +370,7 @@ def test_print_parse_print_is_the_identity(name):
         [(type(p), p.name, p.dtype) for p in program.params]
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", quick_cases(list(CASES), "tile_ops", "cube"))
 def test_parsed_program_lowers_to_the_same_llvm_ir(name):
     program = program_of(CASES[name])
     parsed = parse_program(print_program(program))
@@ -379,7 +380,8 @@ def test_parsed_program_lowers_to_the_same_llvm_ir(name):
     assert generate_llvm_ir(parsed) == generate_llvm_ir(plain)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", quick_cases(list(CASES), "tutorial_vector_add", "mixed",
+                                             "dynamic_and_strided"))
 def test_parsed_program_runs_to_the_numpy_results(name, tmp_path, monkeypatch):
     """The printed text compiled through PYPTO_OVERRIDE_DIR (parse → codegen → run)."""
     case = CASES[name]

@@ -179,6 +179,7 @@ def assembler(monkeypatch):
         monkeypatch.setenv("PYPTO_PTOAS", os.path.join(ORACLE, "bin", "ptoas"))
 
 
+@pytest.mark.heavy
 def test_level2_vector_text_runs_and_gets_flags(assembler, monkeypatch):
     kernel = pypto.load_pto(VADD)
     assert [p[:2] for p in kernel.params] == [("arg0", "tensor"), ("arg1", "tensor"),
@@ -193,6 +194,7 @@ def test_level2_vector_text_runs_and_gets_flags(assembler, monkeypatch):
         np.testing.assert_allclose(out, (a + b) * np.float32(0.5), rtol=1e-6)
 
 
+@pytest.mark.heavy
 def test_split_k_matmul_with_a_loop_and_a_branch(assembler, monkeypatch):
     kernel = pypto.load_pto(SPLITK)        # a loop: the written-tensor scan used to fail on it
     assert kernel.program.kind == "cube"   # no kernel_kind: its buffers say so
@@ -202,6 +204,7 @@ def test_split_k_matmul_with_a_loop_and_a_branch(assembler, monkeypatch):
         np.testing.assert_allclose(scores, q @ k, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.heavy
 def test_broadcast_and_ternary_instructions(assembler, monkeypatch):
     kernel = pypto.load_pto(BROADCASTS)
     x, w, out = _broadcast_inputs()
@@ -311,6 +314,7 @@ def test_ptoas_samples_equal_on_both_engines():
     assert sum(r.numpy == "yes" for r in rows) >= 15
 
 
+@pytest.mark.heavy
 def test_conversions_with_modes_written_against_the_operand(assembler, monkeypatch):
     """``%t{rmode = ...}`` (no space): ROUND to an int rounds half away from zero (pto-isa's
     std::round); between floats the mode is the chip's precision rounding, which pto-isa does
@@ -389,6 +393,7 @@ def test_a_tile_used_in_a_loop_keeps_its_bytes_for_the_whole_loop():
     assert after.addr in (x.addr, tmp.addr)              # dead after it: reused
 
 
+@pytest.mark.heavy
 def test_an_if_yielding_tiles(monkeypatch):
     """``%sel = scf.if ... -> (!pto.tile_buf<...>)`` with a different tile from each branch:
     the result is a tile both branches copy theirs into. The pto-isa engine runs PyPTO's
@@ -433,6 +438,7 @@ def test_an_if_yielding_tiles(monkeypatch):
             np.testing.assert_array_equal(y, expected)
 
 
+@pytest.mark.heavy
 def test_matmul_with_a_bias_table_and_other_fractal_orders(assembler, monkeypatch):
     """``tmatmul.bias`` through the bias table (a (1, N) row-major L1 tile moved to
     ``loc=bias``), with the left operand in col-major (zN) order: the same matrices."""

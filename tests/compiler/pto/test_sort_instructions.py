@@ -13,6 +13,7 @@ import pypto
 import pypto.language as pl
 from pypto.compiler.pto.printer import print_program
 from pypto.compiler.pto.reader import parse_program
+from tests.quick import quick_cases
 
 
 @pypto.jit
@@ -49,6 +50,7 @@ def _forms(text):
             "tgather": "#pto.mask_pattern<P0101>" in text and "#pto.mask_pattern<P1010>" in text}
 
 
+@pytest.mark.heavy
 def test_every_form_is_printed():
     seen = {}
     for shape in SHAPES:
@@ -57,7 +59,7 @@ def test_every_form_is_printed():
     assert all(seen.values()), seen
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}k{k}" for m, n, k in SHAPES])
+@pytest.mark.parametrize("shape", quick_cases(SHAPES, (4, 64, 8)), ids=[f"{m}x{n}k{k}" for m, n, k in SHAPES])
 def test_round_trip(shape):
     text = _compile(*shape).asm["pto"]
     assert print_program(parse_program(text)) == text
@@ -71,7 +73,7 @@ def _oracle():
     return os.path.join(d, "pto-oracle")
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[f"{m}x{n}k{k}" for m, n, k in SHAPES])
+@pytest.mark.parametrize("shape", quick_cases(SHAPES, (4, 64, 8)), ids=[f"{m}x{n}k{k}" for m, n, k in SHAPES])
 def test_ptoas_accepts_the_sort_instructions(shape, tmp_path):
     oracle = _oracle()
     path = tmp_path / "k.pto"
@@ -85,7 +87,7 @@ def test_ptoas_accepts_the_sort_instructions(shape, tmp_path):
     assert "TSORT32(" in cpp and "TMRGSORT" in cpp and "TGATHER" in cpp
 
 
-@pytest.mark.parametrize("shape", [(4, 64, 8), (2, 128, 16), (2, 1024, 8)],
+@pytest.mark.parametrize("shape", quick_cases([(4, 64, 8), (2, 128, 16), (2, 1024, 8)], (4, 64, 8)),
                          ids=lambda s: f"{s[0]}x{s[1]}k{s[2]}")
 def test_simulator_agrees_with_the_native_engine(shape):
     """Widths and k that are multiples of 8: pto-isa's simulator selects (TSEL) whole mask
