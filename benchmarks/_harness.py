@@ -9,6 +9,7 @@ drifts during a run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -529,3 +530,14 @@ def main_for(description: str, run, title, patterns=(), flops=False, argv=None,
     rows = run(args, limits)
     print_rows(rows, title(args))
     print_load_during_run()
+
+
+def tutorial(file_name: str):
+    """A tutorial's module (``tutorials/<file_name>``), for a benchmark that times the
+    tutorial's own kernel rather than a copy of it."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tutorials",
+                        file_name)
+    spec = importlib.util.spec_from_file_location(file_name.removesuffix(".py"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

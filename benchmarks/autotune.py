@@ -29,25 +29,16 @@ import tempfile
 import time
 
 import numpy as np
-from _harness import fmt_time, parse_args
+from _harness import fmt_time, parse_args, tutorial
 
 import pypto
-import pypto.language as pl
 
 OVERHEAD_GOAL_S = 2.0
 CACHED_GOAL_S = 0.050
 CHILD_FLAG = "--child"          # argv of a child: --child M N REPS same-process|new-process
 
-CONFIGS = [pypto.Config({"BM": bm}, num_stages=s) for bm in (1, 2, 4, 8, 16, 32) for s in (1, 2)]
-
-
-@pypto.jit
-def softmax(x, out, M, BM: pl.constexpr, BN: pl.constexpr, num_stages: pl.constexpr):
-    pid = pl.program_id(0)
-    for r in pl.range(pid * BM, M, BM * pl.num_programs(0), num_stages=num_stages):
-        t = pl.load(x, offsets=(r, 0), shape=(BM, BN), padding=float("-inf"))
-        e = pl.exp(t - pl.max(t, axis=1, keepdims=True))
-        pl.store(out, offsets=(r, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+_TUTORIAL = tutorial("11_autotune.py")     # the sweep tutorial 11 runs, timed here
+CONFIGS, softmax = _TUTORIAL.CONFIGS, _TUTORIAL.softmax
 
 
 def tuned():

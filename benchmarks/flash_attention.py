@@ -11,22 +11,14 @@ launch on ascend910b1 (modelled, not measured).
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import numpy as np
-from _harness import default_threads, fmt_time, import_torch, main_table, side_by_side, use_threads
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from _harness import (default_threads, fmt_time, import_torch, main_table, side_by_side,
+                      tutorial, use_threads)
 
 
 def _tutorial():
     """Tutorial 12's module: the kernel, its launcher and its checks live there."""
-    path = os.path.join(HERE, os.pardir, "tutorials", "12_flash_attention.py")
-    spec = importlib.util.spec_from_file_location("flash_attention_tutorial", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return tutorial("12_flash_attention.py")
 
 
 def shapes(quick: bool):
