@@ -313,7 +313,7 @@ class JITFunction:
         """Debug mode: the kernel's Tile IR runs in the reference interpreter (watched by the
         sanitizer when ``sanitized``)."""
         from .interpreter import run_function
-        target = get_target(self.target_name) if self.target_name else current_target()
+        target = self.target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)
         fn = build_function(self.source, spec_args, self.source.node.name)
@@ -400,8 +400,13 @@ class JITFunction:
                 key.append(("i", v == 1, v % 16 == 0))
         return tuple(key)
 
+    def target(self):
+        """The target this kernel compiles for: its own (``@jit(target=...)``), else the
+        current one (``pypto.set_target`` / ``PTO_TARGET``)."""
+        return get_target(self.target_name) if self.target_name else current_target()
+
     def _get_kernel(self, bound: dict):
-        target = get_target(self.target_name) if self.target_name else current_target()
+        target = self.target()
         opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
         spec = self._spec(bound)
         override = _pto_override(self.__name__)

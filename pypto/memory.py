@@ -370,14 +370,11 @@ class _Specialised:
     would specialise it."""
 
     def __init__(self, jitfn, args, kwargs):
-        from .backends.ascend.targets import get_target
-        from .device import current_target
         self.jitfn = jitfn
         self.bound = jitfn._bind(args, kwargs)
         self.spec_args, self.tensor_specs, _ = jitfn._specialise(jitfn._spec(self.bound),
                                                                  self.bound)
-        self.target = get_target(jitfn.target_name) if jitfn.target_name else \
-            current_target()
+        self.target = jitfn.target()
 
     def plan(self) -> BudgetReport:
         """The frontend and Tile IR passes only; an overflow is reported, not raised."""
