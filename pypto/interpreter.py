@@ -45,7 +45,7 @@ def dtype_of(x) -> dt.dtype:
 
 def compute_dtype(d: dt.dtype) -> dt.dtype:
     """Half-width floats are computed in float32, as on the NPU; everything else in itself."""
-    return d if d is dt.float32 else dt.float32 if d in _HALF else d
+    return dt.float32 if d in _HALF else d
 
 
 def to_compute(x) -> np.ndarray:
@@ -750,7 +750,6 @@ class _Run:
                                 f"{len(op.results)} results")
         for r, value in zip(op.results, outs):
             self.bind(r, value, op.name)
-
 
     def _check_filled(self, op: Op, ins: list) -> None:
         """Tell the sanitizer of each operand that is a pl.alloc_buffer no load filled (passing
