@@ -11,13 +11,13 @@ import argparse
 import os
 import platform
 import sys
-import time
 import warnings
 
 import numpy as np
 
 import pypto
 import pypto.language as pl
+from pypto.testing import do_bench
 
 # ----------------------------------------------------------------------------------------------
 # 1. A block-indexed kernel: program i adds the i-th block of BLOCK elements.
@@ -55,17 +55,6 @@ def fill_if_asked(x, out, n):
         pl.async_load(x, buf, offsets=(0,))
         pl.synchronize()
     pl.store(out, offsets=(0,), value=buf)
-
-
-def timed(call, reps):
-    """The median of ``reps`` warm calls, in seconds."""
-    call()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
 
 
 def show(title, call):
@@ -120,10 +109,10 @@ def main(argv=None):
           f"{args.reps} warm launches each):")
     print(f"{'kernel':>28}  {'native':>10}  {'sanitized':>10}  slowdown")
     for name, call in costs:
-        native = timed(call, args.reps)
+        native = do_bench(call, reps=args.reps)                  # ms, the median
         with pypto.sanitize():
-            checked = timed(call, args.reps)
-        print(f"{name:>28}  {native * 1e3:8.2f}ms  {checked * 1e3:8.1f}ms  "
+            checked = do_bench(call, reps=args.reps)
+        print(f"{name:>28}  {native:8.2f}ms  {checked:8.1f}ms  "
               f"{checked / native:6.0f}x")
     print("(sanitized: the reference interpreter runs every block, one numpy op per tile op, "
           "with every window checked; the more work each op does, the less the per-op Python "
