@@ -70,10 +70,10 @@ PYPTO_SYNC_TIMEOUT = register("PYPTO_SYNC_TIMEOUT", "10", True,
                               "seconds a barrier or pl.wait may make no progress before the "
                               "launch is reported as deadlocked")
 
-PYPTO_PTOAS = register("PYPTO_PTOAS", "", False,
+PYPTO_PTOAS = register("PYPTO_PTOAS", "", True,
                       "path of PTOAS's ptoas; default: ptoas on PATH. When found, every compile "
-                      "lowers its .pto with it (compiled.asm['cpp']; the assembler's identity "
-                      "is in the cache key)")
+                      "prints its version's .pto and lowers it with it (compiled.asm['cpp']; "
+                      "the assembler's identity is in the cache key)")
 
 PYPTO_ENGINE = register("PYPTO_ENGINE", "native", False,
                         "which engine runs compiled kernels: native (PyPTO's own host code, "

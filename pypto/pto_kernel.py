@@ -66,7 +66,8 @@ class PtoKernel:
                        (p.name, "float" if p.dtype.is_floating else "int", 0)
                        for p in program.params if not (isinstance(p, TensorArg) and
                                                        p.workspace)]
-        self.compiled = self._compile(print_program(program), text)
+        from .backends.ascend import ptoas
+        self.compiled = self._compile(print_program(program, ptoas.dialect()), text)
 
     def _compile(self, pto: str, text: str):
         from .backends.ascend import ptoas

@@ -42,9 +42,10 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         from .pto.reader import override_program
         program = override_program(program, *pto_override)
     check_program(program)          # every kernel, whoever placed its flags
-    pto_text = print_program(program)
+    dialect = ptoas.dialect()
+    pto_text = print_program(program, dialect)
     if envs.PYPTO_VERIFY_PTO.get() not in ("", "0"):
-        _verify_round_trip(pto_text)
+        _verify_round_trip(pto_text, dialect)
     cpp = ptoas.lower(pto_text)
     llir = generate_llvm_ir(host or program)
     obj, optimized = compile_to_object(llir, opt_level)
@@ -226,9 +227,9 @@ def plans_within_buffers(source: KernelSource, spec_args: dict, target) -> bool:
     return True
 
 
-def _verify_round_trip(text: str) -> None:
+def _verify_round_trip(text: str, dialect) -> None:
     from .pto.reader import parse_program
-    again = print_program(parse_program(text))
+    again = print_program(parse_program(text), dialect)
     if again != text:
         raise InternalError("the printed .pto does not read back identically", text)
 

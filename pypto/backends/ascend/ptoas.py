@@ -14,9 +14,11 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 
 from ... import envs
-from ...compiler.errors import InternalError
+from ...compiler.errors import InternalError, user_stacklevel
+from ...compiler.pto.dialect import DEFAULT as _DEFAULT, UnsupportedAssembler, for_version
 
 LEVEL = "--pto-level=level3"
 TIMEOUT_SECONDS = 60
@@ -45,6 +47,29 @@ def _version(path: str) -> str:
     except OSError as e:
         return f"unusable: {e}"
     return (done.stdout or done.stderr).strip()
+
+
+def dialect():
+    """The ``.pto`` spelling of the assembler PyPTO will use (``compiler.pto.dialect``): its
+    version's, or the newest PyPTO knows when there is none. One warning per assembler when
+    its version is newer than PyPTO knows or unreadable; an error when it is too old."""
+    path = find()
+    return _DEFAULT if path is None else _dialect_of(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _dialect_of(path: str):
+    try:
+        chosen, warning = for_version(_version(path), path)
+    except UnsupportedAssembler as e:
+        raise ToolMissing(str(e)) from None
+    if warning:
+        warnings.warn(warning, AssemblerVersionWarning, stacklevel=user_stacklevel())
+    return chosen
+
+
+class AssemblerVersionWarning(UserWarning):
+    """The assembler's version is not one PyPTO knows: it prints the newest form it knows."""
 
 
 def identity() -> tuple[str, str] | None:

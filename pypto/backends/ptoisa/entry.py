@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from ...compiler.pto.printer import FFTS_PARAM, GRID_PARAMS
 from ...compiler.pto.program import WORKSPACE
 
-_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{pto\.kernel_kind = "
-                       r"#pto\.kernel_kind<(\w+)>\}")
+_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{(?:pto\.entry, )?"
+                       r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>\}")
 _CXX_FUNC = re.compile(r"(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
 
 

@@ -14,7 +14,7 @@ from ..errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
-from ..pto.lower import scratch_like
+from ..pto.lower import scratch_type
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -216,11 +216,11 @@ def _assign(body: Block, classes, pos: dict, target) -> dict:
                         if not _defined_in(v, loop, memo):
                             end = max(end, pos[("end", id(loop))])
                     touch(v, end)
-            like = scratch_like(op)
+            like = scratch_type(op)
             if like is not None:
-                # A2/A3's instruction overwrites a scratch tile as big as ``like``: a value of
-                # its own, live at this op only (lower.py hands it to the instruction)
-                scratch = Value(TileType(like.type.dtype, like.type.shape, "vec"), "tmp")
+                # A2/A3's instruction overwrites a scratch tile: a value of its own, live at
+                # this op only (lower.py hands it to the instruction)
+                scratch = Value(like.with_space("vec"), "tmp")
                 op.attrs["_scratch"] = scratch
                 touch(scratch, here)
             for r in op.results:

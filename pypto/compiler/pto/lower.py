@@ -288,23 +288,84 @@ class _Lowering:
             out.append(Inst("tmatmul", ins, [dst]))
 
 
-def scratch_like(op):
-    """The Tile IR value whose type the scratch tile of ``op``'s A2/A3 instruction has (a
-    reduction's, transpose's or xor's source; a select's result), or None: memory planning
-    places that scratch (isa.TMP_OPS)."""
-    if op.name == "tile.sort32":           # the unaligned form's row (_tile_sort32)
-        n = op.operands[0].type.shape[-1]
-        return None if n % 32 == 0 else Value(TileType(dt.float32, (1, -(-n // 32) * 32)))
-    if op.name == "tile.mrglists":         # the largest group's merge (_tile_mrglists)
-        ways = max(op.attrs["groups"])
-        return Value(TileType(op.result.type.dtype, (1, 2 * ways * op.attrs["take"])))
+def scratch_type(op) -> TileType | None:
+    """The type of the scratch tile ``op``'s A2/A3 instruction overwrites, or None: memory
+    planning places it (live at ``op`` only) and this module hands it to the instruction.
+    The sizes are PTOAS 0.60's verifier rules (lib/PTO/IR/PTO.cpp), which the chip's
+    implementation headers need too."""
+    special = _SCRATCH.get(op.name)
+    if special is not None:
+        return special(op)
     rule = TILE_TO_PTO.get(op.name)
     if rule is None or op.name == "tile.load":
         return None
     opcode, _ = rule(op)
-    if opcode not in TMP_OPS:
+    if opcode in ("tsel", "tsels"):        # a 4-byte compare mask of at least 16 bytes
+        return TileType(dt.int32, (1, 8))
+    if opcode == "tci":                    # TCI's A2/A3 vector path: 768 B (b32), 1792 B (b16)
+        return TileType(dt.float32, (1, 448 if op.result.type.dtype.bits == 16 else 192))
+    if opcode == "tcvt":
+        return _narrowing_cvt_scratch(op)
+    return op.operands[0].type if opcode in TMP_OPS else None
+
+
+def _sort32_scratch(op) -> TileType | None:
+    """The unaligned TSORT32's scratch: PTOAS wants it to hold the whole source."""
+    rows, n = _rows(op.operands[0].type), op.operands[0].type.shape[-1]
+    return None if n % 32 == 0 else TileType(dt.float32, (rows, -(-n // 32) * 32))
+
+
+def _mrglists_scratch(op) -> TileType:
+    """The largest group's merge (``_tile_mrglists``)."""
+    ways = max(op.attrs["groups"])
+    return TileType(op.result.type.dtype, (1, 2 * ways * op.attrs["take"]))
+
+
+_SCRATCH = {"tile.sort32": _sort32_scratch, "tile.mrglists": _mrglists_scratch}
+
+
+def _rows(ty: TileType) -> int:
+    rows = 1
+    for s in ty.shape[:-1]:
+        rows *= s
+    return rows
+
+
+def _narrowing_cvt_scratch(op) -> TileType | None:
+    """A2/A3's non-saturating narrowing TCVT (f32 → 16-bit, f16 → 16/8-bit integers) stages
+    through a scratch; its size is PTOAS's formula (``TCvtOp::verify``) for the widest way the
+    printer may view the tiles: whole, or one row at a time, or an (M, 1) tile as its row."""
+    src, dst = op.operands[0].type, op.result.type
+    if dst.dtype.is_floating or dst.dtype.bits not in (8, 16) or not src.dtype.is_floating:
         return None
-    return op.result if opcode in ("tsel", "tsels") else op.operands[0]
+    if src.dtype.bits != 16 and not (src.dtype == dt.float32 and dst.dtype.bits == 16):
+        return None
+    if src.dtype.bits == 16 and src.dtype != dt.float16:
+        return None
+    rows, cols = _rows(src), src.shape[-1]
+    views = [(rows, cols), (1, cols), (1, rows * cols)]
+    need = max(cvt_scratch_bytes(src.dtype, dst.dtype, r, c, _alloc(c, src.dtype, dst.dtype))
+               for r, c in views)
+    return TileType(dt.int8, (1, max(32, -(-need // 32) * 32)))
+
+
+def _alloc(cols: int, *dtypes) -> int:
+    """Elements a UB row of ``cols`` is allocated as, the widest of ``dtypes``' 32-byte
+    alignments (the printer's ``_row_alloc``, for either tile of a conversion)."""
+    return max(-(-cols * d.itemsize // 32) * 32 // d.itemsize for d in dtypes)
+
+
+def cvt_scratch_bytes(src, dst, rows: int, cols: int, src_cols: int) -> int:
+    """PTOAS 0.60's least scratch for a narrowing TCVT of a ``rows`` x ``cols`` valid region
+    whose source rows are ``src_cols`` elements apart."""
+    if src == dt.float32:
+        head = 4 * 64 * min(cols // 64, 255)
+        tail = 0 if cols % 64 == 0 else 32 * ((min(rows, 255) - 1) * (src_cols // 8) +
+                                              -(-(cols % 64) // 8))
+        return max(head, tail)
+    width = min(cols, 64)
+    to_16 = 32 * -(-width // 8)
+    return max(to_16, 128 + 32 * -(-width // 16)) if dst.bits == 8 else to_16
 
 
 def _hand_off(opcode: str, attrs: dict) -> dict:

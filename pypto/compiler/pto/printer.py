@@ -21,6 +21,7 @@ import numpy as np
 
 from ...language import dtypes as dt
 from ..errors import NotOnChip
+from .dialect import DEFAULT, Dialect
 from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
 from .program import (For, If, Inst, Program, Tile, TensorArg, While, element_type,
                       walk_insts)
@@ -53,17 +54,19 @@ EXECUTED, EXECUTED_TYPE = "%mrgsort_executed", "vector<4xi16>"
 EXECUTED_LINE = f"{EXECUTED} = arith.constant dense<0> : {EXECUTED_TYPE}"
 _INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
 GRID_PARAMS = ("pypto_grid0", "pypto_grid1")     # hidden extents of a multi-dimensional grid
-FFTS_PARAM, FFTS_TYPE = "pypto_ffts", "memref<256xi64>"   # the FFTS base, for cross-core sync
+FFTS_PARAM = "pypto_ffts"                       # the FFTS base, for cross-core sync
 
 class _Printer:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, dialect: Dialect):
         self.p = program
+        self.dialect = dialect
         self.lines: list[str] = []
         self.consts: dict = {}
         self.const_lines: list[str] = []
         self.n = 0
         self.grid = max_grid_axis(program) > 0
         self.taken = _defined_names(program)
+        self.block_derived = _block_derived(program)
 
     def fresh(self, base="t") -> str:
         return self.fresh_run(base)[0]
@@ -127,7 +130,7 @@ class _Printer:
         cross_core = any(isinstance(i, Inst) and i.op in CROSS_CORE_OPS
                          for i in walk_insts(body))
         if cross_core:
-            args.append(f"%{FFTS_PARAM}: {FFTS_TYPE}")
+            args.append(f"%{FFTS_PARAM}: {self.dialect.ffts_type}")
         for a in p.params:
             if isinstance(a, TensorArg):
                 self.tensor_view(a)
@@ -140,11 +143,11 @@ class _Printer:
                     self.emit(f"%{t.name}.row = pto.alloc_tile addr = {addr} : "
                               f"{t.type_text(row_view=True)}", 2)
         if cross_core:       # A2/A3's cross-core flags live where the runtime's FFTS says
-            self.emit(f"pto.set_ffts %{FFTS_PARAM} : {FFTS_TYPE}", 2)
+            self.emit(f"pto.set_ffts %{FFTS_PARAM} : {self.dialect.ffts_type}", 2)
         self.body(body, 2)
         self.emit("return", 2)
         head = (f"  func.func @{name}({', '.join(args)}) attributes "
-                f"{{pto.kernel_kind = #pto.kernel_kind<{kind}>}} {{")
+                f"{{pto.entry, pto.kernel_kind = #pto.kernel_kind<{kind}>}} {{")
         return [head] + self.const_lines + self.lines + ["  }"]
 
     def tensor_view(self, a: TensorArg) -> None:
@@ -216,13 +219,26 @@ class _Printer:
         self.emit("}", depth)
 
     def loop(self, f: For, depth) -> None:
-        head = f"scf.for %{f.iv.name} = {self.ref(f.lb)} to {self.ref(f.ub)} step {self.ref(f.step)}"
+        """An i64 loop; one whose bounds come from the block index or count is an ``index``
+        loop over ``%<iv>.ix`` (bounds ``%<iv>.lb/.ub/.st``, cast back to i64 first thing):
+        PTOAS 0.60's EmitC rejects the i64 form (docs/pto.md, "The loop-bound bug")."""
+        over_index = any(getattr(x, "name", None) in self.block_derived
+                         for x in (f.lb, f.ub, f.step))
+        iv = f"%{f.iv.name}"
+        if over_index:
+            bounds = [self.index(x, f"{iv}.{tag}", depth)
+                      for x, tag in ((f.lb, "lb"), (f.ub, "ub"), (f.step, "st"))]
+            head = f"scf.for {iv}.ix = {bounds[0]} to {bounds[1]} step {bounds[2]}"
+        else:
+            head = f"scf.for {iv} = {self.ref(f.lb)} to {self.ref(f.ub)} step {self.ref(f.step)}"
         if f.iter_args:
             pairs = ", ".join(f"%{a.name} = {self.ref(i)}" for a, i in zip(f.iter_args, f.inits))
             types = ", ".join(_sty(a.dtype) for a in f.iter_args)
             res = ", ".join(f"%{r.name}" for r in f.results)
             head = f"{res} = {head} iter_args({pairs}) -> ({types})"
-        self.emit(head + " : i64 {", depth)
+        self.emit(head + (" {" if over_index else " : i64 {"), depth)
+        if over_index:
+            self.emit(f"{iv} = arith.index_cast {iv}.ix : index to i64", depth + 1)
         self.body(f.body, depth + 1)
         if f.yields:
             self.emit(f"scf.yield {', '.join(self.ref(y) for y in f.yields)} : "
@@ -477,7 +493,7 @@ class _Printer:
         if op == "tci":
             d = i.outs[0].dtype
             ins = [(self.const(int(i.attrs["start"]), d.mlir), d.mlir)]
-        if "tmp" in i.attrs:
+        if "tmp" in i.attrs and (op != "tci" or self.dialect.has("tci_tmp")):
             ins.append(self.operand(i.attrs["tmp"], op))
         outs = [self.operand(x, op) for x in i.outs]
         if op == "tcolexpand" and i.outs[0].is_column:
@@ -530,8 +546,9 @@ class _Printer:
         if i.op == "tgather":
             (name, ty), = src
             pattern = f"{{maskPattern = #pto.mask_pattern<{i.attrs['pattern']}>}}"
-            self.emit(f"pto.tgather ins({name}, {pattern} : {ty}) outs({dst[0]} : {dst[1]})",
-                      depth)
+            axis = ', "row"' if self.dialect.has("gather_axis") else ""
+            self.emit(f"pto.tgather ins({name}, {pattern} : {ty}{axis}) outs({dst[0]} : "
+                      f"{dst[1]})", depth)
             return
         if "block_len" in i.attrs:
             (name, ty), = src
@@ -593,6 +610,9 @@ class _Printer:
                           f"{view.type_text()}", depth)
                 names.append((name, view.type_text()))
             (a, at), (b, bt) = names
+            if "tmp" in i.attrs:
+                tmp, tmp_type = self.operand(i.attrs["tmp"], "tcvt")
+                a, at = f"{a}, {tmp}", f"{at}, {tmp_type}"
             self.emit(f"pto.tcvt ins({a}{rmode} : {at}) outs({b} : {bt})", depth)
 
     def in_halves(self, i: Inst, depth) -> None:
@@ -1032,5 +1052,24 @@ def tiles_used(body: list) -> set[str]:
             for x in inst.ins + inst.outs + [inst.attrs.get("tmp")] if isinstance(x, Tile)}
 
 
-def print_program(program: Program) -> str:
-    return _Printer(program).program()
+def _block_derived(program: Program) -> set[str]:
+    """Names of the scalars computed from the block index or count (and the induction
+    variables of loops bounded by them): ``_Printer.loop`` prints loops over them as index
+    loops."""
+    derived: set[str] = set()
+    for _, body in program.parts:
+        for node in walk_insts(body):
+            if isinstance(node, For) and any(getattr(x, "name", None) in derived
+                                             for x in (node.lb, node.ub, node.step)):
+                derived.add(node.iv.name)
+            elif isinstance(node, Inst) and (
+                    node.op in ("pto.program_id", "pto.num_programs") or
+                    (node.op.startswith("arith.") and
+                     any(getattr(x, "name", None) in derived for x in node.ins))):
+                derived.update(o.name for o in node.outs)
+    return derived
+
+
+def print_program(program: Program, dialect: Dialect = DEFAULT) -> str:
+    """``program`` as the ``.pto`` text ``dialect``'s PTOAS reads (the newest by default)."""
+    return _Printer(program, dialect).program()

@@ -516,10 +516,10 @@ class _Parser:
         for arg in args:
             name, _, ty = (s.strip() for s in arg.partition(":"))
             ptr = re.fullmatch(r"!pto\.ptr<(\w+)>", ty)
+            if name[1:] == printer.FFTS_PARAM:          # either PTOAS's type (dialect.py)
+                continue
             if ptr:
                 params.append(self.tensor(name, self.dtype(ptr.group(1)), scope))
-            elif name[1:] == printer.FFTS_PARAM:
-                continue
             elif name[1:] in printer.GRID_PARAMS:
                 scope.values[name] = Scalar(name[1:], dt.int64)
             elif name not in extents:
@@ -716,7 +716,15 @@ class _Parser:
         if len(pairs) != len(types) or len(results) != len(pairs):
             raise self.error("scf.for: iter_args, their types and the results differ in number")
         inits = [self.value(p.partition("=")[2].strip(), scope) for p in pairs]
-        iv = self.define(iv_name, self.dtype(iv_type or "index"), scope)
+        if iv_name.endswith(".ix") and iv_type is None:      # printer.loop's index form
+            base = iv_name[:-3]
+            iv = self.define(base, dt.int64, scope)
+            scope.values[iv_name] = iv
+            cast = f"{base} = arith.index_cast {iv_name} : index to i64"
+            if self.next("scf.for's body is missing") != cast:
+                raise self.error(f"an index loop over {iv_name} begins with {cast}")
+        else:
+            iv = self.define(iv_name, self.dtype(iv_type or "index"), scope)
         iter_args = [self.define(p.partition("=")[0].strip(), d, scope)
                      for p, d in zip(pairs, types)]
         body, term, closer = self.block(scope)
@@ -972,6 +980,8 @@ class _Parser:
             tensor, offsets = self.partition(outs, ins, scope)
             out.append(Inst("tstore", [self.value(ins[0], scope)], [tensor, *offsets], attrs))
             return
+        if name in ("tcvt", "tci") and len(ins) == 2:      # the scratch (lower.scratch_type)
+            attrs["tmp"] = self.value(ins.pop(), scope)
         if name in ("texpands", "tci") and len(ins) == 1 and ins[0] in scope.consts:
             value = scope.consts[ins[0]][0]
             # a fresh NaN per use, as the compiler makes them: NaN != NaN, so the printer

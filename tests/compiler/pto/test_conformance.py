@@ -16,6 +16,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -84,6 +85,10 @@ ORACLE, _why = _find_oracle()
 if ORACLE is None:
     pytest.skip(_why, allow_module_level=True)
 PTO_ORACLE = str(ORACLE / "pto-oracle")
+# Each PTOAS version the oracle has (PTO_ORACLE_VERSION selects it for pto-oracle): the corpus
+# is printed for that version (PYPTO_PTOAS: PyPTO reads its --version) and checked with it.
+ASSEMBLERS = {"0.60": ORACLE / "bin" / "ptoas", "0.27": ORACLE / "bin" / "0.27" / "ptoas"}
+VERSIONS = [v for v, path in ASSEMBLERS.items() if path.is_file()]
 
 from . import corpus   # noqa: E402  (after the skip: no oracle, no compiling)
 
@@ -99,7 +104,18 @@ class Checked:
     check: str | None = None             # "OK" or the first error pto-oracle check printed
 
 
-def _compile_all(directory: Path) -> dict[str, Checked]:
+def _oracle(version: str, *args, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PTO_ORACLE_VERSION": version}
+    return subprocess.run([PTO_ORACLE, *args], capture_output=True, text=True, env=env,
+                          **kwargs)
+
+
+def _compile_all(directory: Path, version: str) -> dict[str, Checked]:
+    with mock.patch.dict(os.environ, {"PYPTO_PTOAS": str(ASSEMBLERS[version])}):
+        return _compile_each(directory)
+
+
+def _compile_each(directory: Path) -> dict[str, Checked]:
     results = {}
     for entry in corpus.CORPUS:
         if entry.refused:            # test_refusals.py: the NPU target refuses these
@@ -115,15 +131,20 @@ def _compile_all(directory: Path) -> dict[str, Checked]:
     return results
 
 
+@pytest.fixture(scope="module", params=VERSIONS)
+def version(request) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def checked(tmp_path_factory) -> dict[str, Checked]:
-    """Every corpus kernel compiled into one directory and checked by one pto-oracle call."""
-    results = _compile_all(tmp_path_factory.mktemp("pto-conformance"))
+def checked(tmp_path_factory, version) -> dict[str, Checked]:
+    """Every corpus kernel compiled for ``version`` into one directory and checked by one
+    pto-oracle call."""
+    results = _compile_all(tmp_path_factory.mktemp(f"pto-conformance-{version}"), version)
     files = [r for r in results.values() if r.compile_error is None]
     if not files:
         return results
-    run = subprocess.run([PTO_ORACLE, "check", *(str(r.path) for r in files)],
-                         capture_output=True, text=True, timeout=600)
+    run = _oracle(version, "check", *(str(r.path) for r in files), timeout=600)
     lines = run.stdout.splitlines()
     for r in files:
         prefix = f"{r.path}: "
@@ -158,22 +179,22 @@ def _describe(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_pto_conforms_to_ptoas(name, checked, tmp_path):
+def test_pto_conforms_to_ptoas(name, checked, version, tmp_path):
     r = checked[name]
     if r.compile_error is not None:
-        pytest.fail(f"{_describe(name)} does not compile: {r.compile_error}", pytrace=False)
+        pytest.fail(f"{_describe(name)} does not compile for ptoas {version}: "
+                    f"{r.compile_error}", pytrace=False)
     if r.check != "OK":
-        pytest.fail(f"pto-oracle check rejects {_describe(name)}:\n"
+        pytest.fail(f"pto-oracle check (ptoas {version}) rejects {_describe(name)}:\n"
                     f"{_located(r.check, r.path)}\n  file: {r.path}", pytrace=False)
 
     out = tmp_path / f"{name}.cpp"
-    low = subprocess.run([PTO_ORACLE, "lower", str(r.path), "-o", str(out), "--level3"],
-                         capture_output=True, text=True, timeout=300)
+    low = _oracle(version, "lower", str(r.path), "-o", str(out), "--level3", timeout=300)
     if low.returncode != 0:
         errors = [s for s in (low.stderr + low.stdout).splitlines() if "error" in s.lower()]
         first = errors[0] if errors else (low.stderr or low.stdout).strip()[-2000:]
-        pytest.fail(f"pto-oracle lower --level3 fails on {_describe(name)} (exit "
-                    f"{low.returncode}):\n{_located(first, r.path)}\n  file: {r.path}",
+        pytest.fail(f"pto-oracle lower --level3 (ptoas {version}) fails on {_describe(name)} "
+                    f"(exit {low.returncode}):\n{_located(first, r.path)}\n  file: {r.path}",
                     pytrace=False)
     assert out.is_file() and out.stat().st_size > 0, \
         f"pto-oracle lower --level3 wrote no C++ for {_describe(name)} ({r.path})"

@@ -29,6 +29,7 @@ from pypto.compiler.errors import CompilationError, NotOnChip
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
 from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program
+from pypto.compiler.pto.dialect import Dialect
 from pypto.language import dtypes as dt
 from tests.quick import quick_cases
 
@@ -399,9 +400,13 @@ def test_parsed_program_runs_to_the_numpy_results(name, tmp_path, monkeypatch):
     case.expect(args)
 
 
-def test_hand_built_sync_mixed_and_workspace_forms_round_trip():
+@pytest.mark.parametrize("version, ffts_type", [((0, 27), "memref<256xi64>"),
+                                                ((0, 60), "!pto.ptr<i64>")])
+def test_hand_built_sync_mixed_and_workspace_forms_round_trip(version, ffts_type):
     """Every sync instruction with every attribute (barrier ALL, syncall, an FFTS mode,
-    ...) in both functions of a hand-made mixed kernel with a workspace parameter."""
+    ...) in both functions of a hand-made mixed kernel with a workspace parameter, in each
+    PTOAS version's spelling of the FFTS base."""
+    dialect = Dialect(version)
     cube = program_of(CASES["tutorial_matmul"])
     vector = copy.deepcopy(cube)
     vector.body = [node for node in vector.body if isinstance(node, Inst)
@@ -416,17 +421,18 @@ def test_hand_built_sync_mixed_and_workspace_forms_round_trip():
     workspace = TensorArg(f"{WORKSPACE}0", dt.float32, (64, 64), (64, 1), workspace=True)
     mixed = Program(cube.name, "mixed", cube.params + [workspace], cube.tiles,
                     sync + cube.body, cube.target, {}, vector_body=vector.body + sync)
-    text = print_program(mixed)
+    text = print_program(mixed, dialect)
     assert f"@{cube.name}_cube(" in text and f"@{cube.name}_vector(" in text
     assert "pto.sync.set #pto.pipe<PIPE_MTE3>, 9 {ffts_mode = 1 : i32}" in text
     assert "pto.sync.wait #pto.pipe<PIPE_MTE2>, 15" in text
-    assert text.count("pto.set_ffts %pypto_ffts : memref<256xi64>") == 2
+    assert text.count(f"pto.set_ffts %pypto_ffts : {ffts_type}") == 2
+    assert text.count(f"%pypto_ffts: {ffts_type}") == 2
     counted = copy.deepcopy(mixed)
     counted.body.append(Inst("sync.wait", [], [], {"pipe": "MTE2", "flag": 15, "count": 2}))
     with pytest.raises(NotOnChip, match="carry no count"):
         print_program(counted)
     parsed = parse_program(text)
-    assert print_program(parsed) == text
+    assert print_program(parsed, dialect) == text
     assert (parsed.name, parsed.kind) == (cube.name, "mixed")
     assert parsed.params[-1].workspace and not any(
         getattr(p, "workspace", False) for p in parsed.params[:-1])
