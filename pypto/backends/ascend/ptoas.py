@@ -18,7 +18,7 @@ import warnings
 
 from ... import envs
 from ...compiler.errors import InternalError, user_stacklevel
-from ...compiler.pto.dialect import DEFAULT as _DEFAULT, UnsupportedAssembler, for_version
+from ...compiler.pto.dialect import DEFAULT as _DEFAULT, for_version
 
 LEVEL = "--pto-level=level3"
 TIMEOUT_SECONDS = 60
@@ -59,10 +59,7 @@ def dialect():
 
 @functools.lru_cache(maxsize=8)
 def _dialect_of(path: str):
-    try:
-        chosen, warning = for_version(_version(path), path)
-    except UnsupportedAssembler as e:
-        raise ToolMissing(str(e)) from None
+    chosen, warning = for_version(_version(path), path)      # UnsupportedAssembler: too old
     if warning:
         warnings.warn(warning, AssemblerVersionWarning, stacklevel=user_stacklevel())
     return chosen

@@ -24,7 +24,7 @@ from ..errors import NotOnChip
 from .dialect import DEFAULT, Dialect
 from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
 from .program import (For, If, Inst, Program, Tile, TensorArg, While, element_type,
-                      walk_insts)
+                      mask_row_bytes, walk_insts)
 
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
@@ -134,7 +134,7 @@ class _Printer:
         for a in p.params:
             if isinstance(a, TensorArg):
                 self.tensor_view(a)
-        used = tiles_used(body)
+        used = tiles_used(body, self.dialect)
         for t in p.tiles:
             if t.name in used:
                 addr = self.const(t.addr, "i64")
@@ -493,7 +493,7 @@ class _Printer:
         if op == "tci":
             d = i.outs[0].dtype
             ins = [(self.const(int(i.attrs["start"]), d.mlir), d.mlir)]
-        if "tmp" in i.attrs and (op != "tci" or self.dialect.has("tci_tmp")):
+        if printed_tmp(i, self.dialect) is not None:
             ins.append(self.operand(i.attrs["tmp"], op))
         outs = [self.operand(x, op) for x in i.outs]
         if op == "tcolexpand" and i.outs[0].is_column:
@@ -848,7 +848,7 @@ def _halves(tile: Tile) -> Tile:
     if tile.is_column:
         tile = dataclasses.replace(tile, rows=1, cols=tile.rows, v_row=1, v_col=tile.v_row)
     if tile.dtype == dt.bool_:
-        nbytes, valid = max(32, -(-tile.cols // 8)), -(-(tile.v_col or tile.cols) // 8)
+        nbytes, valid = mask_row_bytes(tile.cols), -(-(tile.v_col or tile.cols) // 8)
     else:
         item = tile.dtype.itemsize
         nbytes, valid = _row_bytes(tile), (tile.v_col or tile.cols) * item
@@ -1046,10 +1046,18 @@ def max_grid_axis(program: Program) -> int:
                + [0])
 
 
-def tiles_used(body: list) -> set[str]:
-    """Names of the tiles that the instructions of ``body`` (nested ones included) touch."""
+def tiles_used(body: list, dialect: Dialect = DEFAULT) -> set[str]:
+    """Names of the tiles that the instructions of ``body`` (nested ones included) touch, as
+    ``dialect`` prints them."""
     return {x.name for inst in walk_insts(body) if isinstance(inst, Inst)
-            for x in inst.ins + inst.outs + [inst.attrs.get("tmp")] if isinstance(x, Tile)}
+            for x in inst.ins + inst.outs + [printed_tmp(inst, dialect)] if isinstance(x, Tile)}
+
+
+def printed_tmp(inst: Inst, dialect: Dialect):
+    """The scratch tile ``inst`` names in ``dialect``'s text, or None (TCI's before 0.57)."""
+    if inst.op == "tci" and not dialect.has("tci_tmp"):
+        return None
+    return inst.attrs.get("tmp")
 
 
 def _block_derived(program: Program) -> set[str]:

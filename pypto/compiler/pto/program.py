@@ -64,7 +64,7 @@ class Tile:
             blayout = "col_major"
             rows = _whole_32_bytes(rows, self.dtype)
         elif self.loc == VEC and self.dtype == dt.bool_:     # one bit per element
-            cols, vc = max(32, -(-cols // 8)), None if vc is None else -(-vc // 8)
+            cols, vc = mask_row_bytes(cols), None if vc is None else -(-vc // 8)
         elif self.loc == VEC:
             cols = _whole_32_bytes(cols, self.dtype)
         if dynamic:
@@ -75,6 +75,12 @@ class Tile:
                 f"rows={rows}, cols={cols}, v_row={vr}, v_col={vc}, blayout={blayout}, "
                 f"slayout={slayout}, fractal={fractal}, "
                 f"pad={self.pad if pad is None else pad}>")
+
+
+def mask_row_bytes(cols: int) -> int:
+    """Bytes of a mask row of ``cols`` elements: one bit each, in whole 32 bytes (PTOAS 0.60
+    rejects a row-major tile whose row is not)."""
+    return -(-cols // 256) * 32
 
 
 def row_pitch(tile: Tile) -> int:

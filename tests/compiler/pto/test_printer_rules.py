@@ -191,3 +191,37 @@ def test_the_printers_own_names_differ_from_the_programs():
         re.findall(r"scf\.for (%\w+) ", pto)
     assert {"%pv1", "%q1", "%m2"} <= set(defined)
     assert len(defined) == len(set(defined)), sorted(d for d in defined if defined.count(d) > 1)
+
+
+@pypto.jit
+def select_wide(x, out, N: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(2, N))
+    pl.store(out, offsets=(0, 0), value=pl.where(t > 0, t, -t))
+
+
+def test_a_mask_row_is_whole_32_bytes():
+    """A mask of 300 columns takes 38 bytes a row; PTOAS 0.60 (and pto-isa) want row-major
+    rows in whole 32 bytes, so it is allocated 64 (printed 38 before)."""
+    x = np.zeros((2, 300), np.float32)
+    text = select_wide.compile(x, x, N=300).asm["pto"]
+    masks = set(re.findall(r"dtype=ui8, rows=2, cols=(\d+), v_row=2, v_col=(\d+)", text))
+    assert masks == {("64", "38")}, masks
+
+
+def test_loops_bounded_by_the_block_index_are_index_loops():
+    """PTOAS 0.60's EmitC rejects an i64 loop whose bounds come from get_block_idx /
+    get_block_num; such a loop runs over ``index`` (docs/pto.md, "The loop-bound bug")."""
+    @pypto.jit
+    def persistent(x, out, B: pl.constexpr):
+        for t in range(pl.program_id(0), 16, pl.num_programs(0)):
+            for u in range(t, t + 1):
+                pl.store(out, offsets=(u * B,), value=pl.load(x, offsets=(u * B,), shape=(B,)))
+        for v in range(0, 2):
+            pl.store(out, offsets=(v * B,), value=pl.load(x, offsets=(v * B,), shape=(B,)))
+
+    x = np.zeros(16 * 8, np.float32)
+    text = persistent.compile(x, x, B=8).asm["pto"]
+    index_loops = re.findall(r"scf\.for (%\w+)\.ix = \1\.lb to \1\.ub step \1\.st \{\n\s*"
+                             r"\1 = arith\.index_cast \1\.ix : index to i64", text)
+    assert len(index_loops) == 2, text          # the block-bounded loop and the one inside it
+    assert len(re.findall(r"scf\.for .* : i64 \{", text)) == 1
