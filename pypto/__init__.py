@@ -26,7 +26,9 @@ _GRAPH_NAMES = ("GraphTensor", "Module", "TensorGraph", "call_ascend_c", "compil
 _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": ".sanitizer",
          "load_pto": ".pto_kernel", "ascend_c_kernel": ".ascend_c", "OutputSpec": ".ascend_c",
          "AscendCCompileError": ".ascend_c",
-         "SanitizerWarning": ".sanitizer", "SanitizerError": ".sanitizer"}
+         "SanitizerWarning": ".sanitizer", "SanitizerError": ".sanitizer",
+         "AssemblerVersionWarning": ".backends.ascend.ptoas",
+         "UnsupportedAssembler": ".compiler.pto.dialect"}
 
 
 def __getattr__(name):
@@ -60,4 +62,4 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
            "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "ascend_c_kernel", "OutputSpec",
            "AscendCCompileError", "SanitizerWarning",
-           "SanitizerError", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)
+           "SanitizerError", "AssemblerVersionWarning", "UnsupportedAssembler", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)
