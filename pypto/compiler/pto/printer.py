@@ -1,8 +1,8 @@
 """Print a PTO ``Program`` as ``.pto`` text: the PTO-ISA MLIR dialect that PTOAS reads.
 
-The text targets PTOAS at commit a56b18c3 (``ptoas 0.27``), A2/A3 verifiers, lowered at
-``--pto-level=level3``: every tile is ``pto.alloc_tile`` pinned to its planned ``addr`` and the
-program's own flags are kept. Scalars and loops are ``arith`` / ``scf`` (i64); global memory is
+The text targets PTOAS 0.27 to 0.60 (``dialect.py``: each version's spelling), A2/A3
+verifiers, lowered at ``--pto-level=level3``: every tile is ``pto.alloc_tile`` pinned to its
+planned ``addr`` and the program's own flags are kept. Scalars and loops are ``arith`` / ``scf`` (i64); global memory is
 ``pto.make_tensor_view`` + ``pto.partition_view`` over ``index`` operands; instructions are
 destination-passing ``pto.<op> ins(...) outs(...)``.
 
