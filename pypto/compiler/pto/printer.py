@@ -845,7 +845,7 @@ def fill_bits(dtype, value) -> int | None:
 def _halves(tile: Tile) -> Tile:
     """An i16 view of a tile's bytes (``_Printer.fill``, ``_Printer.in_halves``). A column
     tile's M elements are contiguous: the view is of its (1, M) row."""
-    if tile.is_column:
+    if tile.is_column or tile.is_column_mask:
         tile = dataclasses.replace(tile, rows=1, cols=tile.rows, v_row=1, v_col=tile.v_row)
     if tile.dtype == dt.bool_:
         nbytes, valid = mask_row_bytes(tile.cols), -(-(tile.v_col or tile.cols) // 8)

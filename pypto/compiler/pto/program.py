@@ -41,6 +41,13 @@ class Tile:
         return self.rows * self.cols
 
     @property
+    def is_column_mask(self) -> bool:
+        """An (M, 1) mask: the bits of a compare of (M, 1) tiles, which A2/A3 compares as
+        their (1, M) rows, so it is the (1, M) row mask for every instruction (one form for
+        compares, selects, mask ops and reshapes, which PTOAS accepts)."""
+        return self.loc == VEC and self.cols == 1 and self.rows > 1 and self.dtype == dt.bool_
+
+    @property
     def is_column(self) -> bool:
         """An (M, 1) UB tile of numbers (per-row scalars: row reductions, row operands); a
         mask is rows of bits whatever its shape."""
@@ -64,6 +71,8 @@ class Tile:
             blayout = "col_major"
             rows = _whole_32_bytes(rows, self.dtype)
         elif self.loc == VEC and self.dtype == dt.bool_:     # one bit per element
+            if self.is_column_mask:         # what compares of the columns' row views write
+                rows, cols, vr, vc = 1, self.rows, 1, vr
             cols, vc = mask_row_bytes(cols), None if vc is None else -(-vc // 8)
         elif self.loc == VEC:
             cols = _whole_32_bytes(cols, self.dtype)

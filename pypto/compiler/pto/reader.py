@@ -218,9 +218,13 @@ def _restore_masks(insts: list) -> None:
                 continue
             if i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
                 dst = i.outs[0]
-                if (dst.dtype, dst.cols) != (dt.bool_, src.cols):   # its own rows; the
-                    dst.dtype, dst.cols, dst.v_col = dt.bool_, src.cols, src.v_col   # columns
-                    changed = True                                          # it compares
+                if src.is_column or src.is_column_mask:     # (M, 1): Tile.is_column_mask
+                    shape = (src.rows, 1, src.v_row, 1)
+                else:                   # its own rows; the columns it compares
+                    shape = (dst.rows, src.cols, dst.v_row, src.v_col)
+                if (dst.dtype, dst.rows, dst.cols, dst.v_row, dst.v_col) != (dt.bool_, *shape):
+                    dst.dtype, (dst.rows, dst.cols, dst.v_row, dst.v_col) = dt.bool_, shape
+                    changed = True
     for i in insts:
         if i.op == "texpands" and not i.ins and i.outs[0].dtype == dt.bool_:
             i.attrs["value"] = bool(i.attrs["value"])

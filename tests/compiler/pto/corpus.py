@@ -450,6 +450,23 @@ def mask_compares(x, y, lt, eq, B: pl.constexpr):
 
 
 @pypto.jit
+def running_argmax(x, out_v, out_i, N, BM: pl.constexpr, BN: pl.constexpr):
+    """The running-argmax idiom: (BM, 1) compares whose mask selects (BM, 1) tiles (an (M, 1)
+    mask: Tile.is_column_mask; once printed as a (BM, 32) mask PTOAS rejected)."""
+    pid = pl.program_id(0)
+    best = pl.full((BM, 1), float("-inf"), dtype=pl.float32)
+    best_i = pl.zeros((BM, 1), dtype=pl.int32)
+    for k in range(0, N, BN):
+        t = pl.load(x, offsets=(pid * BM, k), shape=(BM, BN), padding=float("-inf"))
+        m = pl.max(t, axis=1, keepdims=True)
+        better = m > best
+        best = pl.where(better, m, best)
+        best_i = pl.where(better, pl.argmax(t, axis=1, keepdims=True) + k, best_i)
+    pl.store(out_v, offsets=(pid * BM, 0), value=best)
+    pl.store(out_i, offsets=(pid * BM, 0), value=best_i)
+
+
+@pypto.jit
 def matmul_f32_transposed(a, b, c):
     ta = pl.load(a, offsets=(0, 0), shape=(32, 16))
     tb = pl.load(b, offsets=(0, 0), shape=(32, 16))
@@ -910,6 +927,9 @@ def _entries() -> list[Entry]:
         lambda: _pto(so().sort_2d, _r(2, 24, dtype=F16), _z(2, 24, dtype=F16),
                      _z(2, 24, dtype=I32), M=2, N=24, DESC=True))
 
+    add("running_argmax", "compare where column-mask reduce-max for-tile-iter f32 i32",
+        lambda: _pto(running_argmax, _r(40, 200), _z(40, 1), _z(40, 1, dtype=I32), 200,
+                     BM=16, BN=64))
     add("mask_compares", "compare binary-tt binary-ts",
         lambda: _pto(mask_compares, _z(40, dtype=np.bool_), _z(40, dtype=np.bool_),
                      _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))

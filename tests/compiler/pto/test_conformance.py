@@ -35,7 +35,7 @@ REQUIRED_TAGS = {
     "matmul-f16", "matmul-f32", "matmul-i8", "matmul-bf16", "k-loop", "mixed",
     "tail-rows", "tail-cols", "grid-1d", "grid-2d", "grid-3d", "num-programs", "dynamic",
     "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4",
-    "layout-nz", "layout-nc1hwc0", "gather", "scatter", "sort", "topk",
+    "layout-nz", "layout-nc1hwc0", "gather", "scatter", "sort", "topk", "column-mask",
 }
 
 
