@@ -467,6 +467,20 @@ def running_argmax(x, out_v, out_i, N, BM: pl.constexpr, BN: pl.constexpr):
 
 
 @pypto.jit
+def column_mask_ops(x, y, v, o1, o2, o3, o4, M: pl.constexpr):
+    """(M, 1) masks from compares, mask ops, an expanded (M,) mask and a reshaped (1, M) one,
+    each selecting (M, 1) tiles: one mask form for them all (Tile.is_column_mask)."""
+    a = pl.load(x, offsets=(0, 0), shape=(M, 1))
+    b = pl.load(y, offsets=(0, 0), shape=(M, 1))
+    r = pl.load(v, offsets=(0,), shape=(M,))
+    gt, lt = a > b, a < 0.5
+    pl.store(o1, offsets=(0, 0), value=pl.where(gt & lt, a, b))
+    pl.store(o2, offsets=(0, 0), value=pl.where(gt | ~lt, a, -b))
+    pl.store(o3, offsets=(0, 0), value=pl.where(pl.expand_dims(r > 0.5, 1) & gt, a, b))
+    pl.store(o4, offsets=(0, 0), value=pl.where(pl.reshape(r[None, :] > 0.25, (M, 1)), a, 0.0))
+
+
+@pypto.jit
 def matmul_f32_transposed(a, b, c):
     ta = pl.load(a, offsets=(0, 0), shape=(32, 16))
     tb = pl.load(b, offsets=(0, 0), shape=(32, 16))
@@ -930,6 +944,9 @@ def _entries() -> list[Entry]:
     add("running_argmax", "compare where column-mask reduce-max for-tile-iter f32 i32",
         lambda: _pto(running_argmax, _r(40, 200), _z(40, 1), _z(40, 1, dtype=I32), 200,
                      BM=16, BN=64))
+    add("column_mask_ops", "compare where column-mask reshape f32",
+        lambda: _pto(column_mask_ops, _r(40, 1), _r(40, 1) * 0.5 + 0.25, _r(40),
+                     *(_z(40, 1) for _ in range(4)), M=40))
     add("mask_compares", "compare binary-tt binary-ts",
         lambda: _pto(mask_compares, _z(40, dtype=np.bool_), _z(40, dtype=np.bool_),
                      _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))
