@@ -117,13 +117,15 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
     if together and len(calls) == 2:
         cube, vector = (c.strip() for c in calls)
         calls = ["        cluster = Cluster{};", "        core.cluster = &cluster;",
-                 "        partner = std::thread([&, b] { run_part(launch, cluster, uint32_t(b), "
-                 "error, error_len, failed, [&] { " + vector + " }); });",
+                 "        partner = std::thread([&, b, owner = &core] { run_part(launch, cluster, "
+                 "*owner, uint32_t(b), error, error_len, failed, [&] { " + vector + " }); });",
                  "        " + cube, "        partner.join();", "        core.cluster = nullptr;"]
     ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
                        for n, size in workspaces.items())
-    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls),
-                            namespace=namespace, entry=entry)
+    ws_ranges = "".join(f"    core.add_workspace(ws_{n}.data(), ws_{n}.size() * 8);\n"
+                        for n in workspaces)
+    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, ranges=ws_ranges,
+                            calls="\n".join(calls), namespace=namespace, entry=entry)
 
 
 def _argument(name: str, cxx_type: str, index: dict) -> str:
@@ -158,7 +160,7 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
     core.abort_block = &abort_block;
     core.error = error;
     core.error_len = error_len;
-    for (int64_t b = first; b < launch.blocks; b += stride) {{
+{ranges}    for (int64_t b = first; b < launch.blocks; b += stride) {{
         if (failed.load()) return false;
         pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
         if (sigsetjmp(abort_block, 1) != 0) {{
@@ -187,10 +189,11 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
 }}
 }}  // namespace {namespace}
 
-// 0: done; 4: a block failed (the reason in error).
+// 0: done; 4: a block failed (the reason in error). tensors: [first byte, end) of each
+// tensor argument, which TLOAD/TSTORE may touch (prelude.hpp, check_window).
 extern "C" __attribute__((visibility("default")))
-int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeout_seconds,
-              char *error, int64_t error_len) {{
+int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int64_t blocks,
+              int64_t threads, double timeout_seconds, char *error, int64_t error_len) {{
     using namespace pypto_sim;
     using {namespace}::run_blocks;
     static std::mutex one_launch_at_a_time;     // get_block_num() is this library's global
@@ -203,6 +206,8 @@ int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeou
     Launch launch;
     launch.blocks = uint32_t(blocks);
     launch.timeout_seconds = timeout_seconds;
+    launch.tensors = tensors;
+    launch.n_tensors = n_tensors;
     std::atomic<bool> failed{{false}};
     const int len = int(error_len);
     if (threads <= 1) {{
