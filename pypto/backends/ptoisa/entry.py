@@ -25,9 +25,12 @@ from dataclasses import dataclass
 from ...compiler.pto.printer import FFTS_PARAM, GRID_PARAMS
 from ...compiler.pto.program import WORKSPACE
 
-_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{pto\.kernel_kind = "
-                       r"#pto\.kernel_kind<(\w+)>\}")
-_CXX_FUNC = re.compile(r"(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
+# ptoas 0.27 prints every function ``AICORE void f(...)``; 0.60 prints those carrying
+# ``pto.entry`` (PyPTO's, from 0.60 on) ``extern "C" __global__ AICORE void f(...)``.
+_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{([^{}]*)\}")
+_KIND = re.compile(r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>")
+_CXX_FUNC = re.compile(r"(?:extern \"C\" )?(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
+_EXTERN_C = re.compile(r'^extern "C" (?=(?:__global__ )?AICORE void )', re.M)
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,10 @@ def functions(pto_text: str, cpp_text: str) -> list[Function]:
     cxx = {m.group(1): _split(m.group(2)) for m in _CXX_FUNC.finditer(cpp_text)}
     out = []
     for m in _PTO_FUNC.finditer(pto_text):
-        name, kind = m.group(1), m.group(3)
+        kind = _KIND.search(m.group(3))
+        if kind is None:
+            continue
+        name, kind = m.group(1), kind.group(1)
         names = [p.split(":")[0].strip()[1:] for p in _split(m.group(2))]
         types = [re.sub(r"\s*\bv\d+$", "", p) for p in cxx[name]]
         if len(names) != len(types):
@@ -124,7 +130,8 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
                        for n, size in workspaces.items())
     ws_ranges = "".join(f"    core.add_workspace(ws_{n}.data(), ws_{n}.size() * 8);\n"
                         for n in workspaces)
-    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, ranges=ws_ranges,
+    kernel = _EXTERN_C.sub("", cpp_text)    # extern "C" would make each namespace's f one f
+    return _TEMPLATE.format(kernel=kernel, workspaces=ws_decls, ranges=ws_ranges,
                             calls="\n".join(calls), namespace=namespace, entry=entry)
 
 

@@ -3,10 +3,11 @@
 // It adds only what the simulator lacks for the kernels PyPTO prints, each an A2/A3 intrinsic
 // that ptoas emits and pto-isa's CPU backend (include/pto/common/cpu_stub.hpp) does not
 // declare: the FFTS cross-core flags (set_ffts_base_addr, getFFTSMsg, ffts_cross_core_sync,
-// wait_flag_dev). Their meaning follows pto-isa's NPU code (npu/a2a3/TSync.hpp, SyncAll.hpp):
-// a message carries a mode (bits 4-5) and a flag id (bits 8-11); mode 0 synchronises every
-// core of the launch (SYNCALL), mode 2 hands a flag from a cube core to the vector core of
-// its own cluster. Nothing in pto-isa is changed.
+// wait_flag_dev; ptoas 0.60 calls the last two by their builtins' names, __builtin_cce_*) and
+// ptoas 0.60's TCI and TCVT with a tmp tile. Their meaning follows pto-isa's NPU code
+// (npu/a2a3/TSync.hpp, SyncAll.hpp, TCI.hpp): a message carries a mode (bits 4-5) and a flag id
+// (bits 8-11); mode 0 synchronises every core of the launch (SYNCALL), mode 2 hands a flag
+// from a cube core to the vector core of its own cluster. Nothing in pto-isa is changed.
 //
 // A failed assert in the simulator (``-D__assert_fail=pypto_assert_fail``), a wait that can
 // never be met and a TLOAD/TSTORE outside the launch's tensors end the block with an error
@@ -255,6 +256,29 @@ PTO_INST RecordEvent TSTORE(GlobalData &dst, TileData &src) {
     TSTORE_IMPL<TileData, GlobalData, atomicType>(dst, src);
     return {};
 }
+
+// ptoas 0.60's TCI(dst, start, tmp): the NPU's vector implementation (npu/a2a3/TCI.hpp) needs
+// scratch; the simulator's scalar loop (cpu/TCI.hpp) does not, and has no such overload.
+template <typename TileData, typename TileDataTmp, typename T, int descending>
+PTO_INTERNAL void TCI_IMPL(TileData &dst, T start, TileDataTmp &) {
+    TCI_IMPL<TileData, T, descending>(dst, start);
+}
+
+// ptoas 0.60's narrowing TCVT(dst, src, tmp, mode, satMode): the NPU's (npu/a2a3/TCvt.hpp)
+// converts through the scratch tile; the simulator's converts directly and has no such
+// overload. Same conversion as without tmp.
+template <typename TileDataD, typename TileDataS, typename TmpTileData>
+    requires requires { TmpTileData::Loc; }
+PTO_INTERNAL void TCVT_IMPL(TileDataD &dst, TileDataS &src, TmpTileData &, RoundMode mode,
+                            SaturationMode satMode, bool needSetCtrl = true) {
+    TCVT_IMPL(dst, src, mode, satMode, needSetCtrl);
+}
+template <typename TileDataD, typename TileDataS, typename TmpTileData>
+    requires requires { TmpTileData::Loc; }
+PTO_INTERNAL void TCVT_IMPL(TileDataD &dst, TileDataS &src, TmpTileData &, RoundMode mode,
+                            bool needSetCtrl = true) {
+    TCVT_IMPL(dst, src, mode, SaturationMode::OFF, needSetCtrl);
+}
 }  // namespace pto
 
 #define FFTS_MODE_VAL 0x2          // npu/a2a3/TSync.hpp: cube <-> vector of one cluster
@@ -285,6 +309,15 @@ inline void ffts_cross_core_sync(pipe_t, uint64_t message) {
     core.pending[id] = true;
     l.changed.notify_all();
 }
+
+inline void wait_flag_dev(int64_t id_);
+
+// ptoas 0.60 calls the compiler builtins behind bisheng's ffts_cross_core_sync / wait_flag_dev
+// (the NPU headers call those wrappers, npu/a2a3/TSync.hpp): the same meaning.
+inline void __builtin_cce_ffts_cross_core_sync(pipe_t pipe, uint64_t message) {
+    ffts_cross_core_sync(pipe, message);
+}
+inline void __builtin_cce_wait_flag_dev(int64_t id) { wait_flag_dev(id); }
 
 inline void wait_flag_dev(int64_t id_) {
     using namespace pypto_sim;
