@@ -167,3 +167,18 @@ def test_as_060_is_what_ptoas_060_accepts_and_idempotent():
         text = _jit(kernel, "pto-isa").compile(
             *args, **{n: v for n, v in kwargs.items() if n != "grid"}).asm["pto"]
         assert as_060(as_060(text)) == as_060(text)
+
+
+def test_flash_attention_parts_run_together_on_060(monkeypatch):
+    """Tutorial 12's cube and vector parts hand tiles both ways every iteration: the vector
+    function runs on a second thread, the 0.60 builtins meeting through the block's Cluster
+    (and its workspace, which the window check must accept on both threads)."""
+    from pypto.backends.ptoisa import entry
+    from tests.test_flash_attention import fa
+    q, k, v = fa.inputs(np.random.default_rng(7), 1, 2, 100, 64)
+    out = np.full_like(q, np.nan)
+    grid, args, meta = fa.launch_args(q, k, v, out, False)
+    sim, compiled = _on_ptoas(fa.flash_attention_kernel, "0.60", args, meta, monkeypatch)
+    assert entry.parts_run_together(compiled.asm["pto"])
+    sim[grid](*args, **meta)
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v), **fa.TOLERANCE)
