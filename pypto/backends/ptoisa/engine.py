@@ -6,8 +6,8 @@ headers (``-D__CPU_SIM``; the headers and PyPTO's prelude precompiled once per t
 ``pypto_run`` over the grid's blocks on host threads, writing into the caller's arrays.
 
 Libraries are cached on disk like native kernels (``compiler/cache.py``: content-addressed,
-atomic, a file lock against duplicate builds) under a key of the native kernel's key, the
-toolchain's identity and the prelude's bytes.
+atomic, a file lock against duplicate builds) under a key of the native kernel's key, its
+``.pto`` text, the toolchain's identity and the bytes of the prelude and ``entry.py``.
 """
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ its own thread at once.
 
 The arguments arrive as one ``int64`` slot per scalar parameter of the ``.pto`` (tensor
 pointers, dynamic dims and strides, scalars, the hidden grid extents), which ``slot_plan``
-describes for the Python side; the per-core parameters (the cross-core FFTS base, the GM
-workspace of a cube/vector split) are made here, per thread.
+describes for the Python side, and each tensor argument's byte bounds, which every TLOAD/TSTORE
+window must lie in (``prelude.hpp``, ``check_window``); the per-core parameters (the
+cross-core FFTS base, the GM workspace of a cube/vector split) are made here, per thread.
 """
 from __future__ import annotations
 

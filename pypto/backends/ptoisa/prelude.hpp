@@ -129,7 +129,8 @@ inline void check_window(Global &g, const char *op) {
     for (int64_t k = 0; k < l.n_tensors; ++k)
         if (first >= l.tensors[2 * k] && end <= l.tensors[2 * k + 1]) return;
     for (int w = 0; w < core.workspaces; ++w)
-        if (uint64_t(first) >= core.workspace[w][0] && uint64_t(end) <= core.workspace[w][1]) return;
+        if (uint64_t(first) >= core.workspace[w][0] && uint64_t(end) <= core.workspace[w][1])
+            return;
     int64_t nearest = -1, distance = INT64_MAX;
     for (int64_t k = 0; k < l.n_tensors; ++k) {
         const int64_t d = first < l.tensors[2 * k] ? l.tensors[2 * k] - first
