@@ -6,8 +6,8 @@ headers (``-D__CPU_SIM``; the headers and PyPTO's prelude precompiled once per t
 ``pypto_run`` over the grid's blocks on host threads, writing into the caller's arrays.
 
 Libraries are cached on disk like native kernels (``compiler/cache.py``: content-addressed,
-atomic, a file lock against duplicate builds) under a key of the native kernel's key, the
-toolchain's identity and the prelude's bytes.
+atomic, a file lock against duplicate builds) under a key of the native kernel's key, its
+``.pto`` text, the toolchain's identity and the bytes of the prelude and ``entry.py``.
 """
 from __future__ import annotations
 
@@ -200,8 +200,8 @@ class Library:
     def entry(self, name: str):
         fn = getattr(self.cdll, name)
         fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_double,
-                       ctypes.c_char_p, ctypes.c_int64]
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                       ctypes.c_int64, ctypes.c_double, ctypes.c_char_p, ctypes.c_int64]
         return fn
 
 
@@ -232,6 +232,16 @@ class PtoIsaKernel:
                 values.append(int(args[s.name]))
         return (ctypes.c_int64 * max(len(values), 1))(*values)
 
+    def tensors(self, args: dict) -> tuple[ctypes.Array, list[str]]:
+        """[first byte, end) of each tensor argument, the only global memory a TLOAD/TSTORE
+        may touch (``prelude.hpp``, ``check_window``), and their names."""
+        bounds, names = [], []
+        for s in self.plan:
+            if s.kind == "ptr":
+                bounds += _byte_bounds(args[s.name])
+                names.append(s.name)
+        return (ctypes.c_int64 * max(len(bounds), 1))(*bounds), names
+
     def launch(self, grid: tuple, args: dict) -> None:
         blocks = math.prod(grid)
         if self.syncall and blocks > self.cores:
@@ -240,10 +250,23 @@ class PtoIsaKernel:
                              "running at once, so its grid must fit on the cores")
         threads = blocks if self.syncall else min(blocks, _host_threads())
         error = ctypes.create_string_buffer(ERROR_BYTES)
-        status = self._run(self.slots(grid, args), blocks, threads,
+        bounds, names = self.tensors(args)
+        status = self._run(self.slots(grid, args), bounds, len(names), blocks, threads,
                            float(envs.PYPTO_SYNC_TIMEOUT.get()), error, ERROR_BYTES)
         if status == STATUS_BLOCK_FAILED:
-            raise SimulatorError(f"{self.name}: {error.value.decode(errors='replace')}")
+            text = re.sub(r"tensor #(\d+)", lambda m: f"tensor {names[int(m.group(1))]!r}",
+                          error.value.decode(errors="replace"))
+            raise SimulatorError(f"{self.name}: {text}")
+
+
+def _byte_bounds(a) -> list[int]:
+    """[first byte, end) of an array's elements, whatever its strides."""
+    start = a.__array_interface__["data"][0]
+    if a.size == 0:
+        return [start, start]
+    low = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
+    return [start + low, start + high + a.itemsize]
 
 
 def _host_threads() -> int:
@@ -275,9 +298,19 @@ def load_batch(kernels: list, native_keys: list[str], jobs: int = 1) -> list[Pto
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def _entry_digest() -> str:
+    """entry.py writes the host entry: a library built by another version of it may take
+    other arguments."""
+    with open(entry.__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _library(kernels: list, native_keys: list[str], tools) -> list[PtoIsaKernel]:
-    key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest(),
-                            _opt_level()))
+    # the .pto text too: it is what ptoas lowers (a kernel's asm may have been edited)
+    texts = tuple(hashlib.sha256(k.asm["pto"].encode()).hexdigest() for k in kernels)
+    key = cache_mod.digest(("ptoisa", tuple(native_keys), texts, tools.identity(),
+                            _prelude_digest(), _entry_digest(), _opt_level()))
     files = cache_mod.fetch_or_build(key, (LIBRARY, "kernel.cpp"),
                                      lambda: _compile(kernels, tools), record=False)
     library = Library(files[LIBRARY])

@@ -14,8 +14,9 @@ its own thread at once.
 
 The arguments arrive as one ``int64`` slot per scalar parameter of the ``.pto`` (tensor
 pointers, dynamic dims and strides, scalars, the hidden grid extents), which ``slot_plan``
-describes for the Python side; the per-core parameters (the cross-core FFTS base, the GM
-workspace of a cube/vector split) are made here, per thread.
+describes for the Python side, and each tensor argument's byte bounds, which every TLOAD/TSTORE
+window must lie in (``prelude.hpp``, ``check_window``); the per-core parameters (the
+cross-core FFTS base, the GM workspace of a cube/vector split) are made here, per thread.
 """
 from __future__ import annotations
 
@@ -25,9 +26,12 @@ from dataclasses import dataclass
 from ...compiler.pto.printer import FFTS_PARAM, GRID_PARAMS
 from ...compiler.pto.program import WORKSPACE
 
-_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{(?:pto\.entry, )?"
-                       r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>\}")
-_CXX_FUNC = re.compile(r"(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
+# ptoas 0.27 prints every function ``AICORE void f(...)``; 0.60 prints those carrying
+# ``pto.entry`` (PyPTO's, from 0.60 on) ``extern "C" __global__ AICORE void f(...)``.
+_PTO_FUNC = re.compile(r"func\.func @(\w+)\((.*?)\) attributes \{([^{}]*)\}")
+_KIND = re.compile(r"pto\.kernel_kind = #pto\.kernel_kind<(\w+)>")
+_CXX_FUNC = re.compile(r"(?:extern \"C\" )?(?:__global__ )?AICORE void (\w+)\((.*?)\) \{")
+_EXTERN_C = re.compile(r'^extern "C" (?=(?:__global__ )?AICORE void )', re.M)
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,10 @@ def functions(pto_text: str, cpp_text: str) -> list[Function]:
     cxx = {m.group(1): _split(m.group(2)) for m in _CXX_FUNC.finditer(cpp_text)}
     out = []
     for m in _PTO_FUNC.finditer(pto_text):
-        name, kind = m.group(1), m.group(3)
+        kind = _KIND.search(m.group(3))
+        if kind is None:
+            continue
+        name, kind = m.group(1), kind.group(1)
         names = [p.split(":")[0].strip()[1:] for p in _split(m.group(2))]
         types = [re.sub(r"\s*\bv\d+$", "", p) for p in cxx[name]]
         if len(names) != len(types):
@@ -117,13 +124,16 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
     if together and len(calls) == 2:
         cube, vector = (c.strip() for c in calls)
         calls = ["        cluster = Cluster{};", "        core.cluster = &cluster;",
-                 "        partner = std::thread([&, b] { run_part(launch, cluster, uint32_t(b), "
-                 "error, error_len, failed, [&] { " + vector + " }); });",
+                 "        partner = std::thread([&, b, owner = &core] { run_part(launch, cluster, "
+                 "*owner, uint32_t(b), error, error_len, failed, [&] { " + vector + " }); });",
                  "        " + cube, "        partner.join();", "        core.cluster = nullptr;"]
     ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
                        for n, size in workspaces.items())
-    return _TEMPLATE.format(kernel=cpp_text, workspaces=ws_decls, calls="\n".join(calls),
-                            namespace=namespace, entry=entry)
+    ws_ranges = "".join(f"    core.add_workspace(ws_{n}.data(), ws_{n}.size() * 8);\n"
+                        for n in workspaces)
+    kernel = _EXTERN_C.sub("", cpp_text)    # extern "C" would make each namespace's f one f
+    return _TEMPLATE.format(kernel=kernel, workspaces=ws_decls, ranges=ws_ranges,
+                            calls="\n".join(calls), namespace=namespace, entry=entry)
 
 
 def _argument(name: str, cxx_type: str, index: dict) -> str:
@@ -158,7 +168,7 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
     core.abort_block = &abort_block;
     core.error = error;
     core.error_len = error_len;
-    for (int64_t b = first; b < launch.blocks; b += stride) {{
+{ranges}    for (int64_t b = first; b < launch.blocks; b += stride) {{
         if (failed.load()) return false;
         pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
         if (sigsetjmp(abort_block, 1) != 0) {{
@@ -187,10 +197,11 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
 }}
 }}  // namespace {namespace}
 
-// 0: done; 4: a block failed (the reason in error).
+// 0: done; 4: a block failed (the reason in error). tensors: [first byte, end) of each
+// tensor argument, which TLOAD/TSTORE may touch (prelude.hpp, check_window).
 extern "C" __attribute__((visibility("default")))
-int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeout_seconds,
-              char *error, int64_t error_len) {{
+int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int64_t blocks,
+              int64_t threads, double timeout_seconds, char *error, int64_t error_len) {{
     using namespace pypto_sim;
     using {namespace}::run_blocks;
     static std::mutex one_launch_at_a_time;     // get_block_num() is this library's global
@@ -203,6 +214,8 @@ int {entry}(const int64_t *slots, int64_t blocks, int64_t threads, double timeou
     Launch launch;
     launch.blocks = uint32_t(blocks);
     launch.timeout_seconds = timeout_seconds;
+    launch.tensors = tensors;
+    launch.n_tensors = n_tensors;
     std::atomic<bool> failed{{false}};
     const int len = int(error_len);
     if (threads <= 1) {{

@@ -3,13 +3,15 @@
 // It adds only what the simulator lacks for the kernels PyPTO prints, each an A2/A3 intrinsic
 // that ptoas emits and pto-isa's CPU backend (include/pto/common/cpu_stub.hpp) does not
 // declare: the FFTS cross-core flags (set_ffts_base_addr, getFFTSMsg, ffts_cross_core_sync,
-// wait_flag_dev). Their meaning follows pto-isa's NPU code (npu/a2a3/TSync.hpp, SyncAll.hpp):
-// a message carries a mode (bits 4-5) and a flag id (bits 8-11); mode 0 synchronises every
-// core of the launch (SYNCALL), mode 2 hands a flag from a cube core to the vector core of
-// its own cluster. Nothing in pto-isa is changed.
+// wait_flag_dev; ptoas 0.60 calls the last two by their builtins' names, __builtin_cce_*) and
+// ptoas 0.60's TCI and TCVT with a tmp tile. Their meaning follows pto-isa's NPU code
+// (npu/a2a3/TSync.hpp, SyncAll.hpp, TCI.hpp): a message carries a mode (bits 4-5) and a flag id
+// (bits 8-11); mode 0 synchronises every core of the launch (SYNCALL), mode 2 hands a flag
+// from a cube core to the vector core of its own cluster. Nothing in pto-isa is changed.
 //
-// A failed assert in the simulator (``-D__assert_fail=pypto_assert_fail``) and a wait that
-// can never be met end the block with an error the launch returns to Python, never abort().
+// A failed assert in the simulator (``-D__assert_fail=pypto_assert_fail``), a wait that can
+// never be met and a TLOAD/TSTORE outside the launch's tensors end the block with an error
+// the launch returns to Python, never abort() or a corrupted heap.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -33,6 +35,8 @@ struct Launch {                       // one launch's shared state
     std::condition_variable changed;
     uint64_t arrived[16] = {};        // SYNCALL arrivals per flag id, over all launches' rounds
     bool dead = false;
+    const int64_t *tensors = nullptr; // [first byte, end) of each tensor argument; null: unchecked
+    int64_t n_tensors = 0;
 };
 
 struct Cluster {                      // a block whose cube and vector parts run at once
@@ -48,6 +52,14 @@ struct Core {                         // one host thread's view: the block it is
     sigjmp_buf *abort_block = nullptr;
     char *error = nullptr;
     int error_len = 0;
+    uintptr_t workspace[8][2] = {};   // this block's GM workspaces, [first byte, end)
+    int workspaces = 0;
+
+    void add_workspace(const void *data, size_t bytes) {
+        if (workspaces == 8) return;  // (PyPTO prints at most a few)
+        workspace[workspaces][0] = reinterpret_cast<uintptr_t>(data);
+        workspace[workspaces++][1] = reinterpret_cast<uintptr_t>(data) + bytes;
+    }
 };
 
 inline thread_local Core core;
@@ -94,6 +106,50 @@ struct FaultHandlers {
         for (int i = 0; i < 3; ++i) sigaction(signals[i], &saved[i], nullptr);
     }
 };
+
+
+// A TLOAD/TSTORE whose window is not inside one of the launch's tensors (or the block's
+// workspace) ends the block. The CPU simulator accesses host memory directly, so such a window
+// (a .pto bug: on the chip it reads or writes outside the tensor too) faulted only when it was
+// far off; one just before or after a tensor read or wrote the neighbouring heap, and the
+// process aborted later in free(). "tensor #k" is named by Python (engine.py).
+template <class Global>
+inline void check_window(Global &g, const char *op) {
+    if (core.launch == nullptr || core.launch->tensors == nullptr) return;
+    int64_t low = 0, high = 0;                      // element offsets from data()
+    for (int d = 0; d < 5; ++d) {
+        const int64_t n = g.GetShape(d), s = g.GetStride(d);
+        if (n <= 0) return;                         // an empty window touches nothing
+        (s < 0 ? low : high) += (n - 1) * s;
+    }
+    const int64_t size = int64_t(sizeof(typename Global::RawDType));
+    const int64_t base = int64_t(reinterpret_cast<intptr_t>(g.data()));
+    const int64_t first = base + low * size, end = base + (high + 1) * size;
+    const Launch &l = *core.launch;
+    for (int64_t k = 0; k < l.n_tensors; ++k)
+        if (first >= l.tensors[2 * k] && end <= l.tensors[2 * k + 1]) return;
+    for (int w = 0; w < core.workspaces; ++w)
+        if (uint64_t(first) >= core.workspace[w][0] && uint64_t(end) <= core.workspace[w][1])
+            return;
+    int64_t nearest = -1, distance = INT64_MAX;
+    for (int64_t k = 0; k < l.n_tensors; ++k) {
+        const int64_t d = first < l.tensors[2 * k] ? l.tensors[2 * k] - first
+                        : first >= l.tensors[2 * k + 1] ? first - l.tensors[2 * k + 1] + 1 : 0;
+        if (d < distance) { distance = d; nearest = k; }
+    }
+    char text[512];
+    if (nearest < 0)
+        std::snprintf(text, sizeof text, "pto-isa CPU simulator: %s of %lld bytes outside the "
+                      "tensors and buffers of the launch", op, (long long)(end - first));
+    else
+        std::snprintf(text, sizeof text, "pto-isa CPU simulator: %s of bytes %lld..%lld of "
+                      "tensor #%lld (which has %lld), outside the tensors and buffers of the "
+                      "launch: a window the .pto places outside its tensor", op,
+                      (long long)(first - l.tensors[2 * nearest]),
+                      (long long)(end - 1 - l.tensors[2 * nearest]), (long long)nearest,
+                      (long long)(l.tensors[2 * nearest + 1] - l.tensors[2 * nearest]));
+    fail(text);
+}
 
 }  // namespace pypto_sim
 
@@ -161,6 +217,7 @@ template <typename TileData, typename GlobalData>
     requires(!is_conv_tile_v<TileData> && TileData::PadVal == PadValue::Null &&
              !IsTwinType<typename TileData::DType>())
 PTO_INST RecordEvent TLOAD(TileData &dst, GlobalData &src) {
+    pypto_sim::check_window(src, "TLOAD");
     using T = typename TileData::DType;
     const size_t rows = dst.GetValidRow(), cols = dst.GetValidCol();
     std::vector<std::pair<size_t, T>> outside;
@@ -173,6 +230,55 @@ PTO_INST RecordEvent TLOAD(TileData &dst, GlobalData &src) {
     TLOAD_IMPL(dst, src);
     for (const auto &[at, value] : outside) dst.data()[at] = value;
     return {};
+}
+
+// Every other TLOAD, and the TSTOREs ptoas emits (plain, and with an atomic mode), with their
+// window checked (pypto_sim::check_window); more specialised than pto_instr.hpp's, which take
+// wait events too, and otherwise the same.
+template <typename TileData, typename GlobalData>
+    requires(!(!is_conv_tile_v<TileData> && TileData::PadVal == PadValue::Null &&
+               !IsTwinType<typename TileData::DType>()))
+PTO_INST RecordEvent TLOAD(TileData &dst, GlobalData &src) {
+    pypto_sim::check_window(src, "TLOAD");
+    TLOAD_IMPL(dst, src);
+    return {};
+}
+
+template <typename TileData, typename GlobalData>
+PTO_INST RecordEvent TSTORE(GlobalData &dst, TileData &src) {
+    pypto_sim::check_window(dst, "TSTORE");
+    TSTORE_IMPL<TileData, GlobalData, AtomicType::AtomicNone>(dst, src);
+    return {};
+}
+
+template <typename TileData, typename GlobalData, AtomicType atomicType>
+PTO_INST RecordEvent TSTORE(GlobalData &dst, TileData &src) {
+    pypto_sim::check_window(dst, "TSTORE");
+    TSTORE_IMPL<TileData, GlobalData, atomicType>(dst, src);
+    return {};
+}
+
+// ptoas 0.60's TCI(dst, start, tmp): the NPU's vector implementation (npu/a2a3/TCI.hpp) needs
+// scratch; the simulator's scalar loop (cpu/TCI.hpp) does not, and has no such overload.
+template <typename TileData, typename TileDataTmp, typename T, int descending>
+PTO_INTERNAL void TCI_IMPL(TileData &dst, T start, TileDataTmp &) {
+    TCI_IMPL<TileData, T, descending>(dst, start);
+}
+
+// ptoas 0.60's narrowing TCVT(dst, src, tmp, mode, satMode): the NPU's (npu/a2a3/TCvt.hpp)
+// converts through the scratch tile; the simulator's converts directly and has no such
+// overload. Same conversion as without tmp.
+template <typename TileDataD, typename TileDataS, typename TmpTileData>
+    requires requires { TmpTileData::Loc; }
+PTO_INTERNAL void TCVT_IMPL(TileDataD &dst, TileDataS &src, TmpTileData &, RoundMode mode,
+                            SaturationMode satMode, bool needSetCtrl = true) {
+    TCVT_IMPL(dst, src, mode, satMode, needSetCtrl);
+}
+template <typename TileDataD, typename TileDataS, typename TmpTileData>
+    requires requires { TmpTileData::Loc; }
+PTO_INTERNAL void TCVT_IMPL(TileDataD &dst, TileDataS &src, TmpTileData &, RoundMode mode,
+                            bool needSetCtrl = true) {
+    TCVT_IMPL(dst, src, mode, SaturationMode::OFF, needSetCtrl);
 }
 }  // namespace pto
 
@@ -204,6 +310,15 @@ inline void ffts_cross_core_sync(pipe_t, uint64_t message) {
     core.pending[id] = true;
     l.changed.notify_all();
 }
+
+inline void wait_flag_dev(int64_t id_);
+
+// ptoas 0.60 calls the compiler builtins behind bisheng's ffts_cross_core_sync / wait_flag_dev
+// (the NPU headers call those wrappers, npu/a2a3/TSync.hpp): the same meaning.
+inline void __builtin_cce_ffts_cross_core_sync(pipe_t pipe, uint64_t message) {
+    ffts_cross_core_sync(pipe, message);
+}
+inline void __builtin_cce_wait_flag_dev(int64_t id) { wait_flag_dev(id); }
 
 inline void wait_flag_dev(int64_t id_) {
     using namespace pypto_sim;
@@ -258,10 +373,12 @@ namespace pypto_sim {
 // loops, needs both running at once, as the cluster's two cores do. A failure ends the part
 // and marks the launch dead, so the other part's waits end too.
 template <class Part>
-inline void run_part(Launch &launch, Cluster &cluster, uint32_t block, char *error,
-                     int error_len, std::atomic<bool> &failed, Part part) {
+inline void run_part(Launch &launch, Cluster &cluster, const Core &owner, uint32_t block,
+                     char *error, int error_len, std::atomic<bool> &failed, Part part) {
     sigjmp_buf abort_block;
     core = Core{};
+    std::memcpy(core.workspace, owner.workspace, sizeof core.workspace);   // shared with it
+    core.workspaces = owner.workspaces;
     core.launch = &launch;
     core.cluster = &cluster;
     core.abort_block = &abort_block;
