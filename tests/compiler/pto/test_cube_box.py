@@ -229,8 +229,8 @@ def _run(oracle: Path, version: str, *args) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("version", ["0.60", "0.27"])
 def test_ptoas_accepts_and_lowers_the_padded_kernels(version, tmp_path):
     """ptoas 0.60 refused every one of these ("boxed tile cols to be a multiple of innerCols
-    (32), but got 16", "rows ... innerRows (16), but got 8"); the lowered int8 kernel also
-    compiles against pto-isa's NPU headers (whose Tile static_asserts are the same rule)."""
+    (32), but got 16", "rows ... innerRows (16), but got 8"); the lowered kernels also compile
+    against pto-isa's NPU headers (whose Tile static_asserts are the same rule)."""
     oracle = _oracle()
     files = []
     for i, case in enumerate(PADDED):
@@ -246,5 +246,6 @@ def test_ptoas_accepts_and_lowers_the_padded_kernels(version, tmp_path):
         assert low.returncode == 0 and out.stat().st_size > 0, low.stderr[-2000:]
         cpps.append(out)
     if version == "0.60":
-        npu = _run(oracle, version, "npu-check", cpps[0], cpps[3])   # int8 16x16x32, f32 8^3
+        # int8 16x16x32, float32 8^3, the int8 K loop with its padded zero operands
+        npu = _run(oracle, version, "npu-check", cpps[0], cpps[3], cpps[-1])
         assert npu.returncode == 0, npu.stdout[-3000:] + npu.stderr[-2000:]
