@@ -15,6 +15,7 @@ from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
 from ..pto.lower import scratch_type
+from .cube_box import cube_boxes
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -25,9 +26,10 @@ ELEMENTWISE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.mov
 LOOPS = ("scf.for", "scf.while")
 
 
-def tile_bytes(ttype, target) -> int:
-    """Bytes a tile occupies in its buffer (``pipes.footprint``)."""
-    rows, cols = view2d(ttype.shape)
+def tile_bytes(ttype, target, alloc=None) -> int:
+    """Bytes a tile occupies in its buffer (``isa.footprint``); ``alloc``: a cube tile's
+    allocated (rows, cols) (``cube_box``), else its shape."""
+    rows, cols = alloc or view2d(ttype.shape)
     return footprint(ttype.space, ttype.dtype, rows, cols, target)
 
 
@@ -136,19 +138,22 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[1], op.result)
         if op.name in ("tile.setval", "tile.bitcast"):   # a bitcast is its source's bytes
             classes.union(op.operands[0], op.result)
+    # cube tiles are whole fractal boxes: their padded bytes are planned, and lowering
+    # allocates them so (Tile.alloc)
+    boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes)
     pos: dict = {}
     _positions(fn.body, pos, [0])
     try:
-        usage, layout = _assign(fn.body, classes, pos, target)
+        usage, layout = _assign(fn.body, classes, pos, target, boxes)
     except CompilationError:
         groups = _fusion_groups(fn.body)
         if not groups:
             raise
-        planned = _plan_without_one_group(fn.body, groups, classes, pos, target)
+        planned = _plan_without_one_group(fn.body, groups, classes, pos, target, boxes)
         if planned is None:
             for ops in groups.values():
                 _drop_hints(ops)
-            planned = _assign(fn.body, classes, pos, target)
+            planned = _assign(fn.body, classes, pos, target, boxes)
         usage, layout = planned
     module.facts["buffer_bytes"] = usage
     module.facts["tile_layout"] = layout     # pypto.memory.analyze explains the plan with it
@@ -165,14 +170,14 @@ def _fusion_groups(block: Block) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: len(kv[1])))
 
 
-def _plan_without_one_group(body: Block, groups: dict, classes, pos, target):
+def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, boxes):
     """The plan with one fusion group run instruction by instruction (the first, in the
     order of ``groups``, whose removal makes the plan fit), or None."""
     for ops in groups.values():
         saved = [(op, op.attrs.get("_fuse"), op.attrs.get("_internal")) for op in ops]
         _drop_hints(ops)
         try:
-            return _assign(body, classes, pos, target)
+            return _assign(body, classes, pos, target, boxes)
         except CompilationError:
             for op, fuse, internal in saved:
                 op.attrs["_fuse"] = fuse
@@ -187,7 +192,7 @@ def _drop_hints(ops) -> None:
         op.attrs.pop("_internal", None)
 
 
-def _assign(body: Block, classes, pos: dict, target) -> dict:
+def _assign(body: Block, classes, pos: dict, target, boxes: dict) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
     the placed tiles (``PlacedTile``) per buffer."""
     group_end = _fusion_group_ends(body, pos)
@@ -241,7 +246,7 @@ def _assign(body: Block, classes, pos: dict, target) -> dict:
     for space in target.buffers:
         members = [iv for iv in intervals.values() if iv[2].type.space == space]
         layout[space] = []
-        usage[space] = _first_fit(members, space, target, layout[space])
+        usage[space] = _first_fit(members, space, target, layout[space], boxes)
     return usage, layout
 
 
@@ -317,12 +322,12 @@ class PlacedTile(NamedTuple):
         return not (self.end < other.start or other.end < self.start)
 
 
-def _first_fit(members: list, space: str, target, placed_tiles: list) -> int:
+def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dict) -> int:
     capacity = target.buffers[space]
     placed: list[tuple] = []    # (offset, size, start, end, root, vals)
     high = 0
     for start, end, root, vals in sorted(members, key=lambda iv: (iv[0], -iv[1])):
-        size = tile_bytes(root.type, target)
+        size = tile_bytes(root.type, target, boxes.get(root.id))
         offset = 0
         for o, s, st, en, _, _ in sorted(placed, key=lambda p: p[:2]):
             overlaps_in_time = not (end < st or en < start)

@@ -113,7 +113,7 @@ def footprint(loc: str, dtype, rows: int, cols: int, target) -> int:
 
 def tile_extent(tile: Tile, target) -> tuple[str, int, int]:
     """(buffer, first byte, end byte)."""
-    nbytes = footprint(tile.loc, tile.dtype, tile.rows, tile.cols, target)
+    nbytes = footprint(tile.loc, tile.dtype, *tile.alloc_shape, target)
     return tile.loc, tile.addr, tile.addr + nbytes
 
 

@@ -43,10 +43,13 @@ class _Lowering:
         """The tile buffer of ``v``; values sharing a buffer and type share one Tile."""
         t = v.type
         rows, cols = view2d(t.shape)
-        key = (t.space, v.addr, t.dtype, rows, cols)
+        alloc = self.module.facts.get("cube_boxes", {}).get(v.id)   # whole fractal boxes
+        alloc = None if alloc == (rows, cols) else alloc
+        key = (t.space, v.addr, t.dtype, rows, cols, alloc)
         tile = self.tiles_by_buffer.get(key)
         if tile is None:
-            tile = Tile(self.fresh(t.space), t.space, t.dtype, rows, cols, v.addr, rows, cols)
+            tile = Tile(self.fresh(t.space), t.space, t.dtype, rows, cols, v.addr, rows, cols,
+                        alloc=alloc)
             self.tiles_by_buffer[key] = tile
             self.tiles.append(tile)
         self.values[v.id] = tile

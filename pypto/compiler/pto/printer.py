@@ -429,11 +429,21 @@ class _Printer:
     def fill(self, tile: Tile, value, depth) -> None:
         """``texpands``: every element of ``tile`` becomes ``value``. A2/A3 fills i16, i32,
         f16 and f32 tiles only, so a tile of bytes (a mask: eight elements a byte) or of
-        bfloat16 is filled through an i16 view of its bytes, with the value's bits."""
+        bfloat16 is filled through an i16 view of its bytes, with the value's bits. An L1
+        tile is filled whole, its fractal padding too (cube_box.py: the K padding is zero)."""
+        padded = tile.alloc is not None
+        if padded:
+            rows, cols = tile.alloc
+            tile = dataclasses.replace(tile, rows=rows, cols=cols, v_row=rows, v_col=cols,
+                                       alloc=None)
         if tile.dtype in _FILLABLE:
             v = float(value) if tile.dtype.is_floating else int(value)
             c, ty = self.const(v, tile.dtype.mlir), tile.dtype.mlir
             name, dst_type = self.operand(tile, "texpands")
+            if padded:                      # the whole allocation, seen as %<tile>.w<n>
+                name = f"%{tile.name}.{self.fresh('w')[1:]}"
+                self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                          f"{dst_type}", depth)
             self.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst_type})", depth)
             return
         bits = fill_bits(tile.dtype, value)
@@ -581,7 +591,7 @@ class _Printer:
                 f"{src.dtype} is not square, so no view of it is its transpose. Store the "
                 f"operand transposed, or use float16/bfloat16 operands", i.attrs.get("_loc"))
         view = dataclasses.replace(src, rows=src.cols, cols=src.rows, v_row=src.v_col,
-                                   v_col=src.v_row)
+                                   v_col=src.v_row, alloc=src.alloc and src.alloc[::-1])
         text = view.type_text().replace("blayout=col_major, slayout=row_major",
                                         "blayout=row_major, slayout=col_major")
         name = f"%{src.name}.{self.fresh('t')[1:]}"

@@ -23,6 +23,21 @@ LAYOUTS = {
 }
 
 
+def fractal_box(loc: str, dtype) -> tuple[int, int] | None:
+    """(rows, cols) of the inner box of a tile in ``loc`` (None: not boxed), as PTOAS's
+    verifier (``getBoxedTileInnerShape``) and pto-isa (``Tile::InnerRows/InnerCols``,
+    common/pto_tile.hpp) define it: a boxed tile's rows and columns must be multiples of it.
+    L0C's box is 16 x 16 elements; L1/L0A/L0B's is 16 rows x 32 bytes, or 32 bytes x 16
+    columns in the column-major (ZN) order of L0B."""
+    _, slayout, fractal = LAYOUTS[loc]
+    if slayout == "none_box":
+        return None
+    if fractal == 1024:
+        return 16, 16
+    per_32_bytes = 32 // dtype.itemsize
+    return (16, per_32_bytes) if slayout == "row_major" else (per_32_bytes, 16)
+
+
 
 @dataclass
 class Tile:
@@ -35,6 +50,10 @@ class Tile:
     v_row: int | None = None     # valid region; None prints as "?" (dynamic)
     v_col: int | None = None
     pad: int = 0
+    # a cube tile's (rows, cols) as allocated, rounded up to the fractal box of every tile its
+    # shape must equal along the tload -> tmov -> tmatmul chain (passes/cube_box.py); None:
+    # ``rows``/``cols``, which stay the matrix (and our simulation's dense tile)
+    alloc: tuple[int, int] | None = None
 
     @property
     def numel(self) -> int:
@@ -46,6 +65,10 @@ class Tile:
         their (1, M) rows, so it is the (1, M) row mask for every instruction (one form for
         compares, selects, mask ops and reshapes, which PTOAS accepts)."""
         return self.loc == VEC and self.cols == 1 and self.rows > 1 and self.dtype == dt.bool_
+
+    @property
+    def alloc_shape(self) -> tuple[int, int]:
+        return self.alloc or (self.rows, self.cols)
 
     @property
     def is_column(self) -> bool:
@@ -62,9 +85,10 @@ class Tile:
         row broadcasts read. Elementwise instructions want row-major tiles, so they see it
         through ``row_view``: the same M contiguous elements as a (1, M) row. ``dynamic``
         writes the valid region as ``?`` (an edge window's clipped tile); ``pad`` replaces the
-        pad field (0 null, 1 zero, 2 max, 3 min)."""
+        pad field (0 null, 1 zero, 2 max, 3 min). A cube tile is allocated ``alloc_shape``:
+        whole fractal boxes, the matrix its valid region."""
         blayout, slayout, fractal = LAYOUTS[self.loc]
-        rows, cols, vr, vc = self.rows, self.cols, self.v_row, self.v_col
+        rows, cols, vr, vc = *self.alloc_shape, self.v_row, self.v_col
         if self.is_column and row_view:
             rows, cols, vr, vc = 1, _whole_32_bytes(rows, self.dtype), 1, vr
         elif self.is_column:

@@ -53,6 +53,7 @@ _VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
                    rf"!pto\.tensor_view<.*>")
 # a view's explicit layout attribute → the PyPTO layout it marks (printer.tensor_view)
 _VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "NC1HWC0"}
+_CUBE = ("mat", "left", "right", "acc")
 _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
 _INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
@@ -490,9 +491,12 @@ class _Parser:
             if key in fields:
                 kwargs[key] = (self.dtype(value) if key == "dtype" else
                                None if value == "?" else _literal(value))
+        allocated = kwargs.get("rows"), kwargs.get("cols")
         for size, valid in (("rows", "v_row"), ("cols", "v_col")):
             if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes
                 kwargs[size] = kwargs[valid]
+        if kwargs.get("loc") in _CUBE and allocated != (kwargs.get("rows"), kwargs.get("cols")):
+            kwargs["alloc"] = allocated           # whole fractal boxes (passes/cube_box.py)
         try:
             tile = Tile(name=name, addr=addr, **kwargs)
             printed = tile.type_text()

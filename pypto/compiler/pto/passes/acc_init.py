@@ -15,10 +15,11 @@ by what comes next:
 """
 from __future__ import annotations
 
-from ...errors import CompilationError, NotOnChip
+from ...errors import CompilationError, InternalError, NotOnChip
 from ....language import dtypes as dt
 from ..isa import place_above
-from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
+from ..program import (For, If, Inst, Program, Scalar, Tile, While, fractal_box, nested_bodies,
+                       walk_insts)
 
 
 def init_accumulators(program: Program) -> Program:
@@ -89,25 +90,34 @@ class _Rewriter:
                 If(empty, self.zeroing(acc), [], [], [], [])]
 
     def zeroing(self, acc: Tile) -> list:
-        """acc = 0 @ 0, with operands as narrow as the cube takes (one fractal of K)."""
+        """acc = 0 @ 0, with operands as narrow as the cube takes (one fractal of K), allocated
+        as the accumulator's M and N are (whole fractal boxes: passes/cube_box.py)."""
         operand = dt.int8 if acc.dtype == dt.int32 else dt.float16
         k = 32 // operand.itemsize
-        mat_a, left = self.zero_tiles(("mat", "left"), operand, acc.rows, k)
-        mat_b, right = self.zero_tiles(("mat", "right"), operand, k, acc.cols)
+        m, n = acc.alloc_shape
+        mat_a, left = self.zero_tiles(("mat", "left"), operand, acc.rows, k, (m, k))
+        mat_b, right = self.zero_tiles(("mat", "right"), operand, k, acc.cols, (k, n))
         return [Inst("texpands", [], [mat_a], {"value": 0}),
                 Inst("texpands", [], [mat_b], {"value": 0}),
                 Inst("tmov", [mat_a], [left]), Inst("tmov", [mat_b], [right]),
                 Inst("tmatmul", [left, right], [acc])]
 
-    def zero_tiles(self, locs, dtype, rows, cols) -> list[Tile]:
-        key = (locs, dtype, rows, cols)
+    def zero_tiles(self, locs, dtype, rows, cols, alloc) -> list[Tile]:
+        key = (locs, dtype, rows, cols, alloc)
         if key not in self.zero_operands:
-            self.zero_operands[key] = [self.fresh(loc, dtype, rows, cols) for loc in locs]
+            self.zero_operands[key] = [self.fresh(loc, dtype, rows, cols, alloc)
+                                       for loc in locs]
         return self.zero_operands[key]
 
-    def fresh(self, loc, dtype, rows, cols) -> Tile:
+    def fresh(self, loc, dtype, rows, cols, alloc) -> Tile:
         target = self.p.target
-        tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, 0, rows, cols)
+        box = fractal_box(loc, dtype)
+        if alloc[0] % box[0] or alloc[1] % box[1]:
+            raise InternalError(f"the zero operand of a {rows}x{cols} accumulator would be "
+                                f"allocated {alloc[0]}x{alloc[1]} in {loc}, not whole "
+                                f"{box[0]}x{box[1]} fractal boxes")
+        tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, 0, rows, cols,
+                    alloc=None if alloc == (rows, cols) else alloc)
         return place_above(self.p, tile, lambda end: CompilationError(
             f"zeroing a {rows}x{cols} accumulator needs {end} bytes of {loc}, but "
             f"{target.name} has {target.buffers[loc]}; use smaller tiles or start the "

@@ -105,7 +105,7 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
 def _fresh_tile(program: Program, like: Tile) -> Tile:
     target = program.target
     tile = Tile(f"{like.name}_pong{_next()}", like.loc, like.dtype, like.rows, like.cols, 0,
-                like.v_row, like.v_col, like.pad)
+                like.v_row, like.v_col, like.pad, like.alloc)
     return place_above(program, tile, lambda end: CompilationError(
         f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
         f"{like.dtype} buffer in {like.loc}: {end} bytes in all, but {target.name} has "

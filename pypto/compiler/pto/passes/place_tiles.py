@@ -45,7 +45,7 @@ def place_tiles(tiles: list, body: list, views: dict, target) -> None:
 
 
 def _bytes(t: Tile, target) -> int:
-    return footprint(t.loc, t.dtype, t.rows, t.cols, target)
+    return footprint(t.loc, t.dtype, *t.alloc_shape, target)
 
 
 def _first_fit(t: Tile, floor: int, live: list, target) -> int:
