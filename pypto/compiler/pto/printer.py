@@ -1071,16 +1071,13 @@ def printed_tmp(inst: Inst, dialect: Dialect):
 
 
 def _block_derived(program: Program) -> set[str]:
-    """Names of the scalars computed from the block index or count (and the induction
-    variables of loops bounded by them): ``_Printer.loop`` prints loops over them as index
-    loops."""
+    """Names of the scalars computed from the block index or count: ``_Printer.loop`` prints
+    loops bounded by them as index loops. (The i64 induction variable such a loop casts back
+    is not one: 0.60 lowers an i64 loop bounded by it, and rejects an index loop.)"""
     derived: set[str] = set()
     for _, body in program.parts:
         for node in walk_insts(body):
-            if isinstance(node, For) and any(getattr(x, "name", None) in derived
-                                             for x in (node.lb, node.ub, node.step)):
-                derived.add(node.iv.name)
-            elif isinstance(node, Inst) and (
+            if isinstance(node, Inst) and (
                     node.op in ("pto.program_id", "pto.num_programs") or
                     (node.op.startswith("arith.") and
                      any(getattr(x, "name", None) in derived for x in node.ins))):
