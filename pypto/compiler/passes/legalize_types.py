@@ -308,6 +308,21 @@ def _cast(op: Op):
     return e.ops, _convert(e, x, dst, rounding)
 
 
+def _broadcast(op: Op):
+    """A mask broadcast is done on numbers: the chip's row and column expands take 16- and
+    32-bit tiles, and an (M, 1) mask's bits are its (1, M) row (printer: Tile.is_column_mask),
+    not one bit per row. So ``where(mask, 1, 0)`` in int16, expanded, then ``!= 0``."""
+    x = op.operands[0]
+    if x.type.dtype != dt.bool_:
+        return None
+    e = Emitter(op.loc)
+    ones, zeros = (e.full(v, TileType(_I16, x.type.shape)) for v in (1, 0))
+    wide = e.emit("tile.where", [x, ones, zeros], TileType(_I16, x.type.shape))
+    spread = e.emit("tile.broadcast", [wide], TileType(_I16, op.result.type.shape),
+                    dict(op.attrs))
+    return e.ops, e.binary("ne", spread, 0)
+
+
 def _reduce(op: Op):
     x = op.operands[0]
     dtype = x.type.dtype
@@ -375,7 +390,7 @@ def _store(op: Op):
 RULES = {"arith.shl": _scalar_shift, "arith.shr": _scalar_shift,
          "tile.binary": _binary, "tile.unary": _unary, "tile.where": _where,
          "tile.cast": _cast, "tile.reduce": _reduce, "tile.full": _full, "tile.load": _load,
-         "tile.store": _store}
+         "tile.store": _store, "tile.broadcast": _broadcast}
 
 
 def legalize_types(module: Module) -> Module:
