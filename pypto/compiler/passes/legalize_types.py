@@ -342,6 +342,12 @@ def _reduce(op: Op):
         r = e.emit("tile.reduce", [e.cast(x, _F32)], TileType(_F32, op.result.type.shape),
                    dict(op.attrs, _exact=True))
         return e.ops, e.cast(r, op.result.type.dtype)
+    if op.attrs["op"] in ("argmax", "argmin") and dtype not in _ARITH:
+        # A2/A3's TROWARGMAX/TCOLARGMAX take 16/32-bit numbers: the index is the same in any
+        # type that holds the values exactly (a mask: 1 and 0)
+        e = Emitter(op.loc)
+        work = _I16 if dtype == dt.bool_ else _wider(dtype, _ARITH)
+        return e.ops, e.emit("tile.reduce", [e.cast(x, work)], op.result.type, dict(op.attrs))
     if op.attrs["op"] not in ("sum", "max", "min", "prod") or dtype in _ARITH:
         return None
     out = op.result.type.dtype              # a sum of int8 is int32: reduce in that
