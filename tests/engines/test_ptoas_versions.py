@@ -3,14 +3,12 @@
 0.60's C++ differs where the engine meets it (pto-oracle's README): functions carrying
 ``pto.entry`` are ``extern "C" __global__ AICORE``; cube<->vector and SYNCALL flags are
 ``__builtin_cce_ffts_cross_core_sync`` / ``__builtin_cce_wait_flag_dev``; ``TCI`` and narrowing
-``TCVT`` take a tmp tile. 0.60 also wants a different ``.pto`` (``pto.entry``, ``set_ffts`` of
-a ``!pto.ptr<i64>``, the tmp tiles): until the printer writes it, ``as_060`` edits PyPTO's
-0.27 text into that form, as the printer will (a no-op on text already in it).
+``TCVT`` take a tmp tile. Each kernel is compiled with ``PYPTO_PTOAS`` naming the version, so
+the printer writes that version's ``.pto`` (compiler/pto/dialect.py) and that ptoas lowers it.
 """
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 import pytest
@@ -26,57 +24,6 @@ pytestmark = [needs_tools,
                                  reason="needs both ptoas versions of pto-oracle (PTO_ORACLE: "
                                         "bin/ptoas is 0.60, bin/0.27/ptoas 0.27)"),
               pytest.mark.filterwarnings("ignore::pypto.LaunchWarning")]
-
-_SIZE = {"f32": 4, "i32": 4, "ui32": 4, "f16": 2, "bf16": 2, "i16": 2, "ui16": 2, "i8": 1,
-         "ui8": 1}
-_NARROWING = {("f32", "i16"), ("f16", "i16"), ("f16", "i8")}     # non-saturating: need a tmp
-_TCI_TMP = ("!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=192, v_row=1, v_col=192, "
-            "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
-
-
-def as_060(text: str) -> str:
-    """PyPTO's ptoas-0.27 ``.pto`` in ptoas 0.60's form: what the printer is changing to."""
-    text = re.sub(r"attributes \{pto\.kernel_kind", "attributes {pto.entry, pto.kernel_kind",
-                  text)
-    text = text.replace("memref<256xi64>", "!pto.ptr<i64>")
-    return "".join(_with_tmps(f) for f in re.split(r"(?=^  func\.func )", text, flags=re.M))
-
-
-def _with_tmps(func: str) -> str:
-    """tci and narrowing tcvt with a tmp tile, each allocated past the function's UB tiles."""
-    consts = dict(re.findall(r"(%c\w+_i64) = arith\.constant (\d+) : i64", func))
-    ends = [int(consts[a]) + int(r) * int(c) * _SIZE[d] for a, d, r, c in re.findall(
-        r"alloc_tile addr = (%\w+) .*?loc=vec, dtype=(\w+), rows=(\d+), cols=(\d+)", func)]
-    free, allocs, tmps = -(-max(ends, default=0) // 512) * 512, [], {}
-
-    def tmp(ty: str) -> str:
-        nonlocal free
-        if ty not in tmps:
-            r, c, d = (re.search(rf"{k}=(\w+)", ty).group(1) for k in ("rows", "cols", "dtype"))
-            name = f"%pypto_tmp{len(tmps)}"
-            allocs.append(f"    {name}.addr = arith.constant {free} : i64\n"
-                          f"    {name} = pto.alloc_tile addr = {name}.addr : {ty}\n")
-            tmps[ty], free = name, free + -(-int(r) * int(c) * _SIZE[d] // 512) * 512
-        return tmps[ty]
-
-    def tci(m):
-        return f"pto.tci ins({m[1]}, {tmp(_TCI_TMP)} : {m[2]}, {_TCI_TMP}) outs("
-
-    def tcvt(m):
-        src, dst = re.search(r"dtype=(\w+)", m[3])[1], re.search(r"dtype=(\w+)", m[4])[1]
-        if (src, dst) not in _NARROWING:
-            return m[0]
-        return f"pto.tcvt ins({m[1]}, {tmp(m[3])}{m[2]} : {m[3]}, {m[3]}) outs({m[5]} : {m[4]})"
-
-    func = re.sub(r"pto\.tci ins\((%[\w.]+) : (\w+)\) outs\(", tci, func)
-    func = re.sub(r"pto\.tcvt ins\((%[\w.]+)( \{[^}]*\})? : (!pto\.tile_buf<[^>]*>)\) "
-                  r"outs\((%[\w.]+) : (!pto\.tile_buf<[^>]*>)\)",
-                  lambda m: tcvt([m[0], m[1], m[2] or "", m[3], m[5], m[4]]), func)
-    if not allocs:
-        return func
-    at = func.index("\n", func.index("pto.alloc_tile")) + 1
-    return func[:at] + "".join(allocs) + func[at:]
-
 
 def _case(name: str):
     from tests.compiler.pto import corpus
@@ -100,15 +47,11 @@ def _launch(kernel, args, kwargs) -> list:
 
 
 def _on_ptoas(kernel, version: str, args, kwargs, monkeypatch):
-    """A pto-isa build of the kernel lowered by that ptoas (0.60: from ``as_060``'s text)."""
+    """A pto-isa build of the kernel printed for, and lowered by, that ptoas."""
+    monkeypatch.setenv("PYPTO_PTOAS", PTOAS[version])
     sim = _jit(kernel, "pto-isa")
     compiled = sim.compile(*args, **{n: v for n, v in kwargs.items() if n != "grid"})
-    if version == "0.60":
-        compiled.asm["pto"] = as_060(compiled.asm["pto"])
-    compiled.asm.pop("cpp", None)
-    with monkeypatch.context() as m:         # only for this build: the jit's key names ptoas
-        m.setenv("PYPTO_PTOAS", PTOAS[version])
-        compiled.simulated = engine.load(compiled, compiled.cache_key)
+    compiled.simulated = engine.load(compiled, compiled.cache_key)
     return sim, compiled
 
 
@@ -145,28 +88,16 @@ def test_two_kernels_of_one_name_share_a_060_library(monkeypatch):
     """0.60's ``extern "C"`` entry functions: two specialisations of one kernel in one batch
     (one C++ namespace each) were one C function defined twice."""
     kernel, args, kwargs = _case("tut01_vector_add")
+    monkeypatch.setenv("PYPTO_PTOAS", PTOAS["0.60"])
     sim = _jit(kernel, "pto-isa")
     blocks = [256, 128]
     compiled = [sim.compile(*args, BLOCK=b) for b in blocks]
-    for c in compiled:
-        c.asm["pto"] = as_060(c.asm["pto"])
-        c.asm.pop("cpp", None)
-    with monkeypatch.context() as m:
-        m.setenv("PYPTO_PTOAS", PTOAS["0.60"])
-        built = engine.load_batch(compiled, [c.cache_key for c in compiled])
+    built = engine.load_batch(compiled, [c.cache_key for c in compiled])
     x, y, out = (a.copy() for a in args)
     for c, b in zip(built, blocks):
         out[:] = 0
         c.launch((-(-x.size // b),), {"x": x, "y": y, "out": out})
         np.testing.assert_array_equal(out, x + y)
-
-
-def test_as_060_is_what_ptoas_060_accepts_and_idempotent():
-    for name in CASES:
-        kernel, args, kwargs = _case(name)
-        text = _jit(kernel, "pto-isa").compile(
-            *args, **{n: v for n, v in kwargs.items() if n != "grid"}).asm["pto"]
-        assert as_060(as_060(text)) == as_060(text)
 
 
 def test_flash_attention_parts_run_together_on_060(monkeypatch):
