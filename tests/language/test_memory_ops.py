@@ -65,7 +65,7 @@ def run_atomic(name, x, out0):
     return got["out"], interp["out"]
 
 
-ATOMIC_DTYPES = ["float32", "int32", "int64", "float16", "bfloat16"]
+ATOMIC_DTYPES = ["float32", "int32", "float16", "bfloat16"]    # int64: refused on the chip
 
 
 @pytest.mark.parametrize("shape", [(TM, TN), (TM - 1, TN - 3)], ids=["whole", "partial"])
@@ -102,6 +102,26 @@ def test_atomic_add_exact_values(name, shape):
         assert np.array_equal(want.astype(np.float64), total), "test data not exact"
     assert_exact(got, want, f"atomic add {name}: compiled")
     assert_exact(interp, want, f"atomic add {name}: interpreter")
+
+
+def test_an_int64_atomic_add_is_refused_on_the_chip_and_interpreted():
+    """A2/A3's atomic store adds 8/16/32-bit integers and floats only (pto-isa
+    SetAtomicAdd; PTOAS rejects the 8-byte element): refused at the store's line; the
+    interpreter adds exactly, wrapping as int64 does."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(-2 ** 62, 2 ** 62, size=(BLOCKS * TM, TN), dtype=np.int64)
+    out0 = rng.integers(-1000, 1000, size=(TM, TN), dtype=np.int64)
+    out = out0.copy()
+    with pytest.raises(NotOnChip, match="atomic add of int64.*int32") as got:
+        atomic_add_kernel[(BLOCKS,)](x, out, TM=TM, TN=TN)
+    assert got.value.loc.function == "atomic_add_kernel"
+    with interpret_mode():
+        atomic_add_kernel[(BLOCKS,)](x, out, TM=TM, TN=TN)
+    tiles = x.astype(object).reshape(BLOCKS, TM, TN)
+    ref = out0.astype(object) + tiles.sum(0)
+    ref[2:, 5:] += tiles[:, :TM - 2, :TN - 5].sum(0)
+    wrap = np.vectorize(lambda v: (v + 2 ** 63) % 2 ** 64 - 2 ** 63, otypes=[object])
+    assert_exact(out, wrap(ref).astype(np.int64), "int64 atomic add: interpreter")
 
 
 @pytest.mark.parametrize("name", ["float32", "float16", "bfloat16"])

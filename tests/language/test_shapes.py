@@ -8,7 +8,8 @@ bfloat16 and bool).
 
 What the NPU target refuses (NotOnChip, docs/pto.md): int64 tiles other than loads, stores and
 moves; UB slices and concatenation pieces that start off a 32-byte boundary of their row (8
-float32 / 16 bfloat16 columns); and any slice or concatenation of 8-bit or bool tiles. The
+float32 / 16 bfloat16 columns); any slice or concatenation of 8-bit or bool tiles; and a
+reshape to or from a tile whose rows are not whole 32 bytes (the elements would move). The
 compiled tests slice at aligned columns (or load the piece instead); the unaligned, 8-bit and
 int64 cases run in the interpreter and have refusal tests of their own.
 """
@@ -187,16 +188,39 @@ def check_all(got, interp, want):
 
 # -- tests -------------------------------------------------------------------------------------
 
+def _reshape_case(name, m, n):
+    x = data(name, (m, n))
+    flat = x.reshape(-1)
+    outs = {"o_a": zeros((8, m * n // 8), name), "o_b": zeros((m * n // 32, 32), name),
+            "o_c": zeros(m * n, name), "o_d": zeros((n, m), name),
+            "o_e": zeros((2, m * n // 2), name)}
+    wants = {"o_a": flat.reshape(8, -1), "o_b": flat.reshape(-1, 32), "o_c": flat,
+             "o_d": flat.reshape(n, m), "o_e": flat.reshape(2, -1)}
+    return {"x": x, **outs}, wants
+
+
 @pytest.mark.parametrize("name", ["bfloat16", "int8", "int32"])
 def test_reshape(name):
-    x = data(name)
-    flat = x.reshape(-1)
-    outs = {"o_a": zeros((8, 8), name), "o_b": zeros((2, 32), name), "o_c": zeros(64, name),
-            "o_d": zeros((16, 4), name), "o_e": zeros((2, 32), name)}
-    got, interp = run_both(reshape_kernel, (1,), {"x": x, **outs}, M=M, N=N)
-    check_all(got, interp, {"o_a": flat.reshape(8, 8), "o_b": flat.reshape(2, 32),
-                            "o_c": flat, "o_d": flat.reshape(16, 4),
-                            "o_e": flat.reshape(2, 32)})
+    """Every shape's rows whole 32 bytes (what A2/A3 reshapes in place): 32 / itemsize by
+    64 / itemsize."""
+    m, n = 32 // npd(name).itemsize, 64 // npd(name).itemsize
+    args, wants = _reshape_case(name, m, n)
+    got, interp = run_both(reshape_kernel, (1,), args, M=m, N=n)
+    check_all(got, interp, wants)
+
+
+def test_a_reshape_that_would_move_elements_is_refused():
+    """(4, 16) int32 into (16, 4): rows of 16 bytes, padded to 32 on the chip, so the bytes
+    are not the new shape's (and PTOAS rejects it): refused at the line; the interpreter
+    reshapes."""
+    args, wants = _reshape_case("int32", M, N)
+    with pytest.raises(NotOnChip, match=r"reshape of a \(1, 64\) int32 tile into \(16, 4\).*"
+                                        r"a row of 4 int32 is padded") as got:
+        reshape_kernel[(1,)](**args, M=M, N=N)
+    assert got.value.loc.function == "reshape_kernel"
+    with interpret_mode():
+        reshape_kernel[(1,)](**args, M=M, N=N)
+    check_all(args, args, wants)
 
 
 @pytest.mark.parametrize("name", ["float32", "bfloat16", "int8", "int32", "bool"])

@@ -404,6 +404,11 @@ class _Printer:
         pv, ty, sizes = self.partition(tensor, offs, tile, depth)
         clipped = self.window_tile(tile, pv, sizes, depth)
         attrs = {k: v for k, v in i.attrs.items() if k == "atomic"}
+        if attrs and tile.dtype not in ATOMIC_ADD_TYPES:
+            raise NotOnChip(f"an atomic add of {tile.dtype}: A2/A3's atomic store adds "
+                            f"{', '.join(map(str, ATOMIC_ADD_TYPES))} only (pto-isa "
+                            f"SetAtomicAdd). Accumulate in int32 or float32, or store without "
+                            f"atomic", i.attrs.get("_loc"))
         self.emit(f"pto.tstore ins({clipped} : {tile.type_text(dynamic=True)}) "
                   f"outs({pv} : {ty}){_attrs(attrs)}", depth)
 
@@ -525,6 +530,7 @@ class _Printer:
         # (a mask and its ui8 bytes are the same element type: the reader may see a mask's
         # reshape into a tile no compare writes as bool -> uint8, and it must print alike)
         if op == "treshape":       # a view of the source's bytes, copied when dst is elsewhere
+            _check_reshape(i)
             (src, sty), (dst, dty) = ins[0], outs[0]
             view = f"{dst}.{self.fresh('rs')[1:]}"
             self.emit(f"{view} = pto.treshape {src} : {sty} -> {dty}", depth)
@@ -753,6 +759,8 @@ class _Printer:
 ROUND_MODES = {"none": "NONE", "rint": "RINT", "round": "ROUND", "floor": "FLOOR",
                "ceil": "CEIL", "trunc": "TRUNC", "odd": "ODD"}
 ATOMIC_TYPES = {"add": "atomic_add", "max": "atomic_max", "min": "atomic_min"}
+# what A2/A3's TSTORE adds atomically (pto-isa common/arch/memory/tstore_common.hpp)
+ATOMIC_ADD_TYPES = (dt.float16, dt.float32, dt.bfloat16, dt.int8, dt.int16, dt.int32)
 
 # Program attribute → (key in the text, spelling of the value)
 ATTR_SPELLING = {
@@ -821,6 +829,30 @@ _SPECIAL_BITS = {
 
 def _row_bytes(tile: Tile) -> int:
     return -(-tile.cols * tile.dtype.itemsize // 32) * 32
+
+
+def _check_reshape(i: Inst) -> None:
+    """A2/A3's TRESHAPE views the same bytes as another shape, so it reshapes only tiles
+    whose elements lie end to end: one row, a column, or rows of whole 32 bytes. A padded
+    row would move the elements (and PTOAS rejects the differing byte sizes)."""
+    src, dst = i.ins[0], i.outs[0]
+    if (src.rows, src.cols) == (dst.rows, dst.cols) or (_end_to_end(src) and _end_to_end(dst)):
+        return
+    padded = next(t for t in (src, dst) if not _end_to_end(t))
+    raise NotOnChip(
+        f"a reshape of a ({src.rows}, {src.cols}) {src.dtype} tile into ({dst.rows}, "
+        f"{dst.cols}): A2/A3 reshapes a tile's bytes in place, and a row of {padded.cols} "
+        f"{padded.dtype} is padded to whole 32 bytes on the chip, so the elements would have "
+        f"to move. Reshape between shapes whose rows are whole 32 bytes, or load the data in "
+        f"the shape you need", i.attrs.get("_loc"))
+
+
+def _end_to_end(tile: Tile) -> bool:
+    """Do a UB tile's elements lie at consecutive addresses (no padding between rows)?"""
+    if tile.rows == 1 or tile.is_column or tile.is_column_mask or tile.loc != "vec":
+        return True
+    bits = 1 if tile.dtype == dt.bool_ else 8 * tile.dtype.itemsize
+    return (tile.cols * bits) % 256 == 0
 
 
 def _row_alloc(tile: Tile) -> int:
