@@ -23,15 +23,10 @@ import pypto.language as pl
 from pypto.compiler.pto.program import fractal_box
 from pypto.language import dtypes as dt
 
+from .corpus import matmul_single
+
 ROOT = Path(__file__).resolve().parents[3]
 I8, I32, F16, F32 = np.int8, np.int32, np.float16, np.float32
-
-
-@pypto.jit
-def matmul_single(a, b, c, M: pl.constexpr, N: pl.constexpr, K: pl.constexpr):
-    ta = pl.load(a, offsets=(0, 0), shape=(M, K))
-    tb = pl.load(b, offsets=(0, 0), shape=(K, N))
-    pl.store(c, offsets=(0, 0), value=pl.matmul(ta, tb))
 
 
 @pypto.jit
