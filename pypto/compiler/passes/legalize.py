@@ -160,23 +160,25 @@ UNARY_RULES = {"exp2": _exp2, "log2": _log2, "sigmoid": _sigmoid, "tanh": _tanh,
 
 # A float32 quotient scaled by this is below the exact one in magnitude, whatever the rounding
 # of the conversions, the division and this product (each off by at most 2**-23 relative, the
-# chip's division by a few units of the last place): 2**-18 leaves room for ~60 of them.
+# chip's division by a few units of the last place): 2**-18 leaves room for ~25 of them.
 TOWARD_ZERO = 1.0 - 2.0 ** -18
 
 
 def int_trunc_divmod(e, a, c):
     """C's ``a / c`` and ``a % c`` (truncating; the remainder has the dividend's sign) of
     integer tiles, exactly, from instructions A2/A3 has: its vector unit divides only floats
-    (TDIV, TFMOD and TREM's int32 forms convert to float32 and lose the low bits of large
-    values), so the quotient comes from float32 divisions that never overshoot, each
-    remainder from integer multiply-subtract, and one last integer correction.
+    (TDIV and TFMOD static_assert on float types; TREM's int32 form converts to float32 in
+    place and loses the low bits beyond 2**24), so the quotient comes from float32 divisions
+    that never overshoot, each remainder from an integer multiply-subtract, and one last
+    integer correction.
 
-    Why it is exact (docs/pto.md, "int32 // and %"): with q1 = trunc(f(a) / f(c) · TOWARD_ZERO),
-    |q1| ≤ |trunc(a / c)| and q1 has the quotient's sign, so q1·c and r1 = a - q1·c lie
-    between 0 and a (no overflow, r1 has a's sign), and |a/c| - |q1| < 2**31 · 2**-17.9 + 1
-    < 8705. A second step on r1 leaves |r2| < 2|c| (8705 · 2**-17.9 < 1), and one compare
-    and subtract of c finishes. Int16 and 8-bit quotients are below 2**15, so one step is
-    enough. ``x / 0`` and ``x % 0`` are 0, ``x / -1`` is -x (wrapping at the minimum),
+    Why it is exact (docs/pto.md, "int32 // and %"): with
+    q1 = trunc(f(a) / f(c) · TOWARD_ZERO), |q1| ≤ |trunc(a / c)| and q1 has the quotient's
+    sign, so q1·c and r1 = a - q1·c lie between 0 and a (no overflow, r1 has a's sign), and
+    |a/c| - |q1| < 2**31 · 1.125 · 2**-18 + 1 = 9217. A second step on r1 leaves
+    |r2| < 2|c| (9217 · 1.125 · 2**-18 < 1), and one compare and subtract of c finishes.
+    Int16 and 8-bit quotients are below 2**15 (2**15 · 1.125 · 2**-18 + 1 < 2), so one step
+    is enough. ``x / 0`` and ``x % 0`` are 0, ``x / -1`` is -x (wrapping at the minimum),
     ``x % -1`` is 0: those divisors are replaced by 1 and the results chosen after, so the
     chip is never asked to divide by 0."""
     dtype = a.type.dtype
