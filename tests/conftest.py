@@ -42,7 +42,7 @@ HEAVY_MODULES = {
     "compiler/pto/test_conformance.py", "torch_ops/", "ascend_c/test_run.py",
     "ascend_c/test_graph.py", "graph/test_conv2d.py",
     "language/test_lowp_dtypes.py", "language/test_rank34.py", "frontend/test_ops.py",
-    "frontend/test_assembler.py",
+    "frontend/test_assembler.py", "language/test_int_division.py",
 }
 # Tests of heavy modules that the quick subset runs (a fraction of a second each).
 QUICK_IN_HEAVY = {
@@ -68,6 +68,8 @@ QUICK_IN_HEAVY = {
     "compiler/test_target_model.py": {"test_flags_balance_in_every_block_of_the_text",
                                       "test_ub_overflow_names_the_buffer_sizes_and_tiles"},
     "tuning/test_tile_size.py": {"test_candidates_and_bad_values"},
+    "language/test_int_division.py": {"test_no_integer_tile_reaches_a_float_only_division[int32]",
+                                      "test_int32_by_a_runtime_scalar[-2147483648]"},
 }
 
 

@@ -286,6 +286,23 @@ def test_nc1hwc0_windows_at_any_offsets(n, c, h, w):
     np.testing.assert_array_equal(interpreted, want)
 
 
+@pytest.mark.parametrize("n,c,h,w", [(-1, 0, 0, 0), (0, -3, 0, 0), (1, -1, -2, -9),
+                                     (2, 0, 0, 0), (1, 9, 2, 3), (0, 17, 1, -2)])
+def test_nc1hwc0_windows_outside_the_tensor_on_the_pto_isa_engine(n, c, h, w):
+    """An image or channel group before the tensor's start reads nothing on pto-isa's
+    simulator too: the printed view once kept a negative image offset and read before the
+    tensor. Its image and group are now planes, clamped into the tensor with 0 rows when
+    outside, which also gives the view the static leading 1s A2/A3's ND2NZ TLOAD needs."""
+    from tests.engines.tools import TOOLS, MISSING
+    if TOOLS is None:
+        pytest.skip(f"pto-isa engine unavailable: {MISSING}")
+    x = np.arange(2 * 20 * 5 * 7, dtype=np.float32).reshape(2, 20, 5, 7)
+    got = np.zeros((16, 8), np.float32)
+    pypto.jit(nc1hwc0_at.fn, engine="pto-isa")[(1,)](layout.nc1hwc0(x), got, n, c, h, w,
+                                                     P=16, CB=8)
+    np.testing.assert_array_equal(got, _window_reference(x, n, c, h, w, 16, 8, 8))
+
+
 @pypto.jit
 def nz_at(a, eye, out, r, k):
     """The (16, 8) float32 NZ window at (r, k), through the cube (times the identity)."""

@@ -158,9 +158,65 @@ UNARY_RULES = {"exp2": _exp2, "log2": _log2, "sigmoid": _sigmoid, "tanh": _tanh,
 
 # -- binary decompositions ------------------------------------------------------------------------------
 
+# A float32 quotient scaled by this is below the exact one in magnitude, whatever the rounding
+# of the conversions, the division and this product (each off by at most 2**-23 relative, the
+# chip's division by a few units of the last place): 2**-18 leaves room for ~25 of them.
+TOWARD_ZERO = 1.0 - 2.0 ** -18
+
+
+def int_trunc_divmod(e, a, c):
+    """C's ``a / c`` and ``a % c`` (truncating; the remainder has the dividend's sign) of
+    integer tiles, exactly, from instructions A2/A3 has: its vector unit divides only floats
+    (TDIV and TFMOD static_assert on float types; TREM's int32 form converts to float32 in
+    place and loses the low bits beyond 2**24), so the quotient comes from float32 divisions
+    that never overshoot, each remainder from an integer multiply-subtract, and one last
+    integer correction.
+
+    Why it is exact (docs/pto.md, "int32 // and %"): with
+    q1 = trunc(f(a) / f(c) · TOWARD_ZERO), |q1| ≤ |trunc(a / c)| and q1 has the quotient's
+    sign, so q1·c and r1 = a - q1·c lie between 0 and a (no overflow, r1 has a's sign), and
+    |a/c| - |q1| < 2**31 · 1.125 · 2**-18 + 1 = 9217. A second step on r1 leaves
+    |r2| < 2|c| (9217 · 1.125 · 2**-18 < 1), and one compare and subtract of c finishes.
+    Int16 and 8-bit quotients are below 2**15 (2**15 · 1.125 · 2**-18 + 1 < 2), so one step
+    is enough. ``x / 0`` and ``x % 0`` are 0, ``x / -1`` is -x (wrapping at the minimum),
+    ``x % -1`` is 0: those divisors are replaced by 1 and the results chosen after, so the
+    chip is never asked to divide by 0."""
+    dtype = a.type.dtype
+    if not c.is_tile:
+        c = e.emit("tile.full", [c], TileType(dtype, a.type.shape))
+    zero = e.binary("eq", c, 0)
+    minus_one = e.binary("eq", c, -1) if dtype.is_signed else None
+    trivial = zero if minus_one is None else e.binary("or", zero, minus_one)
+    c = e.where(trivial, 1, c)
+    fc = e.cast(c, dt.float32)
+    q, r = None, a
+    for _ in range(2 if dtype.itemsize >= 4 else 1):
+        quotient = e.binary("mul", e.binary("div", e.cast(r, dt.float32), fc), TOWARD_ZERO)
+        step = e.cast(quotient, dtype, "trunc")
+        r = e.binary("sub", r, e.binary("mul", step, c))
+        q = step if q is None else e.binary("add", q, step)
+    # |r| < 2|c| with a's sign: one more c where |r| >= |c|
+    if dtype.is_signed:
+        negative = e.binary("xor", e.binary("lt", a, 0), e.binary("lt", c, 0))
+        t = e.where(negative, e.binary("add", r, c), e.binary("sub", r, c))
+        # t = sign(a)·(|r| - |c|) and |t| < |c|: negating it cannot overflow
+        over = e.binary("ge", e.where(e.binary("lt", a, 0), e.unary("neg", t), t), 0)
+        one = e.where(negative, e.full(-1, a.type), e.full(1, a.type))
+    else:
+        over = e.binary("ge", r, c)
+        t = e.binary("sub", r, c)
+        one = e.full(1, a.type)
+    q = e.binary("add", q, e.where(over, one, e.full(0, a.type)))
+    r = e.where(over, t, r)
+    if minus_one is not None:                 # (r is already 0 for both trivial divisors)
+        q = e.where(minus_one, e.unary("neg", a), q)
+    return e.where(zero, e.full(0, a.type), q), r
+
+
 def _int_divmod(e, a, c):
-    q = e.binary("div", a, c)                          # truncating; x / 0 = 0
-    r = e.binary("fmod", a, c)                         # sign of the dividend; x % 0 = 0
+    """Truncating quotient and remainder, and where the floor's correction applies (a nonzero
+    remainder whose sign differs from the divisor's)."""
+    q, r = int_trunc_divmod(e, a, c)
     fix = e.binary("and", e.binary("ne", r, 0),
                    e.binary("xor", e.binary("lt", r, 0), e.binary("lt", c, 0)))
     return q, r, fix

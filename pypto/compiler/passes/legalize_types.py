@@ -14,7 +14,8 @@ take 8- and 16-bit tiles only (32-bit ones run on 16-bit views of their bytes, i
   ``where(mask, 1, 0)``, a number converted to a mask is ``x != 0``, and a bool tensor (one
   byte per element) is loaded and stored as int8 bytes.
 
-Integer division is exact (``_int_div``).
+Integer division is exact (``legalize.int_trunc_divmod``: float32 quotients corrected in
+integers, never TFMOD, which A2/A3 has for float32 only).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Module, Op, ScalarType, TileType, Value
-from .legalize import Emitter, rewrite_block
+from .legalize import Emitter, int_trunc_divmod, rewrite_block
 
 _I16, _I32, _F16, _F32, _I8 = dt.int16, dt.int32, dt.float16, dt.float32, dt.int8
 _ARITH = (_I16, _I32, _F16, _F32)
@@ -34,11 +35,12 @@ VECTOR_TYPES = {
     # tmaxs/tmins: PTOAS lowers only a float scalar (PTOViewToMemref.cpp), so ints go tile-tile
     "tmaxs": (_F16, _F32), "tmins": (_F16, _F32),
     **{op: _ARITH for op in ("tadd", "tsub", "tmul", "tmax", "tmin", "tadds", "tsubs",
-                              "tmuls", "tdivs", "tfmod", "tfmods", "tneg",
+                              "tmuls", "tdivs", "tneg",
                               "tsel", "trowsum", "trowmax", "trowmin", "trowprod", "tcolsum",
                               "tcolmax", "tcolmin", "tcolprod", "tcmps", "texpands",
                               "trowexpand", "tcolexpand")},
-    "tdiv": (_F16, _F32), "tcmp": (_I32, _F16, _F32), "trelu": (_I32, _F16, _F32),
+    "tdiv": (_F16, _F32), "tfmod": (_F32,), "tfmods": (_F32,),   # pto-isa npu/a2a3/TFmod.hpp
+    "tcmp": (_I32, _F16, _F32), "trelu": (_I32, _F16, _F32),
     "tabs": (_F16, _F32), "tands": _SHORT, "tors": _SHORT, "txors": _SHORT,
     "tshls": (_I16, _I32), "tshrs": (_I16, _I32), "tshl": (_I16, _I32), "tshr": (_I16, _I32),
     # 8/16-bit (tnot: 16-bit) on the chip; 32-bit ones run on i16 views (printer.in_halves)
@@ -70,8 +72,10 @@ def _binary(op: Op):
         return _mask_compare(op)
     if dtype == dt.bool_ or spec.pto is None:
         return None                         # masks: tand/tor/txor take bytes; legalize decomposed
-    if spec.name == "fmod" and dtype.is_int and not op.attrs.get("_divisor_nonzero"):
-        return _int_fmod(op)
+    if spec.name in ("div", "fmod") and dtype.is_int:
+        e = Emitter(op.loc)                 # A2/A3 divides floats only (TDIV, TFMOD)
+        q, r = int_trunc_divmod(e, a, b)
+        return e.ops, (q if spec.name == "div" else r)
     if spec.name in ("shl", "shr") and not op.attrs.get("_amount_in_range") and \
             not _in_range(b, dtype.bits):
         return _guarded_shift(op)
@@ -83,10 +87,6 @@ def _binary(op: Op):
     if scalar and dtype in VECTOR_TYPES.get(spec.pto, ()):
         tile = e.emit("tile.full", [b], TileType(dtype, a.type.shape))
         return e.ops, e.emit("tile.binary", [a, tile], op.result.type, dict(op.attrs))
-    if spec.name == "div" and dtype.is_int:
-        if not b.is_tile:
-            b = e.emit("tile.full", [b], TileType(dtype, a.type.shape))
-        return e.ops, _int_div(e, a, b)
     work = _wider(dtype, native if not scalar else
                   tuple(set(native) | set(VECTOR_TYPES.get(spec.pto, ()))))
     if work is None or (spec.name in _BITWISE and work.is_floating):
@@ -110,22 +110,6 @@ def _mask_compare(op: Op):
     y = e.cast(b, _F16) if b.is_tile else e.emit("arith.cast", [b], ScalarType(_F16),
                                                  {"dtype": _F16})
     return e.ops, e.emit("tile.binary", [x, y], op.result.type, dict(op.attrs))
-
-
-def _int_fmod(op: Op):
-    """``x % 0`` is 0 in PyPTO, and the chip's integer TFMOD has no meaning for a zero divisor
-    (pto-isa's simulator asserts on it; its ``INT_MIN % -1`` traps), so those divisors are
-    replaced by 1 and their result (0) chosen after."""
-    e = Emitter(op.loc)
-    a, b = op.operands
-    if not b.is_tile:
-        b = e.emit("tile.full", [b], TileType(a.type.dtype, a.type.shape))
-    trivial = e.binary("eq", b, 0)
-    if a.type.dtype.is_signed:                    # x % -1 is 0 too (and INT_MIN % -1 traps)
-        trivial = e.binary("or", trivial, e.binary("eq", b, -1))
-    r = e.emit("tile.binary", [a, e.where(trivial, 1, b)], op.result.type,
-               dict(op.attrs, _divisor_nonzero=True))
-    return e.ops, e.where(trivial, 0, r)
 
 
 def _in_range(amount: Value, bits: int) -> bool:
@@ -186,24 +170,6 @@ def _scalar(e, name: str, x: Value, y) -> Value:
     if not isinstance(y, Value):
         y = e.const(y, x.type.dtype)
     return e.emit(f"arith.{name}", [x, y], ScalarType(x.type.dtype))
-
-
-def _int_div(e, a, b):
-    """Integer division truncating toward zero (x / 0 = 0), with float division only (A2/A3
-    divides floats): short ints are exact in float32. For int32 the remainder is exact
-    (tfmod), so a - r is a multiple of b; float32 finds that quotient to within a few units
-    and one more division of the (exact) error corrects it."""
-    dtype = a.type.dtype
-    if dtype.itemsize < 4:
-        q = e.binary("div", e.cast(a, _F32), e.cast(b, _F32))
-        q = _convert(e, q, dtype, "trunc")
-        return e.where(e.binary("eq", b, 0), e.full(0, a.type), q)
-    fb = e.cast(b, _F32)
-    d = e.binary("sub", a, e.binary("fmod", a, b))
-    q1 = e.cast(e.binary("div", e.cast(d, _F32), fb), _I32, "trunc")
-    err = e.binary("sub", d, e.binary("mul", q1, b))
-    q = e.binary("add", q1, e.cast(e.binary("div", e.cast(err, _F32), fb), _I32, "rint"))
-    return e.where(e.binary("eq", b, 0), e.full(0, a.type), q)
 
 
 def _unary(op: Op):

@@ -278,13 +278,17 @@ class _Printer:
         sizes[lead] = valid[0]      # pto-isa: the window's shape is the tile's valid region
         offs = view_offs
         qs = "?x" * len(offs)
-        ty = f"!pto.partition_tensor_view<{qs}{gm_type(t.dtype)}>"
+        # the plane axes' 1s are static in the type: A2/A3's ND2NZ TLOAD (GM into an L1 cube
+        # tile) takes only GlobalTensors whose three leading axes are static 1s (pto-isa
+        # common/arch/memory/tload_common.hpp, "GlobalTensor only support 2 dim when ND2NZ")
+        ty = f"!pto.partition_tensor_view<{'1x' * lead}{'?x' * (len(offs) - lead)}" \
+             f"{gm_type(t.dtype)}>"
         self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(offs)}], "
                   f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<{qs}{gm_type(t.dtype)}> -> "
                   f"{ty}", depth)
         return name, ty, valid
 
-    def plane(self, name: str, axis: int, extent: str, offset: str, depth) -> str:
+    def plane(self, name: str, axis: int | str, extent: str, offset: str, depth) -> str:
         """A leading axis of a plane window: ``name.v<axis>`` is 1 when the plane lies inside
         the tensor (``clip``s of one element: before its end, and past -1), else 0; the view's
         offset is clamped into the tensor (``name.c<axis>``; PTOAS rejects views of size 0 or
@@ -325,6 +329,9 @@ class _Printer:
             rows = self.clip(f"{name}.m", idx(m1), f"{name}.f2", tile.rows // m0, depth)
             p_offs = [idx(0), f"{name}.f1", f"{name}.f2", idx(0), idx(0)]
             sizes = [idx(1), cols, rows, idx(m0), idx(c0)]
+            # the fractal's axes static in the type: A2/A3's NZ TLOAD wants them so (pto-isa
+            # tload_common.hpp CheckNzFormat: "the last 2 dim must be static")
+            static = f"1x?x?x{m0}x{c0}x"
             self.emit(f"{name}.r = arith.muli {rows}, {idx(m0)} : index", depth)
             self.emit(f"{name}.c = arith.muli {cols}, {idx(c0)} : index", depth)
             valid = [f"{name}.r", f"{name}.c"]
@@ -335,17 +342,22 @@ class _Printer:
             self.emit(f"{name}.ch = arith.subi {offs[1]}, {name}.gc : index", depth)
             self.emit(f"{name}.hw = arith.muli {offs[2]}, {idx(t.logical[3])} : index", depth)
             self.emit(f"{name}.px = arith.addi {name}.hw, {offs[3]} : index", depth)
-            image = self.clip(f"{name}.n", idx(nn), offs[0], 1, depth)
-            group = self.clip(f"{name}.c1", idx(c1s), f"{name}.g", 1, depth)
+            # the image and the channel group are planes (self.plane: offsets clamped into
+            # the tensor, 0 rows when outside), so the view's three leading sizes are static
+            # 1s: A2/A3's ND2NZ TLOAD (into an L1 cube tile) takes nothing else (pto-isa
+            # tload_common.hpp, "GlobalTensor only support 2 dim when ND2NZ")
+            n_off = self.plane(name, "n", idx(nn), offs[0], depth)
+            g_off = self.plane(name, "g", idx(c1s), f"{name}.g", depth)
             pixels = self.clip(f"{name}.p", idx(hw), f"{name}.px", tile.rows, depth)
             chans = self.clip(f"{name}.c0", idx(c0), f"{name}.ch", tile.cols, depth)
-            p_offs = [offs[0], f"{name}.g", idx(0), f"{name}.px", f"{name}.ch"]
-            sizes = [image, group, idx(1), pixels, chans]
-            self.emit(f"{name}.r0 = arith.muli {image}, {group} : index", depth)
+            p_offs = [n_off, g_off, idx(0), f"{name}.px", f"{name}.ch"]
+            self.emit(f"{name}.r0 = arith.muli {name}.vn, {name}.vg : index", depth)
             self.emit(f"{name}.r = arith.muli {name}.r0, {pixels} : index", depth)
+            sizes = [idx(1), idx(1), idx(1), f"{name}.r", chans]
             valid = [f"{name}.r", chans]
+            static = "1x1x1x?x?x"
         gm = gm_type(t.dtype)
-        ty = f"!pto.partition_tensor_view<?x?x?x?x?x{gm}>"
+        ty = f"!pto.partition_tensor_view<{static}{gm}>"
         self.emit(f"{name} = pto.partition_view %{t.name}_tv, offsets = [{', '.join(p_offs)}], "
                   f"sizes = [{', '.join(sizes)}] : !pto.tensor_view<?x?x?x?x?x{gm}> -> {ty}",
                   depth)

@@ -821,8 +821,8 @@ class _Parser:
         width = self.static(operand("hw", "arith.muli", 1), scope)
         n, c1s, _, hw, c0 = tensor.dims
         tensor.logical = (n, c1s * c0, hw // width, width)
-        return [offsets[0], operand("g", "arith.floordivsi"), operand("hw", "arith.muli"),
-                operand("px", "arith.addi", 1)]
+        return [operand("nn", "arith.minsi"), operand("g", "arith.floordivsi"),
+                operand("hw", "arith.muli"), operand("px", "arith.addi", 1)]
 
     def s_misplaced(self, op, results, rest, scope, out):
         raise self.error(f"{op} belongs at the top of a function, before its instructions")

@@ -947,6 +947,14 @@ def _entries() -> list[Entry]:
     add("column_mask_ops", "compare where column-mask reshape f32",
         lambda: _pto(column_mask_ops, _r(40, 1), _r(40, 1) * 0.5 + 0.25, _r(40),
                      *(_z(40, 1) for _ in range(4)), M=40))
+    # integer // and % from float32 quotients (legalize.int_trunc_divmod: no TFMOD on ints)
+    idv = lambda: _tests("language.test_int_division")          # noqa: E731
+    for dtype, tag in ((I16, "i16"), (I8, "i8")):
+        add(f"int_divmod_{tag}", f"testsuite binary-tt {tag}",
+            lambda dtype=dtype: _pto(idv().divmod_kernel, *[_z(8, 32, dtype=dtype)] * 4,
+                                     R=8, C=32))
+    add("int_divmod_i32_scalar", "testsuite binary-ts i32",
+        lambda: _pto(idv().divmod_scalar_kernel, *[_z(8, 32, dtype=I32)] * 3, 7, R=8, C=32))
     add("mask_compares", "compare binary-tt binary-ts",
         lambda: _pto(mask_compares, _z(40, dtype=np.bool_), _z(40, dtype=np.bool_),
                      _z(40, dtype=np.bool_), _z(40, dtype=np.bool_), B=64))

@@ -1,9 +1,15 @@
 """Conformance of the printed ``.pto`` with the real PTOAS assembler.
 
-Every kernel of the corpus (tests/compiler/pto/corpus.py) is compiled, its ``.pto`` text is
+Once per PTOAS version the oracle has (0.60 and 0.27), every kernel of the corpus
+(tests/compiler/pto/corpus.py) is compiled for that version, its ``.pto`` text is
 checked with ``pto-oracle check`` (PTOAS's parser and verifiers; one call for the whole corpus,
-results reported per kernel) and lowered with ``pto-oracle lower --level3`` (ptoas to pto-isa
-C++, keeping the tile addresses the printer gives).
+results reported per kernel), lowered with ``pto-oracle lower --level3`` (ptoas to pto-isa
+C++, keeping the tile addresses the printer gives), and that C++ compiled against pto-isa's
+NPU implementation headers (``pto-oracle npu-check``'s build, A2/A3): their static_asserts are
+the chip's rules (dtype lists, layouts, TLOAD forms) that neither PTOAS nor the CPU simulator
+checks. The NPU compiles are batched, several kernels to one translation unit (each in a
+namespace of its own), since parsing the headers is most of a compile; a batch that fails is
+checked again file by file, so each kernel gets its own verdict.
 
 The oracle is the directory ``$PTO_ORACLE``, else ``<repo root>/../shared/pto-oracle`` (for a
 git worktree, also next to the main checkout). Without it, or if its ``bin/ptoas`` does not run
@@ -13,7 +19,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -102,6 +110,12 @@ class Checked:
     path: Path
     compile_error: str | None = None     # the kernel did not compile
     check: str | None = None             # "OK" or the first error pto-oracle check printed
+    lower: str | None = None             # "OK" or why pto-oracle lower --level3 failed
+    npu: str | None = None               # "OK" or the first error of the NPU headers
+
+    @property
+    def cpp(self) -> Path:
+        return self.path.with_suffix(".cpp")
 
 
 def _oracle(version: str, *args, **kwargs) -> subprocess.CompletedProcess:
@@ -138,8 +152,8 @@ def version(request) -> str:
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory, version) -> dict[str, Checked]:
-    """Every corpus kernel compiled for ``version`` into one directory and checked by one
-    pto-oracle call."""
+    """Every corpus kernel compiled for ``version`` into one directory, checked by one
+    pto-oracle call, lowered, and its C++ compiled against the NPU headers."""
     results = _compile_all(tmp_path_factory.mktemp(f"pto-conformance-{version}"), version)
     files = [r for r in results.values() if r.compile_error is None]
     if not files:
@@ -155,7 +169,100 @@ def checked(tmp_path_factory, version) -> dict[str, Checked]:
         else:
             verdict = line[len(prefix):]
             r.check = "OK" if verdict == "OK" else verdict.removeprefix("FAIL: ")
+    ok = [r for r in files if r.check == "OK"]
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda r: _lower(r, version), ok))
+    _npu_check([r for r in ok if r.lower == "OK"])
     return results
+
+
+def _lower(r: Checked, version: str) -> None:
+    """``pto-oracle lower --level3`` of one checked file into ``r.cpp``."""
+    low = _oracle(version, "lower", str(r.path), "-o", str(r.cpp), "--level3", timeout=300)
+    if low.returncode != 0:
+        errors = [s for s in (low.stderr + low.stdout).splitlines() if "error" in s.lower()]
+        first = errors[0] if errors else (low.stderr or low.stdout).strip()[-2000:]
+        r.lower = f"(exit {low.returncode}):\n{_located(first, r.path)}"
+    elif not r.cpp.is_file() or r.cpp.stat().st_size == 0:
+        r.lower = "wrote no C++"
+    else:
+        r.lower = "OK"
+
+
+NPU_BATCH = 40          # kernels per NPU compile (~5 s and ~300 MB for 40)
+
+
+def _npu_cxx() -> list[str]:
+    """The NPU build's compiler command (``pto-oracle npu-cxx``: pto-isa's a2a3 headers under
+    its cost model's stand-ins for the CCE intrinsics); the first call builds the headers."""
+    run = subprocess.run([PTO_ORACLE, "npu-cxx"], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        pytest.fail(f"pto-oracle npu-cxx fails: {run.stderr.strip()[-2000:]}", pytrace=False)
+    return shlex.split(run.stdout.strip())
+
+
+def _npu_check(lowered: list[Checked]) -> None:
+    """Every lowered kernel's C++ compiled (-fsyntax-only) against the NPU headers, in
+    batches; the kernels of a failing batch are compiled one by one for their own error."""
+    if not lowered:
+        return
+    cxx = _npu_cxx()
+    for start in range(0, len(lowered), NPU_BATCH):
+        _npu_batch(cxx, lowered[start:start + NPU_BATCH])
+
+
+def _npu_batch(cxx: list[str], batch: list[Checked]) -> None:
+    """One translation unit for the batch. If it fails, the kernels its diagnostics point
+    at (``#line`` names each kernel's file) are compiled alone, for their verdict and
+    message, and the rest batched again; with no kernel named, the batch is halved."""
+    if len(batch) == 1:
+        r = batch[0]
+        one = subprocess.run([*cxx, "-fsyntax-only", str(r.cpp)], capture_output=True,
+                             text=True, timeout=300)
+        r.npu = "OK" if one.returncode == 0 else _npu_error(one.stderr, r.cpp)
+        return
+    unit = batch[0].path.parent / f"npu_batch_{batch[0].path.stem}_{len(batch)}.cpp"
+    parts = ['#include "pto/pto-inst.hpp"']
+    for i, r in enumerate(batch):
+        # the header once, outside; extern "C" names may repeat between kernels
+        text = r.cpp.read_text().replace('#include "pto/pto-inst.hpp"', "") \
+            .replace('extern "C" ', "")
+        parts.append(f'namespace pypto_npu_{i} {{\n#line 1 "{r.cpp}"\n{text}\n}}')
+    unit.write_text("\n".join(parts) + "\n")
+    run = subprocess.run([*cxx, "-fsyntax-only", "-ferror-limit=0", str(unit)],
+                         capture_output=True, text=True, timeout=900)
+    if run.returncode == 0:
+        for r in batch:
+            r.npu = "OK"
+        return
+    named = [r for r in batch if f"{r.cpp}:" in run.stderr]
+    rest = [r for r in batch if r not in named]
+    if not named:
+        half = len(batch) // 2
+        named, rest = [], []
+        _npu_batch(cxx, batch[:half])
+        _npu_batch(cxx, batch[half:])
+        return
+    for r in named:
+        _npu_batch(cxx, [r])
+    if rest:
+        _npu_batch(cxx, rest)
+
+
+def _npu_error(stderr: str, cpp: Path) -> str:
+    """The first error, and the line of the kernel's C++ whose instruction it is about."""
+    lines = stderr.splitlines()
+    first = next((i for i, s in enumerate(lines) if "error:" in s), None)
+    if first is None:
+        return stderr.strip()[-2000:] or "failed"
+    message = re.sub(r"^\S*/include/", "include/", lines[first])
+    where = next((s for s in lines[first:] if s.startswith(f"{cpp}:")), None)
+    if where and where != lines[first]:
+        m = re.match(re.escape(str(cpp)) + r":(\d+):", where)
+        if m:
+            src = cpp.read_text().splitlines()[int(m.group(1)) - 1].strip()
+            message += f"\n  from {cpp.name}:{m.group(1)}: {src}"
+    return message
 
 
 def _located(message: str, path: Path) -> str:
@@ -179,7 +286,7 @@ def _describe(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_pto_conforms_to_ptoas(name, checked, version, tmp_path):
+def test_pto_conforms_to_ptoas(name, checked, version):
     r = checked[name]
     if r.compile_error is not None:
         pytest.fail(f"{_describe(name)} does not compile for ptoas {version}: "
@@ -187,17 +294,12 @@ def test_pto_conforms_to_ptoas(name, checked, version, tmp_path):
     if r.check != "OK":
         pytest.fail(f"pto-oracle check (ptoas {version}) rejects {_describe(name)}:\n"
                     f"{_located(r.check, r.path)}\n  file: {r.path}", pytrace=False)
-
-    out = tmp_path / f"{name}.cpp"
-    low = _oracle(version, "lower", str(r.path), "-o", str(out), "--level3", timeout=300)
-    if low.returncode != 0:
-        errors = [s for s in (low.stderr + low.stdout).splitlines() if "error" in s.lower()]
-        first = errors[0] if errors else (low.stderr or low.stdout).strip()[-2000:]
+    if r.lower != "OK":
         pytest.fail(f"pto-oracle lower --level3 (ptoas {version}) fails on {_describe(name)} "
-                    f"(exit {low.returncode}):\n{_located(first, r.path)}\n  file: {r.path}",
-                    pytrace=False)
-    assert out.is_file() and out.stat().st_size > 0, \
-        f"pto-oracle lower --level3 wrote no C++ for {_describe(name)} ({r.path})"
+                    f"{r.lower}\n  file: {r.path}", pytrace=False)
+    if r.npu != "OK":
+        pytest.fail(f"pto-oracle npu-check (pto-isa's A2/A3 headers) rejects ptoas {version}'s "
+                    f"C++ of {_describe(name)}:\n{r.npu}\n  file: {r.cpp}", pytrace=False)
 
 
 def test_corpus_is_large_and_covers_every_family():
@@ -207,6 +309,35 @@ def test_corpus_is_large_and_covers_every_family():
     assert not REQUIRED_TAGS - tags, f"no corpus kernel covers {sorted(REQUIRED_TAGS - tags)}"
     for entry in corpus.CORPUS:
         assert entry.covers.strip(), f"{entry.name} has no covers tags"
+
+
+_INT32_TFMOD = """#include "pto/pto-inst.hpp"
+using namespace pto;
+
+AICORE void int_fmod(__gm__ int32_t* v1) {
+  using T = Tile<TileType::Vec, int32_t, 8, 32, BLayout::RowMajor, 8, 32, SLayout::NoneBox, 512,
+                 PadValue::Null>;
+  T a;
+  TASSIGN(a, 0);
+  TFMOD(a, a, a);
+}
+"""
+
+
+def test_a_batched_npu_check_gives_each_kernel_its_own_verdict(checked, tmp_path):
+    """A kernel the NPU headers refuse (an int32 TFMOD: "TFMOD supports only float element
+    type") in the middle of a batch fails alone, with the header's message and its own line;
+    the kernels batched with it still pass."""
+    good = [r for r in checked.values() if r.npu == "OK"][:2]
+    if len(good) < 2:
+        pytest.skip("fewer than two corpus kernels pass npu-check")
+    bad = Checked(tmp_path / "int_fmod.pto")
+    bad.cpp.write_text(_INT32_TFMOD)
+    batch = [Checked(good[0].path), bad, Checked(good[1].path)]
+    _npu_batch(_npu_cxx(), batch)
+    assert [r.npu == "OK" for r in batch] == [True, False, True]
+    assert "TFMOD supports only float element type" in bad.npu
+    assert "int_fmod.cpp:9: TFMOD(a, a, a);" in bad.npu
 
 
 # -- compiled.asm["cpp"] ---------------------------------------------------------------------------

@@ -225,3 +225,28 @@ def test_loops_bounded_by_the_block_index_are_index_loops():
                              r"\1 = arith\.index_cast \1\.ix : index to i64", text)
     assert len(index_loops) == 1, text          # the block-bounded loop only: 0.60 lowers
     assert len(re.findall(r"scf\.for .* : i64 \{", text)) == 2    # the i64 loop inside it
+
+
+def test_cube_operand_views_have_the_static_axes_the_npu_tload_wants():
+    """A2/A3's TLOAD into an L1 tile takes an ND view only with static 1s on its three
+    leading axes (ND2NZ) and an NZ view only with static fractal axes (pto-isa
+    tload_common.hpp); PTOAS makes the GlobalTensor's static shape from the partition's
+    type, which printed every axis as ``?`` (pto-oracle npu-check refused NZ, NC1HWC0 and
+    rank-3 matmul operands)."""
+    from pypto import layout
+    from tests.language.test_rank34 import batched_matmul
+    from tests.test_layout_kernels import conv1x1, nz_matmul
+    r = np.random.default_rng(0)
+    text = _pto(nz_matmul, layout.nz(r.random((40, 24), np.float32)),
+                layout.nz(r.random((24, 40), np.float32)), np.zeros((40, 40), np.float32),
+                BM=16, BN=16, BK=16)
+    assert "-> !pto.partition_tensor_view<1x?x?x16x8xf32>" in text
+    text = _pto(conv1x1, layout.nc1hwc0(r.random((2, 40, 4, 8)).astype(np.float16)),
+                np.zeros((48, 32), np.float16), np.zeros((64, 32), np.float32), P=32, O=32)
+    assert "-> !pto.partition_tensor_view<1x1x1x?x?xf16>" in text
+    assert "?x?x?x?x?xf16>" not in text.split("-> !pto.partition")[1].split("\n")[0]
+    text = _pto(batched_matmul, np.zeros((5, 13, 40), np.float16),
+                np.zeros((20, 40), np.float16), np.zeros((5, 13, 20), np.float32), B=2, M=16,
+                K=40, N=32, BK=16, A_BATCH=True, B_BATCH=False, A_T=False, B_T=True,
+                grid=(3,))
+    assert "-> !pto.partition_tensor_view<1x?x?xf16>" in text
