@@ -190,6 +190,15 @@ def _lower(r: Checked, version: str) -> None:
 
 
 NPU_BATCH = 40          # kernels per NPU compile (~5 s and ~300 MB for 40)
+# Open bugs the NPU headers find, each a strict xfail that fails once the kernel passes.
+NPU_OPEN = {
+    "conv_f16_fractal_z_stride2_bias":
+        "PyPTO bug: a (4, 1) tensor loaded into a cube (L1) tile; its view is ND and DN at "
+        "once, and ptoas resolves it by the L1 tile's col_major blayout to DN, which TLOAD "
+        "into a Mat tile does not take (ND2NZ / DN2ZN only)",
+}
+# bisheng's FFTS builtins and the TCI-with-tmp overload, which the cost model's headers lack
+NPU_STAND_INS = Path(__file__).with_name("npu_stand_ins.hpp")
 
 
 def _npu_cxx() -> list[str]:
@@ -198,7 +207,7 @@ def _npu_cxx() -> list[str]:
     run = subprocess.run([PTO_ORACLE, "npu-cxx"], capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
         pytest.fail(f"pto-oracle npu-cxx fails: {run.stderr.strip()[-2000:]}", pytrace=False)
-    return shlex.split(run.stdout.strip())
+    return shlex.split(run.stdout.strip()) + ["-include", str(NPU_STAND_INS)]
 
 
 def _npu_check(lowered: list[Checked]) -> None:
@@ -297,6 +306,10 @@ def test_pto_conforms_to_ptoas(name, checked, version):
     if r.lower != "OK":
         pytest.fail(f"pto-oracle lower --level3 (ptoas {version}) fails on {_describe(name)} "
                     f"{r.lower}\n  file: {r.path}", pytrace=False)
+    if name in NPU_OPEN:
+        if r.npu == "OK":
+            pytest.fail(f"{name} now passes npu-check: remove it from NPU_OPEN", pytrace=False)
+        pytest.xfail(NPU_OPEN[name])
     if r.npu != "OK":
         pytest.fail(f"pto-oracle npu-check (pto-isa's A2/A3 headers) rejects ptoas {version}'s "
                     f"C++ of {_describe(name)}:\n{r.npu}\n  file: {r.cpp}", pytrace=False)
