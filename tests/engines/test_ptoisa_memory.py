@@ -21,6 +21,13 @@ pytestmark = needs_tools
 B = 64
 
 
+def before(op: str, tensor: str) -> str:
+    """The error for a window one block before ``tensor``: bytes -256..-1 as ptoas 0.60's C++
+    computes the offset (signed); 0.27's casts it to unsigned, which lands it some 16 GiB
+    away, where the nearest tensor is whichever the allocator put there."""
+    return rf"{op} of bytes (-256\.\.-1 of tensor '{tensor}'|\d{{10,}}\.\.\d{{10,}} of tensor)"
+
+
 @pypto.jit(engine="pto-isa")
 def store_one_block_back(x, out, B: pl.constexpr):
     pid = pl.program_id(0)
@@ -46,15 +53,14 @@ def test_a_store_before_its_tensor_is_an_error_and_writes_nothing():
     memory = np.full(3 * B, 7.0, np.float32)
     x, out = np.arange(B, dtype=np.float32), memory[B:2 * B]
     with pytest.raises(engine.SimulatorError,
-                       match=r"TSTORE of bytes -256\.\.-1 of tensor 'out' \(which has 256\), "
-                             r"outside the tensors"):
+                       match=before("TSTORE", "out") + r" .*outside the tensors"):
         store_one_block_back[(1,)](x, out, B=B)
     np.testing.assert_array_equal(memory, 7.0)
 
 
 def test_a_load_before_its_tensor_is_an_error():
     x, out = np.arange(2 * B, dtype=np.float32), np.zeros(2 * B, np.float32)
-    with pytest.raises(engine.SimulatorError, match=r"TLOAD of bytes -256\.\.-1 of tensor 'x'"):
+    with pytest.raises(engine.SimulatorError, match=before("TLOAD", "x")):
         load_one_block_back[(2,)](x, out, B=B)
 
 

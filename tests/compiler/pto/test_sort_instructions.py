@@ -5,6 +5,7 @@ finds it), and run on pto-isa's CPU simulator in agreement with the native engin
 (tests/engines covers the engines at large)."""
 import os
 import subprocess
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -36,9 +37,12 @@ SHAPES = [(2, 128, 8), (4, 64, 8), (2, 96, 96), (3, 40, 8), (2, 1024, 8), (2, 72
 
 
 def _compile(m, n, k, largest=True):
+    """The newest PTOAS's form (no assembler named), which these tests check with the oracle's
+    default ptoas; test_conformance.py checks the sort kernels of the corpus per version."""
     x = np.zeros((m, n), np.float32)
-    return topk_rows.compile(x, np.zeros((m, k), np.float32), np.zeros((m, k), np.int32),
-                             M=m, N=n, K=k, LARGEST=largest)
+    with mock.patch.dict(os.environ, {"PYPTO_PTOAS": ""}):
+        return topk_rows.compile(x, np.zeros((m, k), np.float32), np.zeros((m, k), np.int32),
+                                 M=m, N=n, K=k, LARGEST=largest)
 
 
 def _forms(text):
