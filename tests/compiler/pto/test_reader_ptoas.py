@@ -399,6 +399,7 @@ def test_an_if_yielding_tiles(monkeypatch):
     the result is a tile both branches copy theirs into. The pto-isa engine runs PyPTO's
     reprint here (no ``assembler``): PTOAS a56b18c3's own C++ for a tile-valued ``scf.if``
     does not compile against pto-isa (it casts the Tile to ``float *``)."""
+    monkeypatch.setenv("PYPTO_PTOAS", "")       # not the one a run may force (CI: 0.60)
     T = tb("vec", "f32", 16, 64)
     text = f"""module {{
   func.func @pick(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %flag: i32) {{
