@@ -474,6 +474,22 @@ class _Printer:
         self.emit(f"pto.texpands ins({self.const(bits, 'i16')} : i16) outs({name} : "
                   f"{dst.type_text()})", depth)
 
+    def fill_bits(self, i: Inst, depth) -> None:
+        """``texpands`` of a run-time scalar into a tile A2/A3 does not fill (bfloat16; PTOAS
+        0.27 rejects it): the scalar's bits (``%<scalar>.b<n>``) into the tile's i16 view."""
+        (value,), tile = i.ins, i.outs[0]
+        if value.dtype.itemsize != 2:
+            raise NotOnChip(f"a {tile.dtype} tile filled with a run-time {value.dtype}: A2/A3 "
+                            f"fills 16- and 32-bit tiles only", i.attrs.get("_loc"))
+        bits = f"{self.ref(value)}.{self.fresh('b')[1:]}"
+        self.emit(f"{bits} = arith.bitcast {self.ref(value)} : {_sty(value.dtype)} to i16",
+                  depth)
+        view = _halves(tile)
+        name = f"%{tile.name}.{self.fresh('h')[1:]}"
+        self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
+                  f"{view.type_text()}", depth)
+        self.emit(f"pto.texpands ins({bits} : i16) outs({name} : {view.type_text()})", depth)
+
     def operand(self, x, op: str) -> tuple[str, str]:
         """(name, type) of an operand as ``op`` sees it."""
         if isinstance(x, Tile):
@@ -511,6 +527,9 @@ class _Printer:
                             f"pl.full(shape, n, dtype=pl.int32))", i.attrs.get("_loc"))
         if op == "texpands" and not i.ins:
             self.fill(i.outs[0], i.attrs["value"], depth)
+            return
+        if op == "texpands" and i.outs[0].dtype not in _FILLABLE:
+            self.fill_bits(i, depth)
             return
         if op in ("tmrgsort", "tgather"):
             self.sort_inst(i, depth)

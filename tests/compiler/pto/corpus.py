@@ -819,6 +819,11 @@ def _entries() -> list[Entry]:
     add("creation", "arange full zeros f32 i32 f16",
         lambda: _pto(creation, _z(8, 32), _z(8, 32, dtype=I32), _z(8, 32, dtype=F16),
                      M=8, N=32))
+    sh = lambda: _tests("language.test_shapes")                 # noqa: E731
+    add("creation_bf16_runtime", "full zeros arange bf16 testsuite",     # a run-time bf16 fill
+        lambda: _pto(sh().create_kernel, -2.5, _z(4, 16), *(_z(4, 16, dtype=BF16)
+                                                           for _ in range(3)),
+                     _z(16, dtype=I32), _z(16, dtype=I32), M=4, N=16, D=pl.bfloat16, V=1.5))
     for dtype, tag in ((F16, "f16"), (BF16, "bf16"), (I32, "i32"), (I16, "i16"), (I8, "i8")):
         add(f"elementwise_{tag}", f"binary-tt {tag}",
             lambda dtype=dtype: _pto(elementwise, _z(8, 32, dtype=dtype), _z(8, 32, dtype=dtype),
