@@ -67,6 +67,7 @@ class _Printer:
         self.grid = max_grid_axis(program) > 0
         self.taken = _defined_names(program)
         self.block_derived = _block_derived(program)
+        self.nd_operands = _column_cube_operands(program)
 
     def fresh(self, base="t") -> str:
         return self.fresh_run(base)[0]
@@ -165,6 +166,8 @@ class _Printer:
             strides = [self.const(math.prod(a.dims), "index")] + strides
             attr = " {layout = #pto.layout<nz>}"
         elif a.layout == "NC1HWC0":  # an ND view; the explicit attribute marks the layout
+            attr = " {layout = #pto.layout<nd>}"
+        elif a.name in self.nd_operands:
             attr = " {layout = #pto.layout<nd>}"
         for axis, d in enumerate(dims[-a.rank:]):
             self.extents[(a.name, axis)] = d
@@ -1131,6 +1134,21 @@ def printed_tmp(inst: Inst, dialect: Dialect):
     if inst.op == "tci" and not dialect.has("tci_tmp"):
         return None
     return inst.attrs.get("tmp")
+
+
+def _column_cube_operands(program: Program) -> set[str]:
+    """Names of the (M, 1) ND tensors loaded into cube tiles and into no column tile: their
+    view is ND and DN at once, and PTOAS takes the tile's col_major blayout to mean DN, which
+    TLOAD into an L1 tile does not take (ND2NZ only); the explicit ``nd`` says which."""
+    cube, column = set(), set()
+    for _, body in program.parts:
+        for node in walk_insts(body):
+            if isinstance(node, Inst) and node.op == "tload":
+                tensor, tile = node.ins[0], node.outs[0]
+                (column if tile.loc == "vec" else cube).add(tensor.name)
+    return {p.name for p in program.params if isinstance(p, TensorArg) and p.name in cube
+            and p.name not in column and p.layout == "ND" and p.rank == 2
+            and p.dims[-1] == 1 and p.dims[-2] not in (None, 1)}
 
 
 def _block_derived(program: Program) -> set[str]:

@@ -445,9 +445,11 @@ class _Parser:
             elif _VIEW.fullmatch(line):
                 self.next()
                 tv, ptr, shape, strides, layout = _VIEW.fullmatch(line).groups()
+                kind = _VIEW_LAYOUTS[layout]
+                if kind == "NC1HWC0" and len(_split(shape)) == 2:   # an (M, 1) cube operand
+                    kind = "ND"                                    # (printer.tensor_view)
                 scope.views[ptr] = (tv, [scope.aliases.get(e, e) for e in _split(shape)],
-                                    [scope.aliases.get(e, e) for e in _split(strides)],
-                                    _VIEW_LAYOUTS[layout])
+                                    [scope.aliases.get(e, e) for e in _split(strides)], kind)
             elif " = pto.alloc_tile" in line:
                 self.next()
                 name, addr, _, _, type_text = self.match(_ALLOC, line, "pto.alloc_tile").groups()

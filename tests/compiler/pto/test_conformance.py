@@ -191,12 +191,7 @@ def _lower(r: Checked, version: str) -> None:
 
 NPU_BATCH = 40          # kernels per NPU compile (~5 s and ~300 MB for 40)
 # Open bugs the NPU headers find, each a strict xfail that fails once the kernel passes.
-NPU_OPEN = {
-    "conv_f16_fractal_z_stride2_bias":
-        "PyPTO bug: a (4, 1) tensor loaded into a cube (L1) tile; its view is ND and DN at "
-        "once, and ptoas resolves it by the L1 tile's col_major blayout to DN, which TLOAD "
-        "into a Mat tile does not take (ND2NZ / DN2ZN only)",
-}
+NPU_OPEN: dict[str, str] = {}
 # bisheng's FFTS builtins and the TCI-with-tmp overload, which the cost model's headers lack
 NPU_STAND_INS = Path(__file__).with_name("npu_stand_ins.hpp")
 
