@@ -5,6 +5,8 @@ method for the rest); tiles sharing a buffer and type share one ``Tile``.
 """
 from __future__ import annotations
 
+import math
+
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..errors import InternalError, NotOnChip
@@ -314,7 +316,8 @@ def scratch_type(op) -> TileType | None:
 
 def _sort32_scratch(op) -> TileType | None:
     """The unaligned TSORT32's scratch: PTOAS wants it to hold the whole source."""
-    rows, n = _rows(op.operands[0].type), op.operands[0].type.shape[-1]
+    shape = op.operands[0].type.shape
+    rows, n = math.prod(shape[:-1]), shape[-1]
     return None if n % 32 == 0 else TileType(dt.float32, (rows, -(-n // 32) * 32))
 
 
@@ -327,25 +330,16 @@ def _mrglists_scratch(op) -> TileType:
 _SCRATCH = {"tile.sort32": _sort32_scratch, "tile.mrglists": _mrglists_scratch}
 
 
-def _rows(ty: TileType) -> int:
-    rows = 1
-    for s in ty.shape[:-1]:
-        rows *= s
-    return rows
-
-
 def _narrowing_cvt_scratch(op) -> TileType | None:
     """A2/A3's non-saturating narrowing TCVT (f32 → 16-bit, f16 → 16/8-bit integers) stages
     through a scratch; its size is PTOAS's formula (``TCvtOp::verify``) for the widest way the
     printer may view the tiles: whole, or one row at a time, or an (M, 1) tile as its row."""
     src, dst = op.operands[0].type, op.result.type
-    if dst.dtype.is_floating or dst.dtype.bits not in (8, 16) or not src.dtype.is_floating:
+    narrowing = (src.dtype == dt.float32 and dst.dtype.bits == 16) or (
+        src.dtype == dt.float16 and dst.dtype.bits in (8, 16))
+    if dst.dtype.is_floating or not narrowing:
         return None
-    if src.dtype.bits != 16 and not (src.dtype == dt.float32 and dst.dtype.bits == 16):
-        return None
-    if src.dtype.bits == 16 and src.dtype != dt.float16:
-        return None
-    rows, cols = _rows(src), src.shape[-1]
+    rows, cols = math.prod(src.shape[:-1]), src.shape[-1]
     views = [(rows, cols), (1, cols), (1, rows * cols)]
     need = max(cvt_scratch_bytes(src.dtype, dst.dtype, r, c, _alloc(c, src.dtype, dst.dtype))
                for r, c in views)
