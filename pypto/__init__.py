@@ -62,4 +62,5 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
            "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "ascend_c_kernel", "OutputSpec",
            "AscendCCompileError", "SanitizerWarning",
-           "SanitizerError", "AssemblerVersionWarning", "UnsupportedAssembler", "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)
+           "SanitizerError", "AssemblerVersionWarning", "UnsupportedAssembler",
+           "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

@@ -2,9 +2,9 @@
 
 The text targets PTOAS 0.27 to 0.60 (``dialect.py``: each version's spelling), A2/A3
 verifiers, lowered at ``--pto-level=level3``: every tile is ``pto.alloc_tile`` pinned to its
-planned ``addr`` and the program's own flags are kept. Scalars and loops are ``arith`` / ``scf`` (i64); global memory is
-``pto.make_tensor_view`` + ``pto.partition_view`` over ``index`` operands; instructions are
-destination-passing ``pto.<op> ins(...) outs(...)``.
+planned ``addr`` and the program's own flags are kept. Scalars and loops are ``arith`` /
+``scf`` (i64); global memory is ``pto.make_tensor_view`` + ``pto.partition_view`` over
+``index`` operands; instructions are destination-passing ``pto.<op> ins(...) outs(...)``.
 
 One ``Program`` instruction may print as several lines (a *macro*): the address arithmetic of
 a partition, the clipping of an edge window, the decoding of a multi-dimensional block index.
@@ -1137,17 +1137,17 @@ def printed_tmp(inst: Inst, dialect: Dialect):
 
 
 def _column_cube_operands(program: Program) -> set[str]:
-    """Names of the (M, 1) ND tensors loaded into cube tiles and into no column tile: their
+    """Names of the (M, 1) ND tensors loaded into cube tiles and into no vector tile: their
     view is ND and DN at once, and PTOAS takes the tile's col_major blayout to mean DN, which
     TLOAD into an L1 tile does not take (ND2NZ only); the explicit ``nd`` says which."""
-    cube, column = set(), set()
+    cube, vector = set(), set()
     for _, body in program.parts:
         for node in walk_insts(body):
             if isinstance(node, Inst) and node.op == "tload":
                 tensor, tile = node.ins[0], node.outs[0]
-                (column if tile.loc == "vec" else cube).add(tensor.name)
+                (vector if tile.loc == "vec" else cube).add(tensor.name)
     return {p.name for p in program.params if isinstance(p, TensorArg) and p.name in cube
-            and p.name not in column and p.layout == "ND" and p.rank == 2
+            and p.name not in vector and p.layout == "ND" and p.rank == 2
             and p.dims[-1] == 1 and p.dims[-2] not in (None, 1)}
 
 
