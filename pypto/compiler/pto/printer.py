@@ -470,14 +470,9 @@ class _Printer:
         if bits is None:
             raise NotOnChip(f"a {tile.dtype} tile: A2/A3's vector unit has no {tile.dtype} "
                             f"arithmetic; convert the values to a 32-bit type first")
-        dst = _halves(tile)
-        name = f"%{tile.name}.{self.fresh('h')[1:]}"
-        self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
-                  f"{dst.type_text()}", depth)
-        self.emit(f"pto.texpands ins({self.const(bits, 'i16')} : i16) outs({name} : "
-                  f"{dst.type_text()})", depth)
+        self.fill_halves(tile, self.const(bits, "i16"), depth)
 
-    def fill_bits(self, i: Inst, depth) -> None:
+    def fill_scalar(self, i: Inst, depth) -> None:
         """``texpands`` of a run-time scalar into a tile A2/A3 does not fill (bfloat16; PTOAS
         0.27 rejects it): the scalar's bits (``%<scalar>.b<n>``) into the tile's i16 view."""
         (value,), tile = i.ins, i.outs[0]
@@ -487,6 +482,10 @@ class _Printer:
         bits = f"{self.ref(value)}.{self.fresh('b')[1:]}"
         self.emit(f"{bits} = arith.bitcast {self.ref(value)} : {_sty(value.dtype)} to i16",
                   depth)
+        self.fill_halves(tile, bits, depth)
+
+    def fill_halves(self, tile: Tile, bits: str, depth) -> None:
+        """``tile`` seen as i16 (``%<tile>.h<n>``, ``_halves``) filled with the i16 ``bits``."""
         view = _halves(tile)
         name = f"%{tile.name}.{self.fresh('h')[1:]}"
         self.emit(f"{name} = pto.alloc_tile addr = {self.const(tile.addr, 'i64')} : "
@@ -532,7 +531,7 @@ class _Printer:
             self.fill(i.outs[0], i.attrs["value"], depth)
             return
         if op == "texpands" and i.outs[0].dtype not in _FILLABLE:
-            self.fill_bits(i, depth)
+            self.fill_scalar(i, depth)
             return
         if op in ("tmrgsort", "tgather"):
             self.sort_inst(i, depth)

@@ -621,7 +621,7 @@ class _Parser:
         if op == "arith.index_cast":
             scope.aliases[name] = self.match(_INDEX_CAST, line, op).group(2)
         elif op == "arith.bitcast" and name.split(".", 1)[1].startswith("b"):
-            scope.aliases[name] = _base(name)      # a fill's bits (printer.fill_bits)
+            scope.aliases[name] = _base(name)      # a fill's bits (printer.fill_scalar)
         elif op == "pto.alloc_tile":
             m = self.match(_ALLOC, line, op)
             self.alias_tile(name, m.group(5), scope, m.group(2))
