@@ -282,10 +282,8 @@ def _broadcast(op: Op):
     if x.type.dtype != dt.bool_:
         return None
     e = Emitter(op.loc)
-    ones, zeros = (e.full(v, TileType(_I16, x.type.shape)) for v in (1, 0))
-    wide = e.emit("tile.where", [x, ones, zeros], TileType(_I16, x.type.shape))
-    spread = e.emit("tile.broadcast", [wide], TileType(_I16, op.result.type.shape),
-                    dict(op.attrs))
+    spread = e.emit("tile.broadcast", [e.cast(x, _I16)], TileType(_I16, op.result.type.shape),
+                    dict(op.attrs))               # the cast: where(mask, 1, 0) (_cast)
     return e.ops, e.binary("ne", spread, 0)
 
 
