@@ -26,6 +26,7 @@ import math
 
 from ..ir import ACC, LEFT, MAT, RIGHT, Block, Value, walk
 from ..pto.program import fractal_box, view2d
+from .memory_space import Classes
 
 CUBE = (MAT, LEFT, RIGHT, ACC)
 
@@ -38,21 +39,16 @@ def cube_boxes(body: Block, classes) -> dict[int, tuple[int, int]]:
     """Value id → the (rows, cols) it is allocated, for every cube tile value of ``body``;
     ``classes`` (find) groups the values that share one buffer."""
     values: dict[int, Value] = {}
-    parent: dict[tuple, tuple] = {}
-
-    def find(n):
-        while parent.get(n, n) != n:
-            n = parent[n]
-        return n
+    axes: dict[int, tuple] = {}                 # value id → its two axes, the groups' nodes
+    groups = Classes(key=lambda axis: axis)
 
     def union(a: Value, i: int, b: Value, j: int) -> None:
-        ra, rb = find((a.id, i)), find((b.id, j))
-        if ra != rb:
-            parent[rb] = ra
+        groups.union(axes[a.id][i], axes[b.id][j])
 
     def note(v: Value) -> None:
         if _is_cube(v) and v.id not in values:
             values[v.id] = v
+            axes[v.id] = ((v.id, 0), (v.id, 1))
 
     for op in walk(body):
         for v in op.operands + op.results:
@@ -85,11 +81,8 @@ def cube_boxes(body: Block, classes) -> dict[int, tuple[int, int]]:
         shape = view2d(v.type.shape)
         box = fractal_box(v.type.space, v.type.dtype)
         for axis in (0, 1):
-            g = find((v.id, axis))
+            g = groups.find(axes[v.id][axis])
             extent[g] = max(extent.get(g, 0), shape[axis])
             step[g] = math.lcm(step.get(g, 1), box[axis])
-    out = {}
-    for v in values.values():
-        out[v.id] = tuple(-(-extent[g] // step[g]) * step[g]
-                          for g in (find((v.id, 0)), find((v.id, 1))))
-    return out
+    return {v.id: tuple(-(-extent[g] // step[g]) * step[g]
+                        for g in map(groups.find, axes[v.id])) for v in values.values()}

@@ -22,24 +22,26 @@ CUBE_USERS = ("tile.matmul", "tile.store", "scf.for", "scf.yield", "scf.while", 
 SPLIT_FLAG_BASE = 15       # cross-core flags 15, 14, ... carry the workspace hand-offs
 
 
-class _Classes:
-    """Union-find over tile values that must share a buffer (loop-carried chains)."""
+class Classes:
+    """Union-find: over tile values that must share a buffer (loop-carried chains), keyed by
+    their id; ``key`` for other items (cube_box: a value's axes)."""
 
-    def __init__(self):
-        self.parent: dict[int, Value] = {}
+    def __init__(self, key=lambda v: v.id):
+        self.key = key
+        self.parent: dict = {}
 
-    def find(self, v: Value) -> Value:
-        p = self.parent.get(v.id, v)
+    def find(self, v):
+        p = self.parent.get(self.key(v), v)
         if p is v:
             return v
         root = self.find(p)
-        self.parent[v.id] = root
+        self.parent[self.key(v)] = root
         return root
 
-    def union(self, a: Value, b: Value) -> None:
+    def union(self, a, b) -> None:
         ra, rb = self.find(a), self.find(b)
         if ra is not rb:
-            self.parent[rb.id] = ra
+            self.parent[self.key(rb)] = ra
 
 
 def carried_chains(op: Op) -> list[list[Value]]:
@@ -60,8 +62,8 @@ def carried_chains(op: Op) -> list[list[Value]]:
     return []
 
 
-def loop_classes(block: Block) -> _Classes:
-    classes = _Classes()
+def loop_classes(block: Block) -> Classes:
+    classes = Classes()
     for op in walk(block):
         for chain in carried_chains(op):
             if chain[0].is_tile or chain[-1].is_tile:
