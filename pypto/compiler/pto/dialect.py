@@ -46,11 +46,6 @@ class Dialect:
     def ffts_type(self) -> str:
         return "!pto.ptr<i64>" if self.has("ffts_ptr") else "memref<256xi64>"
 
-    @property
-    def name(self) -> str:
-        return f"ptoas {self.version[0]}.{self.version[1]}"
-
-
 DEFAULT = Dialect(NEWEST)
 
 
@@ -64,23 +59,26 @@ def parse_version(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def _named(version: tuple[int, int]) -> str:
+    return f"ptoas {version[0]}.{version[1]}"
+
+
 def for_version(text: str, path: str = "ptoas") -> tuple[Dialect, str]:
     """(the dialect to print for the assembler whose ``--version`` printed ``text``, a
     warning or ""). Older than ``OLDEST`` is an error; newer than ``NEWEST`` prints the
     newest form with a warning; an unreadable version the newest form, with a warning."""
     version = parse_version(text)
-    oldest, newest = Dialect(OLDEST).name, Dialect(NEWEST).name
+    oldest, newest = _named(OLDEST), _named(NEWEST)
     if version is None:
         return DEFAULT, (f"{path} --version printed {text.strip()[:80]!r}, not 'ptoas X.Y': "
                          f"PyPTO prints {newest}'s .pto (it knows {oldest} to {newest})")
     if version < OLDEST:
         raise UnsupportedAssembler(
-            f"{path} is ptoas {version[0]}.{version[1]}, older than {oldest}, the oldest PTOAS "
-            f"PyPTO prints for: install ptoas {newest[6:]} (or at least {oldest[6:]}), or "
-            f"unset PYPTO_PTOAS")
+            f"{path} is {_named(version)}, older than {oldest}, the oldest PTOAS PyPTO prints "
+            f"for: install {newest} (or at least {oldest}), or unset PYPTO_PTOAS")
     if version > NEWEST:
         return Dialect(version), (
-            f"{path} is ptoas {version[0]}.{version[1]}, newer than {newest}, the newest PyPTO "
-            f"knows: it prints {newest}'s .pto; if the assembler rejects it, point PYPTO_PTOAS "
-            f"at ptoas {newest[6:]} and report the change")
+            f"{path} is {_named(version)}, newer than {newest}, the newest PyPTO knows: it "
+            f"prints {newest}'s .pto; if the assembler rejects it, point PYPTO_PTOAS at "
+            f"{newest} and report the change")
     return Dialect(version), ""
