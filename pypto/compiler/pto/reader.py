@@ -51,8 +51,9 @@ _CONST = re.compile(rf"({_N}) = arith\.constant (\S+) : (\w+)")
 _VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
                    rf"strides = \[(.*?)\](?: \{{layout = #pto\.layout<(nd|nz)>\}})? : "
                    rf"!pto\.tensor_view<.*>")
-# a view's explicit layout attribute → the PyPTO layout it marks (printer.tensor_view)
-_VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "NC1HWC0"}
+# a view's explicit layout attribute → the PyPTO layout it marks (printer.tensor_view); an
+# explicit nd on a 5-D view is an NC1HWC0 tensor (an ND one has at most 4 axes)
+_VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "ND"}
 _CUBE = ("mat", "left", "right", "acc")
 _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
@@ -445,9 +446,8 @@ class _Parser:
             elif _VIEW.fullmatch(line):
                 self.next()
                 tv, ptr, shape, strides, layout = _VIEW.fullmatch(line).groups()
-                kind = _VIEW_LAYOUTS[layout]
-                if kind == "NC1HWC0" and len(_split(shape)) == 2:   # an (M, 1) cube operand
-                    kind = "ND"                                    # (printer.tensor_view)
+                kind = "NC1HWC0" if layout == "nd" and len(_split(shape)) == 5 else \
+                    _VIEW_LAYOUTS[layout]
                 scope.views[ptr] = (tv, [scope.aliases.get(e, e) for e in _split(shape)],
                                     [scope.aliases.get(e, e) for e in _split(strides)], kind)
             elif " = pto.alloc_tile" in line:
