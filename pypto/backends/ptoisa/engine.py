@@ -6,8 +6,9 @@ headers (``-D__CPU_SIM``; the headers and PyPTO's prelude precompiled once per t
 ``pypto_run`` over the grid's blocks on host threads, writing into the caller's arrays.
 
 Libraries are cached on disk like native kernels (``compiler/cache.py``: content-addressed,
-atomic, a file lock against duplicate builds) under a key of the native kernel's key, its
-``.pto`` text, the toolchain's identity and the bytes of the prelude and ``entry.py``.
+atomic, a file lock against duplicate builds) under a key of the native kernel's key (which
+holds what made its ``.pto``), the toolchain's identity and the bytes of the prelude and
+``entry.py``.
 """
 from __future__ import annotations
 
@@ -307,10 +308,8 @@ def _entry_digest() -> str:
 
 
 def _library(kernels: list, native_keys: list[str], tools) -> list[PtoIsaKernel]:
-    # the .pto text too: it is what ptoas lowers (a kernel's asm may have been edited)
-    texts = tuple(hashlib.sha256(k.asm["pto"].encode()).hexdigest() for k in kernels)
-    key = cache_mod.digest(("ptoisa", tuple(native_keys), texts, tools.identity(),
-                            _prelude_digest(), _entry_digest(), _opt_level()))
+    key = cache_mod.digest(("ptoisa", tuple(native_keys), tools.identity(), _prelude_digest(),
+                            _entry_digest(), _opt_level()))
     files = cache_mod.fetch_or_build(key, (LIBRARY, "kernel.cpp"),
                                      lambda: _compile(kernels, tools), record=False)
     library = Library(files[LIBRARY])
