@@ -39,9 +39,6 @@ NONDETERMINISTIC = {"tut05_racy_normalize": "blocks race on purpose (tutorial 05
 # fault, and so would the chip; the native engine clamps.
 OUT_OF_BOUNDS = {"ts_shift_negative_offsets": "a window at a negative offset: the .pto's "
                                               "partition starts before the tensor"}
-# Corpus kernels pto-isa's headers refuse to build (docs/engines.md, "Divergences"): each is
-# an xfail below that turns into a failure when it builds.
-UNBUILDABLE: dict[str, str] = {}
 # A float result within this many units of the output's largest magnitude is the same result.
 ULPS = {np.dtype(np.float32): 2.0 ** -23 * 16, np.dtype(np.float16): 2.0 ** -10 * 2,
         BF16: 2.0 ** -7 * 2}
@@ -162,7 +159,7 @@ def _launch(kernel, args, kwargs):
     return _outputs(args, kwargs)
 
 
-CORPUS_NAMES = [c[0] for c in _corpus_cases() if c[0] not in UNBUILDABLE | OUT_OF_BOUNDS.keys()] \
+CORPUS_NAMES = [c[0] for c in _corpus_cases() if c[0] not in OUT_OF_BOUNDS] \
     if TOOLS is not None else []
 # The default run takes every other kernel, and always these (each family of sync, cube,
 # refusal and legalisation): the whole corpus is the slow run's.
@@ -183,27 +180,6 @@ def test_an_access_outside_a_tensor_is_an_error_not_a_crash(name):
     kernel, args, kwargs = next(c for c in _corpus_cases() if c[0] == name)[1:]
     with pytest.raises(engine.SimulatorError, match="outside the tensors"):
         _launch(_retarget(kernel, "pto-isa"), args, kwargs)
-
-
-@pytest.mark.parametrize("name", sorted(UNBUILDABLE))
-def test_known_unbuildable_corpus_kernels(name):
-    """Strict xfails: each starts passing (and so fails here) when its cause is fixed."""
-    case = next(c for c in _corpus_cases() if c[0] == name)
-    kernel, args, kwargs = case[1:]
-    pytest.xfail(UNBUILDABLE[name]) if _fails_to_build(kernel, args, kwargs) else None
-    raise AssertionError(f"{name} now builds on pto-isa: move it back into the corpus run")
-
-
-def _fails_to_build(kernel, args, kwargs) -> bool:
-    """pto-isa's headers refuse the tile (ptoas 0.27 lowers it), or ptoas 0.60's verifier
-    does, for the same rule."""
-    from pypto.compiler.errors import InternalError
-    try:
-        _launch(_retarget(kernel, "pto-isa"), args, kwargs)
-    except InternalError as e:
-        return re.search(r"static assertion failed|boxed tile cols to be a multiple of "
-                         r"innerCols", str(e)) is not None
-    return False
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_CORPUS else

@@ -190,8 +190,6 @@ def _lower(r: Checked, version: str) -> None:
 
 
 NPU_BATCH = 40          # kernels per NPU compile (~5 s and ~300 MB for 40)
-# Open bugs the NPU headers find, each a strict xfail that fails once the kernel passes.
-NPU_OPEN: dict[str, str] = {}
 # bisheng's FFTS builtins and the TCI-with-tmp overload, which the cost model's headers lack
 NPU_STAND_INS = Path(__file__).with_name("npu_stand_ins.hpp")
 
@@ -301,10 +299,6 @@ def test_pto_conforms_to_ptoas(name, checked, version):
     if r.lower != "OK":
         pytest.fail(f"pto-oracle lower --level3 (ptoas {version}) fails on {_describe(name)} "
                     f"{r.lower}\n  file: {r.path}", pytrace=False)
-    if name in NPU_OPEN:
-        if r.npu == "OK":
-            pytest.fail(f"{name} now passes npu-check: remove it from NPU_OPEN", pytrace=False)
-        pytest.xfail(NPU_OPEN[name])
     if r.npu != "OK":
         pytest.fail(f"pto-oracle npu-check (pto-isa's A2/A3 headers) rejects ptoas {version}'s "
                     f"C++ of {_describe(name)}:\n{r.npu}\n  file: {r.cpp}", pytrace=False)
