@@ -275,11 +275,13 @@ def _cast(op: Op):
 
 
 def _broadcast(op: Op):
-    """A mask broadcast is done on numbers: the chip's row and column expands take 16- and
-    32-bit tiles, and an (M, 1) mask's bits are its (1, M) row (printer: Tile.is_column_mask),
-    not one bit per row. So ``where(mask, 1, 0)`` in int16, expanded, then ``!= 0``."""
+    """A mask broadcast along its rows is done on numbers: a mask row is bits, so TROWEXPAND
+    of its bytes would repeat a byte, not a bit (and an (M, 1) mask's bits are its (1, M)
+    row: Tile.is_column_mask). So ``where(mask, 1, 0)`` in int16, expanded, then ``!= 0``.
+    Repeating whole rows (TCOLEXPAND, which takes 8-bit tiles) copies a mask row's bytes as
+    they are."""
     x = op.operands[0]
-    if x.type.dtype != dt.bool_:
+    if x.type.dtype != dt.bool_ or x.type.shape[-1] == op.result.type.shape[-1]:
         return None
     e = Emitter(op.loc)
     spread = e.emit("tile.broadcast", [e.cast(x, _I16)], TileType(_I16, op.result.type.shape),
