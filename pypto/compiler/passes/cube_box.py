@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import math
 
-from ..ir import ACC, LEFT, MAT, RIGHT, Block, Value, walk
-from ..pto.program import fractal_box, view2d
+from ..ir import Block, Value, walk
+from ..pto.program import BOXED, fractal_box, view2d
 from .memory_space import Classes
 
-CUBE = (MAT, LEFT, RIGHT, ACC)
-
-
 def _is_cube(v: Value) -> bool:
-    return v.is_tile and v.type.space in CUBE
+    return v.is_tile and v.type.space in BOXED
 
 
 def cube_boxes(body: Block, classes) -> dict[int, tuple[int, int]]:

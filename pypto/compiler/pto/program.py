@@ -23,6 +23,10 @@ LAYOUTS = {
 }
 
 
+# the buffers whose tiles are laid out in fractal boxes (the cube's: L1, L0A, L0B, L0C)
+BOXED = tuple(loc for loc, (_, slayout, _) in LAYOUTS.items() if slayout != "none_box")
+
+
 def fractal_box(loc: str, dtype) -> tuple[int, int] | None:
     """(rows, cols) of the inner box of a tile in ``loc`` (None: not boxed), as PTOAS's
     verifier (``getBoxedTileInnerShape``) and pto-isa (``Tile::InnerRows/InnerCols``,
@@ -36,7 +40,6 @@ def fractal_box(loc: str, dtype) -> tuple[int, int] | None:
         return 16, 16
     per_32_bytes = 32 // dtype.itemsize
     return (16, per_32_bytes) if slayout == "row_major" else (per_32_bytes, 16)
-
 
 
 @dataclass

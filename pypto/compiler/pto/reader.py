@@ -38,8 +38,8 @@ from . import printer
 from ..errors import CompilationError, SourceLoc
 from . import isa
 from .isa import SYNC_OPS, TMP_OPS, tile_extent
-from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
-                      walk_insts)
+from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
+                      While, walk_insts)
 
 _N = r"%[^\s,():\[\]{}=<>]+"              # an SSA name as the printer writes them
 _DTYPES = {d.mlir: d for d in dt.ALL}
@@ -54,7 +54,6 @@ _VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
 # a view's explicit layout attribute → the PyPTO layout it marks (printer.tensor_view); an
 # explicit nd on a 5-D view is an NC1HWC0 tensor (an ND one has at most 4 axes)
 _VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "ND"}
-_CUBE = ("mat", "left", "right", "acc")
 _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
 _INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
@@ -497,7 +496,7 @@ class _Parser:
         for size, valid in (("rows", "v_row"), ("cols", "v_col")):
             if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes
                 kwargs[size] = kwargs[valid]
-        if kwargs.get("loc") in _CUBE and allocated != (kwargs.get("rows"), kwargs.get("cols")):
+        if kwargs.get("loc") in BOXED and allocated != (kwargs.get("rows"), kwargs.get("cols")):
             kwargs["alloc"] = allocated           # whole fractal boxes (passes/cube_box.py)
         try:
             tile = Tile(name=name, addr=addr, **kwargs)
