@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pypto.backends.ptoisa import engine
-from tests.engines.tools import needs_tools
+from tests.engines.tools import needs_tools, retarget
 
 ORACLE = os.environ.get("PTO_ORACLE", "")
 PTOAS = {"0.27": os.path.join(ORACLE, "bin", "0.27", "ptoas"),
@@ -25,17 +25,11 @@ pytestmark = [needs_tools,
                                         "bin/ptoas is 0.60, bin/0.27/ptoas 0.27)"),
               pytest.mark.filterwarnings("ignore::pypto.LaunchWarning")]
 
+
 def _case(name: str):
     from tests.compiler.pto import corpus
     corpus.BY_NAME[name].build()
     return corpus.LAST_CALL[0]
-
-
-def _jit(kernel, engine_name):
-    import pypto
-    return pypto.jit(kernel.fn, target=kernel.target_name, auto_sync=kernel.auto_sync,
-                     engine=engine_name, dynamic=dict(kernel.dynamic),
-                     do_not_specialize=tuple(kernel.do_not_specialize))
 
 
 def _launch(kernel, args, kwargs) -> list:
@@ -49,7 +43,7 @@ def _launch(kernel, args, kwargs) -> list:
 def _on_ptoas(kernel, version: str, args, kwargs, monkeypatch):
     """A pto-isa build of the kernel printed for, and lowered by, that ptoas."""
     monkeypatch.setenv("PYPTO_PTOAS", PTOAS[version])
-    sim = _jit(kernel, "pto-isa")
+    sim = retarget(kernel, "pto-isa")
     compiled = sim.compile(*args, **{n: v for n, v in kwargs.items() if n != "grid"})
     compiled.simulated = engine.load(compiled, compiled.cache_key)
     return sim, compiled
@@ -65,7 +59,7 @@ def test_a_corpus_kernel_agrees_with_native_on_either_ptoas(name, version, monke
     kernel, args, kwargs = _case(name)
     sim, compiled = _on_ptoas(kernel, version, args, kwargs, monkeypatch)
     assert ('extern "C" __global__ AICORE' in compiled.asm["cpp"]) == (version == "0.60")
-    want = _launch(_jit(kernel, "native"), args, kwargs)
+    want = _launch(retarget(kernel, "native"), args, kwargs)
     for i, (got, ref) in enumerate(zip(_launch(sim, args, kwargs), want)):
         if ref.dtype.kind in "iub":
             np.testing.assert_array_equal(got, ref, err_msg=f"{name} output {i}")
@@ -89,7 +83,7 @@ def test_two_kernels_of_one_name_share_a_060_library(monkeypatch):
     (one C++ namespace each) were one C function defined twice."""
     kernel, args, kwargs = _case("tut01_vector_add")
     monkeypatch.setenv("PYPTO_PTOAS", PTOAS["0.60"])
-    sim = _jit(kernel, "pto-isa")
+    sim = retarget(kernel, "pto-isa")
     blocks = [256, 128]
     compiled = [sim.compile(*args, BLOCK=b) for b in blocks]
     built = engine.load_batch(compiled, [c.cache_key for c in compiled])

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import pypto
 from pypto.backends.ptoisa import engine
-from tests.engines.tools import TOOLS, needs_tools
+from tests.engines.tools import TOOLS, needs_tools, retarget
 
 # the corpus launches some block-indexed kernels without a grid on purpose (its data fits the
 # default one program per core), which is what pypto.LaunchWarning is about
@@ -54,12 +54,6 @@ def _build(compiled: list) -> list:
 
 def _copy(value):
     return value.copy() if isinstance(value, np.ndarray) else value
-
-
-def _retarget(kernel, engine_name: str):
-    return pypto.jit(kernel.fn, target=kernel.target_name, auto_sync=kernel.auto_sync,
-                     engine=engine_name, dynamic=dict(kernel.dynamic),
-                     do_not_specialize=tuple(kernel.do_not_specialize))
 
 
 def _outputs(args, kwargs) -> list:
@@ -131,7 +125,7 @@ class _CorpusBuilds:
         for name, kernel, args, kwargs in _corpus_cases():
             if name not in names:
                 continue
-            k = _retarget(kernel, "pto-isa")
+            k = retarget(kernel, "pto-isa")
             ck = k.compile(*args, **_no_grid(kwargs))
             self.cases[name] = (kernel, k, args, kwargs)
             try:
@@ -181,7 +175,7 @@ def test_an_access_outside_a_tensor_is_an_error_not_a_crash(name):
     reported as SimulatorError and the process goes on."""
     kernel, args, kwargs = next(c for c in _corpus_cases() if c[0] == name)[1:]
     with pytest.raises(engine.SimulatorError, match="outside the tensors"):
-        _launch(_retarget(kernel, "pto-isa"), args, kwargs)
+        _launch(retarget(kernel, "pto-isa"), args, kwargs)
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_CORPUS else
@@ -201,10 +195,10 @@ def test_corpus_kernel_agrees_on_three_engines(name, corpus_on_ptoisa, monkeypat
         with pytest.raises((RuntimeError, engine.SimulatorError), match="deadlock"):
             _launch(simulated, args, kwargs)
         return
-    native = _launch(_retarget(kernel, "native"), args, kwargs)
+    native = _launch(retarget(kernel, "native"), args, kwargs)
     on_ptoisa = _launch(simulated, args, kwargs)
     monkeypatch.setenv("PYPTO_INTERPRET", "1")
-    interpreted = _launch(_retarget(kernel, "native"), args, kwargs)
+    interpreted = _launch(retarget(kernel, "native"), args, kwargs)
     for i, (n, p, r) in enumerate(zip(native, on_ptoisa, interpreted)):
         assert_same(f"{name} output {i}: pto-isa vs native", p, n)
         assert_same(f"{name} output {i}: pto-isa vs interpreter", p, r)
