@@ -406,6 +406,85 @@ def test_while_with_an_argument_specialised_to_one():
           [None, x * 0.5, [1, 1]])
 
 
+# A while's results used in another block: inside a later if, for or while, or after a later
+# while. PTOAS before 0.58 refused each of these (docs/pto.md, "Versions"); with PYPTO_PTOAS
+# forced to 0.27 these tests, and their corpus entry, check that it no longer does.
+
+@pypto.jit
+def while_result_in_if(x, out, limit):
+    t = pl.load(x, offsets=(0,), shape=(16,))
+    i = 0
+    while i < limit:
+        i += 1
+    if limit > 1:
+        t = t + i
+    pl.store(out, offsets=(0,), value=t)
+
+
+@pypto.jit
+def while_result_in_for(x, out, limit):
+    t = pl.load(x, offsets=(0,), shape=(16,))
+    i = 0
+    while i < limit:
+        i += 1
+    for _ in range(3):
+        t = t + i
+    pl.store(out, offsets=(0,), value=t)
+
+
+@pypto.jit
+def whiles_in_a_for(x, out, limit):
+    """The second while's condition and the sum after it read the first's result."""
+    t = pl.load(x, offsets=(0,), shape=(16,))
+    for _ in range(2):
+        i = 0
+        while i < limit:
+            i += 1
+        j = 0
+        while j < i:
+            j += 2
+        t = t + (i + j)
+    pl.store(out, offsets=(0,), value=t)
+
+
+@pypto.jit
+def float_and_bool_while_results(x, out, limit):
+    t = pl.load(x, offsets=(0,), shape=(16,))
+    i = 0
+    s = 1.0
+    odd = False
+    while i < limit:
+        s = s * 1.5
+        odd = not odd
+        i += 1
+    j = 0
+    while j < i:
+        j += 1
+    t = t + s * j
+    if odd:
+        t = t + 1.0
+    pl.store(out, offsets=(0,), value=t)
+
+
+def _after_whiles(limit):
+    i = max(limit, 0)
+    j = i + i % 2
+    return {
+        while_result_in_if: i if limit > 1 else 0,
+        while_result_in_for: 3 * i,
+        whiles_in_a_for: 2 * (i + j),
+        float_and_bool_while_results: 1.5 ** i * i + i % 2,
+    }
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3])
+@pytest.mark.parametrize("kernel", list(_after_whiles(0)), ids=lambda k: k.fn.__name__)
+def test_while_results_used_in_later_blocks(kernel, limit):
+    x = np.arange(16, dtype=np.float32)
+    check(kernel, (1,), [x, np.zeros(16, np.float32), limit],
+          [None, x + _after_whiles(limit)[kernel]], exact=False)
+
+
 def test_while_counting_to_a_constant():
     @pypto.jit
     def count_to_three(out):

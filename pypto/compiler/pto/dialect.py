@@ -30,6 +30,10 @@ CHANGES = (
            'a mask-pattern pto.tgather names its axis: ins(%src, {maskPattern} : T, "row")'),
     Change("tci_tmp", (0, 57), "8d30be93",
            "pto.tci takes an explicit tmp tile at level 3 (before: no tmp in its grammar)"),
+    Change("while_results_anywhere", (0, 58), "e9e45308",
+           "every scf.while goes through MLIR's SCFToCF (before: PTOAS's own pattern, which "
+           "refuses a while whose results are used in another block; lowering a later while "
+           "first moves what follows it into one)"),
 )
 
 

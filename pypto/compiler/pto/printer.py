@@ -68,6 +68,7 @@ class _Printer:
         self.taken = _defined_names(program)
         self.block_derived = _block_derived(program)
         self.nd_operands = _column_cube_operands(program)
+        self.aliases: dict[str, str] = {}     # scalar name -> the name its uses print
 
     def fresh(self, base="t") -> str:
         return self.fresh_run(base)[0]
@@ -94,7 +95,7 @@ class _Printer:
         return self.consts[key]
 
     def ref(self, x) -> str:
-        return x if isinstance(x, str) else f"%{x.name}"
+        return x if isinstance(x, str) else self.aliases.get(x.name, f"%{x.name}")
 
     def index(self, x, name: str, depth) -> str:
         """``x`` (an i64 scalar or an int) as an ``index`` operand."""
@@ -220,6 +221,25 @@ class _Printer:
         self.body(node.after_body, depth + 1)
         self._yield(node.yields, depth + 1)
         self.emit("}", depth)
+        if not self.dialect.has("while_results_anywhere"):
+            for r in node.results:
+                self.aliases[r.name] = self.opaque_copy(r, depth)
+
+    def opaque_copy(self, value, depth) -> str:
+        """A copy of the scalar ``value`` that MLIR's folder cannot see through, so that
+        PTOAS before 0.58 finds a while's results used only next to it (``dialect.py``):
+        integers round-trip through ``index``, floats first through their bits."""
+        ty, name = _sty(value.dtype), f"%{value.name}"
+        bits = ty if ty.startswith("i") else f"i{value.dtype.bits}"
+        if bits != ty:
+            self.emit(f"{name}.b = arith.bitcast {name} : {ty} to {bits}", depth)
+            name = f"{name}.b"
+        self.emit(f"{name}.ix = arith.index_cast {name} : {bits} to index", depth)
+        self.emit(f"{name}.c = arith.index_cast {name}.ix : index to {bits}", depth)
+        if bits != ty:
+            self.emit(f"{name}.f = arith.bitcast {name}.c : {bits} to {ty}", depth)
+            return f"{name}.f"
+        return f"{name}.c"
 
     def loop(self, f: For, depth) -> None:
         """An i64 loop; one whose bounds come from the block index or count is an ``index``

@@ -56,7 +56,8 @@ _VIEW = re.compile(rf"({_N}) = pto\.make_tensor_view ({_N}), shape = \[(.*)\], "
 _VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "ND"}
 _ALLOC = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                     rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
-_INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : i64 to index")
+# the printer's index casts are value-preserving: an operand's index, a while result's copy
+_INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : (?:i\d+|index) to (?:i\d+|index)")
 _FOR = re.compile(rf"\s*({_N}) = ({_N}) to ({_N}) step ({_N})"
                   rf"(?: iter_args\((.*)\) -> \((.*)\))?(?: : (\w+))? \{{")
 _IF = re.compile(rf"\s*({_N})(?: -> \((.*)\))? \{{")

@@ -842,6 +842,13 @@ def _entries() -> list[Entry]:
         lambda: _pto(if_without_else, _r(64), _z(16), BLOCK=16))
     add("while_loop", "while i32",
         lambda: _pto(while_loop, _r(16), _z(16), _z(2, dtype=I32), 5))
+    cf = lambda: _tests("language.test_control_flow")           # noqa: E731
+    for name in ("while_result_in_if", "while_result_in_for", "whiles_in_a_for",
+                 "float_and_bool_while_results"):     # results used in other blocks
+        add(name, "testsuite while if-else for-scalar-iter",
+            lambda name=name: _pto(getattr(cf(), name), _r(16), _z(16), 3))
+    add("halve_until", "testsuite while compare where",
+        lambda: _pto(cf().halve_until, _r(16), _z(16), _z(2, dtype=I32), 3))
     add("static_range_unrolled", "static-range",
         lambda: _pto(static_range_unrolled, _r(64), _z(16), N=4))
     add("pipelined_2d", "num-stages for-tile-iter reduce-axis0",

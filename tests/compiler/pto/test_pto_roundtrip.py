@@ -10,6 +10,7 @@ cross-core waits) are built by hand.
 import copy
 import functools
 import importlib.util
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -599,3 +600,25 @@ def test_masks_whose_writers_disagree_about_the_width_are_an_error_not_a_hang():
     program = Program("masks", "vector", [], [wide, narrow, mask], body, target, {})
     with pytest.raises(PtoParseError, match="widths of the masks"):
         parse_program(print_program(program))
+
+
+@pytest.mark.parametrize("version", [(0, 27), (0, 60)])
+def test_while_results_used_in_later_blocks_print_and_read_in_each_version(version):
+    """PTOAS before 0.58 refuses a while whose results are used in another block (inside a
+    later loop, or after a later while, which it lowers first): its text uses each result once,
+    in a copy the folder cannot see through, and every later use reads the copy. The reader
+    sees through the copy, so the text reads back to the same program."""
+    from tests.language.test_control_flow import float_and_bool_while_results, whiles_in_a_for
+    for kernel in (whiles_in_a_for, float_and_bool_while_results):
+        x = np.arange(16, dtype=np.float32)
+        program = program_of(Case(lambda: kernel, (1,), lambda: [x, np.zeros_like(x), 3], None))
+        text = print_program(program, Dialect(version))
+        results = [r.name for w in _walk(program.body) if isinstance(w, While) for r in w.results]
+        copies = [r for r in results if f"%{r}.ix = arith.index_cast" in text
+                  or f"%{r}.b = arith.bitcast %{r} :" in text]
+        if version < (0, 58):
+            assert copies == results
+            assert all(len(re.findall(rf"%{r}\b(?!\.)", text)) == 2 for r in results), text
+        else:
+            assert not copies
+        assert print_program(parse_program(text), Dialect(version)) == text
