@@ -241,7 +241,7 @@ def print_environment(torch=None) -> None:
     """Say what the numbers were measured with, and whether the machine was quiet."""
     import numpy as np
 
-    from pypto import runtime
+    from pypto.runtime import pool as runtime
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, "
           f"host cores available: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}")
@@ -353,7 +353,7 @@ def pct_of(work, seconds, limit_per_s):
 # Thread counts: every library gets the thread count PyPTO uses.
 
 def default_threads() -> int:
-    from pypto import runtime
+    from pypto.runtime import pool as runtime
     return runtime.num_threads()
 
 

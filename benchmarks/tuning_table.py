@@ -50,8 +50,8 @@ from _harness import fmt_time, median_time, parse_args
 import pypto
 import pypto.language as pl
 from pypto.backends.ascend.cycle_model import model_kernel, model_launch
-from pypto.backends.ascend.targets import GiB, get_target
-from pypto.memory import budget
+from pypto.target import GiB, get_target
+from pypto.tools.memory import budget
 
 TARGET = "ascend910b1"
 T = get_target(TARGET)
@@ -388,7 +388,7 @@ def gain_with_burst_overhead(kernel, grid, before_args, after_args, overhead: in
                              **meta) -> float:
     """The row's gain if a burst's start-up cost ``overhead`` bytes (the one chosen figure
     of the burst model): the same programs and arguments on a target that differs only there."""
-    from pypto.profile import pto_program
+    from pypto.tools.profiler import pto_program
     target = replace(T, costs=replace(T.costs, burst_overhead_bytes=overhead))
     cycles = []
     for args in (before_args, after_args):

@@ -211,7 +211,7 @@ def as_layout(data, layout: str, shape) -> LayoutTensor:
     """Tag the physical array ``data`` (numpy or a torch CPU tensor) as holding a tensor of
     logical ``shape`` in ``layout`` ("NZ": shape (M, K), data (K1, M1, 16, C0);
     "NC1HWC0": shape (N, C, H, W), data (N, C1, H, W, C0)), for passing to a kernel."""
-    from .tensor_args import as_array
+    from .runtime.args import as_array
     if not isinstance(layout, str) or layout.upper() not in KERNEL_LAYOUTS:
         raise ValueError(f"as_layout(layout=...) must be one of {', '.join(KERNEL_LAYOUTS)}, "
                          f"got {layout!r}")

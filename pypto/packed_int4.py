@@ -52,7 +52,7 @@ def unpack(packed, n: int) -> np.ndarray:
 def int4_tensor(data, shape) -> LayoutTensor:
     """Tag ``data``, a C-contiguous uint8 (or int8) array of packed bytes, as an int4 tensor of
     logical ``shape`` for a kernel."""
-    from .tensor_args import as_array
+    from .runtime.args import as_array
     arr = as_array(data)
     if arr is None:
         raise TypeError(f"pypto.int4_tensor: data must be an array of packed bytes, got "

@@ -8,7 +8,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 
 x16 = np.zeros(16, np.float32)
 m16 = np.zeros((16, 16), np.float32)

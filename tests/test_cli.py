@@ -9,8 +9,8 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto import cli
-from pypto.compiler import cache_admin
+from pypto.tools import cli
+from pypto.cache import admin as cache_admin
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VECTOR_ADD = os.path.join(ROOT, "tutorials", "01_vector_add.py")

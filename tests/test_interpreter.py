@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pypto.compiler.errors import InternalError
+from pypto.errors import InternalError
 from pypto.compiler.ir import Block, Function, Op, ScalarType, TensorType, TileType, Value
-from pypto.interpreter import convert, run_function
+from pypto.backends.interpreter import convert, run_function
 from pypto.language import dtypes as dt
 
 BF16 = ml_dtypes.bfloat16

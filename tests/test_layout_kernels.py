@@ -9,7 +9,7 @@ import pypto
 import pypto.language as pl
 from pypto import layout
 from pypto.backends.ascend.cycle_model import gm_bursts, model_kernel
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 
 
 @pypto.jit
@@ -334,7 +334,7 @@ def test_nz_windows_at_any_aligned_offsets(ri, ki):
 def test_sanitizer_reports_layout_loads_past_the_logical_extent():
     """A window past C (the zero padding channels of the last group) is out of range in the
     tensor's logical terms; a window inside is not."""
-    from pypto.sanitizer import SanitizerWarning
+    from pypto.backends.interpreter.sanitizer import SanitizerWarning
     x = layout.nc1hwc0(np.ones((1, 20, 4, 4), np.float32))      # groups of 8: 0-7, 8-15, 16-23
     out = np.zeros((16, 8), np.float32)
     watched = pypto.jit(nc1hwc0_at.fn, sanitize=True)

@@ -8,7 +8,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 from pypto.compiler.pto.passes.hazards import HazardError
 from .kernels import tile_softmax
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.backends.ascend.targets import UB_USABLE
+from pypto.target import UB_USABLE
 import pypto.language as pl
-from pypto import profile
+from pypto.tools import profiler as profile
 from pypto.backends.ascend.cycle_model import model_launch
 from pypto.compiler.pto.reader import parse_program
 

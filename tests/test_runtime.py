@@ -7,7 +7,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto import runtime
+from pypto.runtime import pool as runtime
 
 
 @pypto.jit

@@ -7,7 +7,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto import sanitizer
+from pypto.backends.interpreter import sanitizer
 
 N = 1 << 14
 LINE = {}

@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pypto  # noqa: E402
-from pypto.compiler.errors import CompilationError  # noqa: E402
+from pypto.errors import CompilationError  # noqa: E402
 from pypto.language import dtypes as dt  # noqa: E402
 
 # (rtol, atol) of one engine against the other, per dtype: a few ulps of each format

@@ -163,7 +163,7 @@ def main():
 
     # --- debug mode: the reference interpreter -------------------------------------------------
     # With PYPTO_INTERPRET=1 a launch does not compile anything: the kernel's Tile IR is run op
-    # by op by numpy (pypto/interpreter.py), block after block in order. It is the executable
+    # by op by numpy (pypto/backends/interpreter/), block after block in order. It is the executable
     # definition of every op, so it is where to go when a compiled kernel looks wrong. The
     # variable is read at each launch, so it can be switched on for one call.
     y_debug = np.empty_like(x)

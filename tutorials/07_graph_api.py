@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 
 import pypto
-import pypto.debug
+import pypto.tools.debug
 
 # ----------------------------------------------------------------------------------------------
 # 1. A graph, its inputs, a tile op, a tile map.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor_args import as_array
+from ..runtime.args import as_array
 from .kernel import AscendCKernel, _dtype
 
 
@@ -54,7 +54,7 @@ def _run_now(op: AscendCKernel, inputs: list, scalars: dict):
 
 def _like(inputs, array):
     """The output as the inputs' kind: torch if any input is torch, pypto.Tensor if any is."""
-    from ..device import Tensor
+    from ..runtime.device import Tensor
     if any(type(x).__module__.startswith("torch") for x in inputs):
         import torch
         return torch.from_numpy(array)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import profile
-from ..backends.ascend.targets import get_target
+from ..tools import profiler as profile
+from ..target import get_target
 from ..backends.ptoisa.engine import NotOnSimulator
 from ..language import dtypes as dt
-from ..tensor_args import as_array
+from ..runtime.args import as_array
 from . import declaration, library, npu, signature as sig_mod
 
 NO_MODEL = "an Ascend C kernel: no PTO program for the cycle model"

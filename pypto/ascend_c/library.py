@@ -6,7 +6,7 @@ the kernel runs and fails (``SimulatorError``) as engine kernels do.
 The translation unit is the user's source inside the entry's namespace, its ``#include`` lines
 hoisted above it, and a ``#line`` directive so that the compiler's diagnostics name the
 user's file and lines; a rejection becomes ``AscendCCompileError`` at that line. Libraries are
-cached on disk (``compiler/cache.py``: content-addressed, atomic, trusted only if the user
+cached on disk (``cache/__init__.py``: content-addressed, atomic, trusted only if the user
 alone can write them) under the source, the kernel's name, the toolchain's identity (headers'
 digest, compiler and version), the prelude, the optimisation level and the code that writes
 the entry.
@@ -20,8 +20,8 @@ import re
 
 from ..backends.ptoisa import engine, entry, toolchain
 from ..backends.ptoisa.engine import BuildFailed
-from ..compiler import cache as cache_mod
-from ..compiler.errors import CompilationError, SourceLoc
+from .. import cache as cache_mod
+from ..errors import CompilationError, SourceLoc
 
 ENTRY_FILE = "pypto-ascend-c-entry.cpp"
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 from ..language.dtypes import dtype
-from .errors import SourceLoc
+from ..errors import SourceLoc
 
 # Memory spaces of tiles (PTO "loc" names). None until memory-space inference has run.
 VEC, MAT, LEFT, RIGHT, ACC = "vec", "mat", "left", "right", "acc"
@@ -146,7 +146,7 @@ class Module:
         self.facts: dict = {}
 
     def __str__(self) -> str:
-        from .printer import print_function
+        from .ir_printer import print_function
         return print_function(self.kernel)
 
 

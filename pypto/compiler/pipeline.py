@@ -11,9 +11,9 @@ import time
 from ..backends.ascend import ptoas
 from ..backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
-from .frontend import KernelSource, build_function
+from .ast_to_ir import KernelSource, build_function
 from .. import envs
-from .errors import BufferOverflow, InternalError
+from ..errors import BufferOverflow, InternalError
 from .ir import Module
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto

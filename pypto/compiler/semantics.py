@@ -339,7 +339,7 @@ def cast(b, x, dtype, rounding=None):
 # -- attributes and methods of runtime values ---------------------------------------------------------
 
 def value_attribute(b, v: Value, attr: str):
-    from .frontend import BoundMethod
+    from .ast_to_ir import BoundMethod
     if attr == "dtype" and not v.is_scalar:
         return v.type.dtype
     if v.is_tile:

@@ -4,7 +4,7 @@ A failure here is a compiler bug, not a user error, so it raises ``InternalError
 """
 from __future__ import annotations
 
-from .errors import InternalError
+from ..errors import InternalError
 from .ir import SYNC_OPS, Block, Module, TileType
 
 KNOWN_OPS = {

@@ -8,7 +8,7 @@ numpy arrays (``runtime``; SIM calls also write CANN's swim lane, ``sim_output``
 CANN's other top-level names (``pypto.DT_*``, ``pypto.RunMode``, ``pypto.loop``, ...) are
 resolved by ``names``. docs/from_cann_pypto.md.
 """
-from .runtime import JitKernel, NoNPUWarning, dynamic, function, jit
+from .launch import JitKernel, NoNPUWarning, dynamic, function, jit
 from .lowering import TileShapeWarning
 from .unavailable import NotAvailableError
 from . import names

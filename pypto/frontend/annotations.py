@@ -1,6 +1,6 @@
 """``pypto.Tensor(shape, dtype)`` / ``pypto.Tensor[[shape], dtype]`` as CANN kernel annotations.
 
-``pypto.Tensor`` is PyPTO's device tensor (``pypto/device.py``). Called with a shape (a list or
+``pypto.Tensor`` is PyPTO's device tensor (``pypto/runtime/device.py``). Called with a shape (a list or
 tuple, possibly empty) or with no argument at all, or subscripted, it gives a ``TensorSpec``
 instead: a subclass of the same class that carries a shape (ints, ``pypto.DYNAMIC`` or ``...``
 for "taken from the argument"), a dtype and a name, and holds no data. So one class serves
@@ -8,7 +8,7 @@ both: ``isinstance(spec, pypto.Tensor)`` is true, and a device tensor is made fr
 """
 from __future__ import annotations
 
-from ..device import Tensor
+from ..runtime.device import Tensor
 from .dtypes import DataType, to_pypto
 
 

@@ -2,7 +2,7 @@
 
 ``pl.gather`` and ``pl.scatter`` address a GM tensor with a tile of indices, which a tile op
 (tiles only) cannot express, so these two are generated ``@pypto.jit`` kernels of their own
-(the way ``graph/codegen.py`` writes kernels) on rank-2 views; a rank-1 tensor is one row.
+(the way ``pypto/graph/kernel_source.py`` writes kernels) on rank-2 views; a rank-1 tensor is one row.
 Gather runs one block per (rows, columns) tile of the index; scatter one block over the whole
 index, so that a repeated index keeps the last value in row-major order, as ``pl.scatter``
 defines it.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import language as pl
-from ..graph.codegen import make_kernel
+from ..graph.kernel_source import make_kernel
 from .unavailable import NotAvailableError
 
 _GATHER = """def cann_gather(src, idx, out):

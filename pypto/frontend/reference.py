@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import tensor_args
+from ..runtime import args as tensor_args
 from ..torch_ops.dtypes import to_torch
 from . import ops
 from .evaluate import read_after_overwrite

@@ -35,7 +35,7 @@ def recorded(kernel_name: str):
     if root is None:
         yield None
         return
-    from ..profile import Profiler
+    from ..tools.profiler import Profiler
     with Profiler() as prof:
         yield prof
     write(root, kernel_name, prof.report())

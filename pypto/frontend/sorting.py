@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import language as pl
-from ..graph.codegen import make_kernel
+from ..graph.kernel_source import make_kernel
 from .lowering import fit_tile
 from .unavailable import NotAvailableError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..tensor_args import as_array
+from ..runtime.args import as_array
 from .graph import GraphTensor
 from .naming import unique_name
 

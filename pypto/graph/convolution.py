@@ -29,7 +29,7 @@ from .graph import GraphTensor, TensorGraph
 from .kernel_node import add_node
 
 DTYPES = (dt.float16, dt.float32)
-CUBE_CORES = 24         # 910B's AI Cube and AI Vector cores (targets.py): the blocks of the
+CUBE_CORES = 24         # 910B's AI Cube and AI Vector cores (target.py): the blocks of the
 VECTOR_CORES = 48       # persistent kernels, and the blocking choice
 OUTPUT_LAYOUTS = ("NC1HWC0", "NCHW")
 
@@ -308,7 +308,7 @@ _MAX_MODULES = 64
 
 
 def _direct(x, wt, bias, stride, padding, dilation, groups):
-    from ..tensor_args import as_array
+    from ..runtime.args import as_array
     from .module import compile as compile_graph
     arrays = {"input": x, "weight": wt}
     if bias is not None:

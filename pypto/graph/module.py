@@ -15,14 +15,14 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..backends.ascend.targets import get_target
-from ..compiler.errors import CompilationError, compiler_frames_wanted
-from ..device import Context, Tensor, empty
-from ..jit import _dtype_of
-from ..tensor_args import as_array, standin
+from ..target import get_target
+from ..errors import CompilationError, compiler_frames_wanted
+from ..runtime.device import Context, Tensor, empty
+from ..runtime.jit import _dtype_of
+from ..runtime.args import as_array, standin
 from .ascend_c_node import AscendCNode, AscendCStep
 from .. import language as pl_module
-from .codegen import kernel_name, kernel_source, make_kernel
+from .kernel_source import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
 from .mpmd_run import HostChoice
@@ -245,7 +245,7 @@ class Module:
                             f"{type(ctx).__name__}")
         values = self._check_inputs(inputs)
         given = self._check_out(out)
-        debug = sys.modules.get("pypto.debug")    # debug mode is on only once it is imported
+        debug = sys.modules.get("pypto.tools.debug")    # debug mode is on only once it is imported
         interpret = debug is not None and debug.is_enabled()
         strategy = self.parallel_strategy if parallel_strategy is None else \
             check_strategy(parallel_strategy, "Module.run")
@@ -284,7 +284,9 @@ class Module:
         return self._host_choice.choice
 
     def _tasks_on_host(self, strategy: str) -> bool:
-        from .. import envs, profile, runtime
+        from .. import envs
+        from ..tools import profiler as profile
+        from ..runtime import pool as runtime
         if strategy == "data_parallel" or len(self.steps) < 2 or \
                 runtime.pool().threads < 2:
             return False
@@ -297,7 +299,7 @@ class Module:
     def _run_tasks(self, ctx, values: dict, given: dict) -> bool:
         """Every output allocated first, then the Execution Graph run on the host threads;
         False (nothing run) if an array does not match the compiled layouts."""
-        from .. import runtime
+        from ..runtime import pool as runtime
         from .mpmd_run import run
         produced = dict(values)
         step_args = {}

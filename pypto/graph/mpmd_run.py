@@ -21,8 +21,8 @@ from __future__ import annotations
 import heapq
 import threading
 
-from .. import runtime
-from ..tensor_args import as_array
+from ..runtime import pool as runtime
+from ..runtime.args import as_array
 from .ascend_c_node import AscendCStep
 
 _PAD = (1, 1, 1)

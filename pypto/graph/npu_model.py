@@ -23,8 +23,8 @@ import math
 
 from ..backends.ascend.cycle_model import BlockTrace, dispatch_cycles, model_block, model_launch
 from ..backends.ascend.task_model import TaskSpec, cores_of, schedule
-from ..profile import pto_program
-from ..tensor_args import standin
+from ..tools.profiler import pto_program
+from ..runtime.args import standin
 from .ascend_c_node import AscendCStep
 
 STRATEGIES = ("auto", "mpmd", "data_parallel", "pipelined")

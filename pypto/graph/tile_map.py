@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compiler.errors import CompilationError, compiler_frames_wanted
-from ..jit import JITFunction
+from ..errors import CompilationError, compiler_frames_wanted
+from ..runtime.jit import JITFunction
 from .graph import GraphTensor
 from .naming import unique_name
 from .tile_op import TileOp

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 
-from ..jit import JITFunction
+from ..runtime.jit import JITFunction
 
 
 class TileOp(JITFunction):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..compiler import semantics
-from ..compiler.errors import CompilationError
-from ..compiler.frontend import Builder, CodeGenerator, tensor_param
+from ..errors import CompilationError
+from ..compiler.ast_to_ir import Builder, CodeGenerator, tensor_param
 from ..compiler.ir import Block, Function, TileType, Value
 from ..compiler.semantics import MAX_TILE_RANK
 from ..language import dtypes as dt
@@ -56,8 +56,8 @@ def trace(op, types: list, context: str) -> Trace:
 
 def evaluate(op, arrays):
     """``op(*arrays)`` on whole arrays, one tile each, in the reference interpreter."""
-    from ..interpreter import run_function
-    from ..tensor_args import as_array
+    from ..backends.interpreter import run_function
+    from ..runtime.args import as_array
     values = []
     for i, a in enumerate(arrays):
         arr = as_array(a)

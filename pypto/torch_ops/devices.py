@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..backends.ascend.targets import get_target
+from ..target import get_target
 from ..language import dtypes as dt
-from ..tensor_args import device_hint, standin
+from ..runtime.args import device_hint, standin
 
 DEVICE_RUNTIMES: dict = {}       # torch device type -> runtime
 

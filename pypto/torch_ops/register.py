@@ -135,7 +135,7 @@ def _backward_op(backward, launch, name, namespace, target):
     kernel is registered as the op ``<name>_backward`` (compiled, traceable); a function is
     called as it is."""
     from ..graph import TileOp
-    from ..jit import JITFunction
+    from ..runtime.jit import JITFunction
     kernel = isinstance(backward, JITFunction) and not isinstance(backward, TileOp)
     if kernel and launch is None:
         raise TypeError(f"register_op({name!r}, backward=...): a @pypto.jit kernel backward "

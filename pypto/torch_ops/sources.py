@@ -21,10 +21,10 @@ import inspect
 import math
 from dataclasses import dataclass
 
-from ..compiler.errors import CompilationError
-from ..jit import JITFunction, _is_constexpr
+from ..errors import CompilationError
+from ..runtime.jit import JITFunction, _is_constexpr
 from ..language import dtypes as dt
-from ..tensor_args import as_array
+from ..runtime.args import as_array
 from .devices import device_of, launch_on_device, run_module_on_device
 from .dtypes import hint, to_torch
 

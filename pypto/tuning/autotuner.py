@@ -23,11 +23,11 @@ import inspect
 import sys
 
 from .. import envs
-from ..jit import JITFunction, __version__
-from ..backends.ascend.targets import get_target
-from ..binder import ENV_KEY, ENVIRON
-from ..device import _current_target
-from ..tensor_args import as_array
+from ..runtime.jit import JITFunction, __version__
+from ..target import get_target
+from ..runtime.launcher import ENV_KEY, ENVIRON
+from ..runtime.device import _current_target
+from ..runtime.args import as_array
 from . import results
 from .config import Config
 from .objectives import host_time_ms, npu_time_ms

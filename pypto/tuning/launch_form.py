@@ -13,7 +13,7 @@ tile-count rule instead.
 """
 from __future__ import annotations
 
-from ..jit import __version__
+from ..runtime.jit import __version__
 from . import results
 from .objectives import kernel_time_ms
 from .report import AutotuneError, TuningReport, compiling, sweep

@@ -2,14 +2,14 @@
 run) or measured host time (``pypto.testing.do_bench`` of real launches)."""
 from __future__ import annotations
 
-from ..backends.ascend.targets import get_target
+from ..target import get_target
 
 
 def npu_time_ms(jitfn, grid, values: dict) -> float:
     """The cycle model's time for launching ``jitfn[grid](**values)`` on its target."""
     from ..backends.ascend.cycle_model import model_launch
     from ..compiler.pto.program import TensorArg
-    from ..profile import pto_program
+    from ..tools.profiler import pto_program
     bound = jitfn._bind((), values)
     kernel, target = jitfn._get_kernel(bound)
     grid = jitfn._grid(grid, bound, kernel.metadata, target)
@@ -30,7 +30,7 @@ def kernel_time_ms(kernel) -> float:
 def host_time_ms(jitfn, grid, values: dict, reset, warmup: float, rep: float) -> float:
     """Median host time of the launch, the ``reset`` tensors zeroed before every call (and
     before the compile, so a kernel that accumulates starts from zero each time)."""
-    from ..tensor_args import as_array
+    from ..runtime.args import as_array
     from ..testing import do_bench
     zeroed = [as_array(values[n]) for n in reset]
     launch = jitfn if grid is None else jitfn[grid]

@@ -13,7 +13,7 @@ import os
 import tempfile
 
 from .. import envs
-from ..compiler import cache as cache_mod
+from .. import cache as cache_mod
 
 
 def directory() -> str:

@@ -9,8 +9,8 @@ dtypes, strategy and target, in memory and on disk (``results``).
 """
 from __future__ import annotations
 
-from ..device import current_target
-from ..jit import __version__
+from ..runtime.device import current_target
+from ..runtime.jit import __version__
 from . import results
 from .objectives import kernel_time_ms
 from .report import TuningReport, compiling, sweep

@@ -90,7 +90,7 @@ def test_second_declaration_hits_the_disk_cache(vadd, monkeypatch):
 
 
 def test_pypto_cache_list_names_the_kernel(vadd):
-    from pypto.compiler import cache_admin
+    from pypto.cache import admin as cache_admin
     vadd.build()
     assert "vadd" in [e.name for e in cache_admin.entries() if e.kind == "ascend-c"]
 

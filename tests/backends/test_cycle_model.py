@@ -18,7 +18,7 @@ from pypto.backends.ascend.cycle_model import (
     vector_family,
 )
 from pypto.backends.ascend.cycle_model import dispatch_cycles
-from pypto.backends.ascend.targets import TARGETS, CostModel, GiB, get_target
+from pypto.target import TARGETS, CostModel, GiB, get_target
 from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
 from pypto.compiler.pto.reader import parse_program
 from pypto.language import dtypes as dt

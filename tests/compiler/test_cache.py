@@ -24,7 +24,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.cache import STATS
+from pypto.cache import STATS
 from tests.quick import quick_cases
 
 N = 4096

@@ -11,7 +11,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler import cache as cache_mod
+from pypto import cache as cache_mod
 from tests.engines.tools import TOOLS, needs_tools
 
 posix_only = pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids here")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.backends.ascend.targets import UB_USABLE
+from pypto.target import UB_USABLE
 import pypto.language as pl
 
 

@@ -4,7 +4,7 @@ import numpy as np
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.frontend import KernelSource
+from pypto.compiler.ast_to_ir import KernelSource
 
 
 @pypto.jit

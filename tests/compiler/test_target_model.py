@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.backends.ascend.targets import UB_USABLE
+from pypto.target import UB_USABLE
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 
 from ..kernels import mm_bias_relu, row_softmax, vadd
 

@@ -271,7 +271,7 @@ KNOWN_REJECTIONS = {
 
 def _assembled(compiled, runs):
     """The kernels ptoas lowers; a program rejected for a known reason is dropped."""
-    from pypto.compiler.errors import InternalError
+    from pypto.errors import InternalError
     kept_c, kept_r, rejected = [], [], []
     for ck, run in zip(compiled, runs):
         try:

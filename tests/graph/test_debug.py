@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pypto
-import pypto.debug
+import pypto.tools.debug
 import pypto.language as pl
 
 from .utils import rand

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto import runtime
+from pypto.runtime import pool as runtime
 
 from .mpmd_graphs import add, add_then_colsum, softmax, three_node, three_node_inputs
 

@@ -299,7 +299,7 @@ def test_enable_profiling_report(add_module, capsys):
 
 def test_profile_profiler_start_stop_report(add_module, capsys):
     module, ctx, inputs = add_module
-    import pypto.profile
+    import pypto.tools.profiler
 
     # 启用性能分析
     prof = pypto.profile.Profiler()
@@ -325,7 +325,7 @@ def test_profile_profiler_start_stop_report(add_module, capsys):
 
 def test_memory_analyze_graph(capsys):
     graph, _ = _matmul_snippet()
-    import pypto.memory
+    import pypto.tools.memory
 
     # 内存分析
     mem_report = pypto.memory.analyze(graph)
@@ -343,7 +343,7 @@ def test_memory_analyze_graph(capsys):
 
 
 def test_debug_enable_breakpoint_run(capsys):
-    import pypto.debug
+    import pypto.tools.debug
 
     @pypto.jit
     def compute(x):             # the article never defines compute; any tile function does

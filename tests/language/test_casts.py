@@ -19,7 +19,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import NotOnChip
+from pypto.errors import NotOnChip
 
 from .utils import (BF16, FLOATS, INTS, TILE_ALL, assert_exact, interpret_mode, is_float, npd,
                     pld, rand, run_both)
@@ -229,7 +229,7 @@ def test_rounding_ignored_for_int_sources():
 
 
 def test_bad_rounding_rejected():
-    from pypto.compiler.errors import CompilationError
+    from pypto.errors import CompilationError
     x = np.zeros((M, N), np.float32)
     with pytest.raises(CompilationError, match="rounding must be one of"):
         run_casts("float32", ("int32",), x, rounding="nearest")

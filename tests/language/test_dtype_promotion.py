@@ -20,7 +20,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import NotOnChip
+from pypto.errors import NotOnChip
 
 from .utils import (ALL, INTS, TILE_ALL, assert_exact, assert_float_close, compute_dtype,
                     interpret_mode, is_float, npd, pld, promote, rand, run_both, to_dtype, weak)

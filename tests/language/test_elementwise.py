@@ -28,7 +28,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 
 from .utils import (FLOATS, HALF, TILE_ALL, TILE_INTS, TILE_INTS_BOOL, TILE_NUMERIC,
                     assert_close, assert_exact, assert_ulp, compute_dtype, is_float, npd, pld,

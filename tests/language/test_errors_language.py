@@ -14,7 +14,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.targets import get_target
+from pypto.target import get_target
 
 x16 = np.zeros(16, np.float32)
 m16 = np.zeros((16, 16), np.float32)

@@ -5,7 +5,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import NotOnChip
+from pypto.errors import NotOnChip
 
 
 @pypto.jit

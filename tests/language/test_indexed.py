@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 
 from .utils import assert_exact, run_both
 

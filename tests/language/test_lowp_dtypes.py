@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 from pypto.packed_int4 import pack, unpack
 from tests.language.utils import assert_exact, interpret_mode
 

@@ -26,7 +26,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 from tests.quick import quick_cases
 
 from .utils import assert_exact, interpret_mode, npd, run_both

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import BufferOverflow
+from pypto.errors import BufferOverflow
 
 from .utils import assert_close, run_both
 

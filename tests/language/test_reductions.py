@@ -24,7 +24,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import NotOnChip
+from pypto.errors import NotOnChip
 
 from .utils import (INTS, assert_exact, compute_dtype, interpret_mode, is_float, npd, pld, rand,
                     run_both, to_dtype, ulp_distance)

@@ -18,7 +18,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 
 from .utils import assert_exact, interpret_mode, is_float, npd, pld, promote, rand, run_both
 

@@ -16,7 +16,7 @@ from llvmlite import ir
 
 from ... import envs
 
-from ...compiler.errors import CompilationError, InternalError
+from ...errors import CompilationError, InternalError
 from ...compiler.pto import For, If, Program, TensorArg, Tile, While, walk_insts
 from ...language import dtypes as dt
 from ...compiler.pto.isa import CROSS_CORE_OPS, FLAG_OPS
@@ -25,7 +25,7 @@ from .lowering import RULES
 from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import (I64, PTR, clamp, const, convert, counted_loop, finish_loop_ids,
                              from_compute, i64, storage_type, to_compute)
-from .targets import Target
+from ...target import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
 ROW_REDUCTIONS = ("trowsum", "trowmax", "trowmin", "trowprod")   # may close a fusion group
@@ -244,7 +244,7 @@ class Codegen:
         ``by_pointer``: ``<name>_ptr``, the same call with each tensor as its data pointer
         alone, for kernels whose tensors' dims and strides are all compile-time constants
         (``has_pointer_entry``): torch tensors reach it through ``data_ptr()`` without a
-        numpy view (binder.py).
+        numpy view (runtime/launcher.py).
 
         ``blocks``: ``<name>_range(scratch, g0, g1, g2, lo, hi, params...)``, blocks ``lo`` to
         ``hi - 1`` on the calling thread (``_range_function``).

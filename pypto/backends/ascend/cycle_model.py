@@ -54,7 +54,7 @@ from ...compiler.elementwise import BINARY, UNARY
 from ...compiler.pto.isa import PIPES, is_scalar, is_sync, pipe_of
 from ...compiler.pto import For, If, Inst, Scalar, TensorArg, Tile, While
 from ...language import dtypes as dt
-from .targets import GiB, Target, get_target
+from ...target import GiB, Target, get_target
 
 GM_PIPES = ("MTE2", "MTE3", "FIX")      # the pipes that move data to or from global memory
 PIPE_KIND = {"M": "compute", "V": "compute", "S": "compute", "MTE1": "memory",
@@ -316,9 +316,9 @@ def _is_int(d: dt.dtype) -> bool:
 
 
 def eval_scalar(inst, get) -> object:
-    """The value of a scalar instruction, by the interpreter's rules (``pypto.interpreter``
+    """The value of a scalar instruction, by the interpreter's rules (``pypto.backends.interpreter``
     defines them); Python ints for signed integers on the common index arithmetic."""
-    from ...interpreter import apply_binary, convert
+    from ..interpreter import apply_binary, convert
     op, out = inst.op, inst.outs[0].dtype
     if op == "arith.constant":
         return convert(inst.attrs["value"], out)
@@ -420,7 +420,7 @@ class _Part:
         self._static: dict = {}
 
     def _bind(self, env: BlockEnv) -> dict:
-        from ...interpreter import convert
+        from ..interpreter import convert
         shapes, self.strides = {}, {}
         for p in env.params:
             if isinstance(p, TensorArg):

@@ -423,7 +423,7 @@ class HostPool:
 def _cached_object(text: str) -> bytes:
     """The pool's object code from the kernel cache (a fresh process must not pay ~20 ms to
     compile it before its first launch)."""
-    from ...compiler import cache
+    from ... import cache
     key = cache.digest(("host-pool", text, host_identity()))
     disk = cache.DiskCache(os.path.join(cache.default_dir(), "host"))  # apart from kernels
     files = disk.get(key, ("pool.o",), record=False) if disk.lock(key) is not None else None

@@ -17,7 +17,7 @@ import tempfile
 import warnings
 
 from ... import envs
-from ...compiler.errors import InternalError, user_stacklevel
+from ...errors import InternalError, user_stacklevel
 from ...compiler.pto.dialect import DEFAULT as _DEFAULT, for_version
 
 LEVEL = "--pto-level=level3"

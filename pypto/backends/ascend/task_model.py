@@ -23,7 +23,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from .cycle_model import dispatch_cycles
-from .targets import Target
+from ...target import Target
 
 KINDS = ("vector", "cube")
 
@@ -77,7 +77,7 @@ class DagModel:
         return bubble_report(self)
 
     def chrome_trace(self) -> dict:
-        from ...profile import task_chrome_trace
+        from ...tools.profiler import task_chrome_trace
         return task_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> str:

@@ -5,7 +5,7 @@
 headers (``-D__CPU_SIM``; the headers and PyPTO's prelude precompiled once per toolchain) →
 ``pypto_run`` over the grid's blocks on host threads, writing into the caller's arrays.
 
-Libraries are cached on disk like native kernels (``compiler/cache.py``: content-addressed,
+Libraries are cached on disk like native kernels (``cache/__init__.py``: content-addressed,
 atomic, a file lock against duplicate builds) under a key of the native kernel's key (which
 holds what made its ``.pto``), the toolchain's identity and the bytes of the prelude and
 ``entry.py``.
@@ -25,11 +25,11 @@ import tempfile
 import threading
 
 from ... import envs
-from ...compiler import cache as cache_mod
-from ...compiler.errors import InternalError
+from ... import cache as cache_mod
+from ...errors import InternalError
 from ..ascend import ptoas
 from ..ascend.codegen import WORKSPACE_ACCS
-from ..ascend.targets import get_target
+from ...target import get_target
 from . import entry, toolchain
 
 PRELUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prelude.hpp")

@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import packed_int4
 from ...language import dtypes as dt
-from ..errors import NotOnChip
+from ...errors import NotOnChip
 from ..ir import Module, Op, ScalarType, TensorType, TileType, Value
 from .dce import dead_code_elimination
 from .legalize import Emitter, rewrite_block

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..errors import BufferOverflow, CompilationError, overflow_summary
+from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d

@@ -13,7 +13,7 @@ a cross-core flag (``_spill``); ``split.py`` later gives each half to its kind o
 from __future__ import annotations
 
 from ...language import dtypes as dt
-from ..errors import CompilationError
+from ...errors import CompilationError
 from .dce import dead_code_elimination
 from ..ir import (ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
                   TileType, Value, users, walk)

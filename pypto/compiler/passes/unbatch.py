@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..errors import CompilationError
+from ...errors import CompilationError
 from ..ir import Block, Module, Op, ScalarType, TileType, Value
 from ..semantics import INDEX
 from .legalize import Emitter

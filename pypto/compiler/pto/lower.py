@@ -9,7 +9,7 @@ import math
 
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
-from ..errors import InternalError, NotOnChip
+from ...errors import InternalError, NotOnChip
 from ..ir import Block, Module, TileType, Value
 from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,

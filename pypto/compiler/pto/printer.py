@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ...language import dtypes as dt
-from ..errors import NotOnChip
+from ...errors import NotOnChip
 from .dialect import DEFAULT, Dialect
 from .isa import CROSS_CORE_OPS, PAD_NULL, SYNC_OPS, pad_kind
 from .program import (For, If, Inst, Program, Tile, TensorArg, While, element_type,

@@ -32,10 +32,10 @@ import re
 
 import numpy as np
 
-from ...backends.ascend.targets import TARGETS
+from ...target import TARGETS
 from ...language import dtypes as dt
 from . import printer
-from ..errors import CompilationError, SourceLoc
+from ...errors import CompilationError, SourceLoc
 from . import isa
 from .isa import SYNC_OPS, TMP_OPS, tile_extent
 from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,

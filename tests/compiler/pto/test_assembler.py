@@ -10,7 +10,7 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.backends.ascend.ptoas import AssemblerVersionWarning
-from pypto.compiler.errors import InternalError
+from pypto.errors import InternalError
 from pypto.compiler.pto.dialect import UnsupportedAssembler
 
 

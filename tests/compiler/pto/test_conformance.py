@@ -348,7 +348,7 @@ def test_asm_cpp_holds_the_assemblers_cpp_and_the_cache_keeps_it(fresh_cache, mo
     import numpy as np
 
     import pypto
-    from pypto.compiler import cache as cache_mod
+    from pypto import cache as cache_mod
 
     monkeypatch.setenv("PYPTO_PTOAS", str(ORACLE / "bin" / "ptoas"))
     fn = corpus._tut("01_vector_add").add_kernel.fn

@@ -5,9 +5,9 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.targets import get_target
-from pypto.compiler.errors import CompilationError
-from pypto.compiler.frontend import build_function
+from pypto.target import get_target
+from pypto.errors import CompilationError
+from pypto.compiler.ast_to_ir import build_function
 from pypto.compiler.pto.passes.hazards import (
     Hazard,
     HazardError,

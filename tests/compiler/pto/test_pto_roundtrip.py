@@ -22,11 +22,11 @@ import pytest
 import pypto
 import pypto.language as pl
 from pypto.backends.ascend.codegen import generate_llvm_ir
-from pypto.backends.ascend.targets import get_target
-from pypto.compiler import cache as cache_mod
+from pypto.target import get_target
+from pypto import cache as cache_mod
 from pypto.compiler import pipeline
 from pypto.compiler.pto import reader as pto_parse
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
 from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program

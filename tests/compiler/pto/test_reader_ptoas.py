@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.compiler.errors import CompilationError
+from pypto.errors import CompilationError
 from pypto.compiler.pto import Inst, walk_insts
 from pypto.compiler.pto.passes.hazards import find_hazards
 
@@ -375,7 +375,7 @@ def test_a_tile_used_in_a_loop_keeps_its_bytes_for_the_whole_loop():
     """place_tiles: ``x``, read at the top of every iteration, may not share bytes with
     ``tmp``, first written further down the body (the next iteration reads ``x`` again);
     after the loop both are dead and ``after`` reuses the lowest bytes."""
-    from pypto.backends.ascend.targets import get_target
+    from pypto.target import get_target
     from pypto.compiler.pto.passes.place_tiles import place_tiles
     from pypto.compiler.pto.program import For, Scalar, Tile
     target = get_target("ascend910b1")

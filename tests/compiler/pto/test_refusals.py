@@ -2,7 +2,7 @@
 at its own line, saying what A2/A3 lacks and what to write instead, and never prints."""
 import pytest
 
-from pypto.compiler.errors import CompilationError, NotOnChip
+from pypto.errors import CompilationError, NotOnChip
 
 from . import corpus
 

@@ -15,7 +15,7 @@ by what comes next:
 """
 from __future__ import annotations
 
-from ...errors import CompilationError, InternalError, NotOnChip
+from ....errors import CompilationError, InternalError, NotOnChip
 from ....language import dtypes as dt
 from ..isa import place_above
 from ..program import (For, If, Inst, Program, Scalar, Tile, While, fractal_box, nested_bodies,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from ...errors import CompilationError
+from ....errors import CompilationError
 from ..isa import is_scalar, place_above, tile_extent
 from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
 from ....language import dtypes as dt

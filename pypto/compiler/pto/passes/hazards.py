@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import CompilationError
+from ....errors import CompilationError
 from ..isa import (
     EVENT_IDS,
     FLAG_OPS,

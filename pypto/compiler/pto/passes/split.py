@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...errors import CompilationError
+from ....errors import CompilationError
 from ..isa import is_scalar
 from ..program import (For, If, Inst, Program, TensorArg, Tile, While, nested_bodies,
                   walk_insts)

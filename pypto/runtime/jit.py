@@ -20,22 +20,29 @@ import warnings
 
 import numpy as np
 
-from . import envs, profile, runtime
-from .backends.ascend.llvm_driver import LoadedObject, host_identity
-from .backends.ascend.ptoas import identity as assembler_identity
-from .backends.ascend.targets import get_target
+from .. import envs
+from ..tools import profiler as profile
+from . import pool as runtime
+from ..backends.ascend.llvm_driver import LoadedObject, host_identity
+from ..backends.ascend.ptoas import identity as assembler_identity
+from ..target import get_target
 from .device import current_target
-from .compiler import cache as cache_mod
-from .compiler.errors import (BufferOverflow, CompilationError, compiler_frames_wanted,
-                              user_stacklevel)
-from .compiler.frontend import KernelSource, build_function, scalar_param, tensor_param
-from .compiler.ir import CROSS_BLOCK_OPS, walk
-from .language import dtypes as dt
-from .language.core import constexpr
-from .binder import (NoFastPath, make_caller, make_launcher, note_torch, read_only,
-                     requires_grad_refused, torch_tensor_type)
-from .layout import LayoutTensor
-from .tensor_args import as_array
+from .. import cache as cache_mod
+from ..errors import BufferOverflow, CompilationError, compiler_frames_wanted, user_stacklevel
+from ..compiler.ast_to_ir import KernelSource, build_function, scalar_param, tensor_param
+from ..compiler.ir import CROSS_BLOCK_OPS, walk
+from ..language import dtypes as dt
+from ..language.core import constexpr
+from .launcher import (
+    NoFastPath,
+    make_caller,
+    make_launcher,
+    note_torch,
+    read_only,
+    requires_grad_refused,
+    torch_tensor_type)
+from ..layout import LayoutTensor
+from .args import as_array
 
 __version__ = "0.1.0"
 
@@ -289,7 +296,7 @@ class JITFunction:
             return caller
         simulated = getattr(kernel, "simulated", None)
         if simulated is None:             # (a batch build may have made it already)
-            from .backends.ptoisa.engine import load
+            from ..backends.ptoisa.engine import load
             simulated = kernel.simulated = load(kernel, kernel.cache_key)
         written = kernel.metadata["written_tensors"]
 
@@ -312,7 +319,7 @@ class JITFunction:
     def _interpret(self, grid, bound, sanitized=False):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter (watched by the
         sanitizer when ``sanitized``)."""
-        from .interpreter import run_function
+        from ..backends.interpreter import run_function
         target = self.target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)
@@ -329,7 +336,7 @@ class JITFunction:
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         watch = None
         if sanitized:
-            from . import sanitizer
+            from ..backends.interpreter import sanitizer
             tensors = {n: v for n, v in args.items() if isinstance(v, np.ndarray)}
             watch = sanitizer.Watch(self.__name__, tensors, grid3)
         t0 = time.perf_counter()
@@ -445,12 +452,12 @@ class JITFunction:
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         import json
         cache_mod.STATS["compiles"] += 1
-        from .compiler.pipeline import compile_kernel    # the compiler loads on first compile
+        from ..compiler.pipeline import compile_kernel    # the compiler loads on first compile
         try:
             asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
                                            override and override[:2], auto_sync=self.auto_sync)
         except BufferOverflow as e:
-            from .compiler.pipeline import with_fitting_sizes
+            from ..compiler.pipeline import with_fitting_sizes
             raise with_fitting_sizes(e, self.source, spec_args, target) from None
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
@@ -624,7 +631,7 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     hazard checker rejects it with the racing instructions named if it missed one.
     ``engine="pto-isa"`` runs the kernel's ``.pto`` on pto-isa's CPU simulator instead of
     PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md).
-    ``sanitize=True`` runs every launch of this kernel sanitized (``pypto/sanitizer.py``)."""
+    ``sanitize=True`` runs every launch of this kernel sanitized (``pypto/backends/interpreter/sanitizer.py``)."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
                            opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,

@@ -116,8 +116,8 @@ def _model_of(kernel, grid, args):
         model = cache.get(key)
     if model is not None:
         return model
-    from .backends.ascend.cycle_model import model_launch
-    from .backends.ascend.targets import get_target
+    from ..backends.ascend.cycle_model import model_launch
+    from ..target import get_target
     program = pto_program(kernel)
     target = get_target(kernel.metadata["target"])
     model = model_launch(program, grid, args, target)   # TensorSpecs: shape, dtype, strides
@@ -130,8 +130,8 @@ def pto_program(kernel):
     """The kernel's PTO ``Program``, read back from its ``.pto`` text once and kept."""
     program = kernel.__dict__.get("_pypto_program")
     if program is None:
-        from .backends.ascend.targets import get_target
-        from .compiler.pto.reader import parse_program
+        from ..target import get_target
+        from ..compiler.pto.reader import parse_program
         program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
         kernel._pypto_program = program
     return program
@@ -233,7 +233,7 @@ class OperationProfile:
 def _ms_per_cycle(model, target_name) -> float:
     if getattr(model, "cycles", 0) and getattr(model, "time_ms", None) is not None:
         return model.time_ms / model.cycles
-    from .backends.ascend.targets import get_target
+    from ..target import get_target
     return 1.0 / (get_target(target_name).clock_ghz * 1e6)
 
 

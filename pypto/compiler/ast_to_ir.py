@@ -20,7 +20,7 @@ from ..language import dtypes as dt
 from ..language.core import constexpr
 from . import semantics, semantics_sync
 from .elementwise import PY_BINOPS, PY_CMPOPS, PY_UNARYOPS
-from .errors import CompilationError, SourceLoc
+from ..errors import CompilationError, SourceLoc
 from .ir import Block, Function, Op, ScalarType, TensorType, Value
 
 
@@ -694,7 +694,7 @@ class CodeGenerator(ast.NodeVisitor):
             if handler is None:
                 raise self.b.error(f"pl.{name} is not implemented yet")
             return _call_checked(self.b, handler, name, args, kwargs)
-        from ..jit import JITFunction
+        from ..runtime.jit import JITFunction
         if isinstance(fn, JITFunction):
             return self._inline(fn, args, kwargs, node)
         if fn in semantics.PY_BUILTINS:
@@ -788,7 +788,7 @@ def _check_global(b, name, value, what):
     mutable (arrays, lists, dicts, objects) would silently freeze at its compile-time value."""
     if isinstance(value, constexpr):
         return value.value
-    from ..jit import JITFunction
+    from ..runtime.jit import JITFunction
     if isinstance(value, JITFunction) or isinstance(value, _ALLOWED_GLOBAL_TYPES) or \
             hasattr(value, "__pypto_builtin__") or isinstance(value, (np.integer, np.floating)):
         if isinstance(value, tuple) and not all(

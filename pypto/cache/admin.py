@@ -1,7 +1,7 @@
 """Looking after the disk cache as a whole: its entries (kernels, pto-isa libraries, the host
 pool, precompiled headers, autotune results) with size and last use, clearing, and pruning
 the least recently used down to a size (``PYPTO_CACHE_MAX_BYTES``, checked after every new
-entry). Used by ``pypto cache`` (``pypto/cli.py``) and by ``cache.fetch_or_build``."""
+entry). Used by ``pypto cache`` (``pypto/tools/cli.py``) and by ``cache.fetch_or_build``."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from .. import envs
-from . import cache
+from .. import cache
 
 SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import interpreter
-from .language.core import breakpoint  # noqa: A004 - the kernel builtin, as the seed spells it
+from ..backends import interpreter
+from ..language.core import breakpoint  # noqa: A004 - the kernel builtin, as the seed spells it
 
 __all__ = ["enable", "disable", "is_enabled", "breakpoint", "run", "snapshots", "Snapshot",
            "set_hook", "default_hook", "clear"]
@@ -96,9 +96,9 @@ def run(graph, inputs, ctx=None, target="ascend910b", options=None):
     """Run ``graph`` (a ``TensorGraph`` or a compiled ``Module``) once on ``inputs`` in the
     reference interpreter with breakpoints active; returns what ``Module.run`` returns.
     Snapshots of this run replace earlier ones."""
-    from .backends.ascend.targets import get_target
-    from .graph.graph import TensorGraph
-    from .graph.module import Module, _check_options
+    from ..target import get_target
+    from ..graph.graph import TensorGraph
+    from ..graph.module import Module, _check_options
     if isinstance(graph, Module):
         module = graph
     elif isinstance(graph, TensorGraph):

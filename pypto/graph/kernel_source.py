@@ -18,7 +18,7 @@ import re
 from collections import OrderedDict
 
 from .. import language as pl_module
-from ..jit import JITFunction
+from ..runtime.jit import JITFunction
 
 _LOCAL = re.compile(r"^(p|x|r|o|n)\d+(_\d+)?$|^(t|i|j|k|c|out|pl|range|min)$")
 _GENERATED: OrderedDict = OrderedDict()      # (source, tile op ids, target) -> JITFunction

@@ -18,10 +18,17 @@ import threading
 
 import numpy as np
 
-from .compiler.errors import InternalError
-from .compiler.ir import (CROSS_BLOCK_OPS, Block, Function, Op, ScalarType, TensorType, Value,
-                          walk)
-from .language import dtypes as dt
+from ...errors import InternalError
+from ...compiler.ir import (
+    CROSS_BLOCK_OPS,
+    Block,
+    Function,
+    Op,
+    ScalarType,
+    TensorType,
+    Value,
+    walk)
+from ...language import dtypes as dt
 
 # -- numerics: conversions -----------------------------------------------------------------------
 
@@ -293,8 +300,8 @@ def _load(run, op, ins):
     out = np.full(ty.shape, convert(padding or 0, ty.dtype), dtype=ty.dtype.to_numpy())
     layout = op.operands[0].type
     if layout.layout != "ND":            # logical coordinates over the physical array
-        from .layout import load_window
-        from . import packed_int4
+        from ...layout import load_window
+        from ... import packed_int4
         if run.watch is not None:
             run.watch.access("load", op, run.pid, tensor, offsets, ty.shape, layout=layout)
         try:
@@ -333,7 +340,7 @@ def _store(run, op, ins):
         run.watch.access("store", op, run.pid, tensor, offsets, tile.shape,
                          op.attrs.get("atomic"))
     if op.operands[0].type.layout == "INT4":
-        from . import packed_int4
+        from ... import packed_int4
         packed_int4.store_window(tensor, op.operands[0].type.shape, offsets,
                                  convert(tile, dt.int8))
         return []

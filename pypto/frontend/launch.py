@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from .. import tensor_args
+from ..runtime import args as tensor_args
 from ..language import dtypes as pl_dtypes
 from . import options as opts
 from . import sim_output
@@ -38,7 +38,7 @@ class NoNPUWarning(UserWarning):
 
 def _is_tensor_param(param) -> bool:
     ann = param.annotation
-    from ..device import Tensor
+    from ..runtime.device import Tensor
     return isinstance(ann, TensorSpec) or ann is Tensor
 
 

@@ -19,11 +19,13 @@ import time
 
 import numpy as np
 
-from . import envs, profile, runtime
-from .compiler.cache import STATS as cache_stats
+from .. import envs
+from ..tools import profiler as profile
+from . import pool as runtime
+from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
-from .layout import LayoutTensor
-from .tensor_args import as_array
+from ..layout import LayoutTensor
+from .args import as_array
 
 
 _RESERVED = {"_nd", "_T", "_L", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",

@@ -154,9 +154,9 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs):
     ``analyze(compiled)`` reads a ``CompiledKernel`` (arguments optional: without them the
     tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
-    from .backends.ascend.targets import get_target
-    from .jit import CompiledKernel, JITFunction
-    from .profile import pto_program
+    from ..target import get_target
+    from ..runtime.jit import CompiledKernel, JITFunction
+    from .profiler import pto_program
 
     graph = sys.modules.get("pypto.graph")      # a graph exists only once the API is imported
     if graph is not None and isinstance(kernel_or_compiled, (graph.TensorGraph, graph.Module)):
@@ -188,8 +188,8 @@ def _analyze_source(jitfn, args, kwargs, grid):
     """``analyze(jit_fn, ...)``: the plan first (``budget``'s); when it fits, the PTO program
     built without generating code (nothing compiled for real, nothing cached) gives the
     report, the plan kept as ``report.plan``; when it does not, the plan's report itself."""
-    from .compiler.frontend import build_function
-    from .compiler.pipeline import build_program, program_metadata
+    from ..compiler.ast_to_ir import build_function
+    from ..compiler.pipeline import build_program, program_metadata
     kernel = _Specialised(jitfn, args, kwargs)
     plan = kernel.plan()
     if not plan.fits:
@@ -234,8 +234,8 @@ def _union_bytes(intervals) -> int:
 
 
 def _global_bytes(program, bound, running_blocks) -> dict:
-    from .compiler.pto import TensorArg
-    from .tensor_args import as_array
+    from ..compiler.pto import TensorArg
+    from ..runtime.args import as_array
     out, seen = {}, set()
     for p in program.params:
         if not isinstance(p, TensorArg):
@@ -309,8 +309,8 @@ class GraphMemoryReport:
 def _analyze_graph(graph_or_module) -> GraphMemoryReport:
     """Compile the graph for the current target (or read a compiled Module) and analyse
     each kernel with its launch grid; nothing runs."""
-    from .device import current_target
-    from .graph import Module, compile as compile_graph
+    from ..runtime.device import current_target
+    from ..graph import Module, compile as compile_graph
     module = graph_or_module if isinstance(graph_or_module, Module) else \
         compile_graph(graph_or_module, target=current_target().name)
     reports = [analyze(k.compiled, grid=k.grid) for k in module.kernels]
@@ -378,8 +378,8 @@ class _Specialised:
 
     def plan(self) -> BudgetReport:
         """The frontend and Tile IR passes only; an overflow is reported, not raised."""
-        from .compiler.errors import BufferOverflow
-        from .compiler.pipeline import plan_layout, with_fitting_sizes
+        from ..errors import BufferOverflow
+        from ..compiler.pipeline import plan_layout, with_fitting_sizes
         source, target = self.jitfn.source, self.target
         try:
             used, layout = plan_layout(source, self.spec_args, target)

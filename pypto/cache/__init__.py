@@ -27,7 +27,7 @@ import warnings
 from filelock import FileLock
 
 from .. import envs
-from .errors import user_stacklevel
+from ..errors import user_stacklevel
 
 MANIFEST = "manifest.json"
 
@@ -238,7 +238,7 @@ def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, 
 
 def _enforce_size_limit() -> None:
     """``PYPTO_CACHE_MAX_BYTES``: prune least recently used entries after a new one."""
-    from . import cache_admin
+    from . import admin as cache_admin
     try:
         limit = cache_admin.max_bytes()
     except ValueError as e:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends.ascend.targets import get_target
-from .envs import PTO_TARGET
-from .language import dtypes as dt
+from ..target import get_target
+from ..envs import PTO_TARGET
+from ..language import dtypes as dt
 
 _current_target: dict = {}
 
@@ -88,12 +88,12 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and _is_annotation_call(args, kwargs):
-            from .frontend import annotations       # only then: it loads the frontend
+            from ..frontend import annotations       # only then: it loads the frontend
             return annotations.make(args, kwargs)
         return super().__new__(cls)
 
     def __class_getitem__(cls, item):
-        from .frontend import annotations
+        from ..frontend import annotations
         return annotations.subscript(item)
 
     def __getnewargs__(self):

@@ -66,7 +66,7 @@ class NotOnChip(CompilationError):
 def compiler_frames_wanted() -> bool:
     """Should a CompilationError keep the compiler's own frames (PYPTO_DEBUG=1)? Otherwise the
     places that raise one to the user drop them, so the traceback ends in the user's code."""
-    from .. import envs
+    from . import envs
     return envs.PYPTO_DEBUG.get() not in ("", "0")
 
 

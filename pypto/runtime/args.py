@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .language import dtypes as dt
+from ..language import dtypes as dt
 
 
 def as_array(value):
