@@ -1,5 +1,5 @@
-"""Reading a kernel's source (compiler/source.py, _function_source): from the code objects' line table,
-with inspect as the fallback when a trailing statement left no instruction behind."""
+"""Reading a kernel's source (compiler/source.py, _function_source): from the code objects'
+line table, with inspect as the fallback when a trailing statement left no instruction behind."""
 import numpy as np
 
 import pypto
