@@ -25,6 +25,7 @@ from .tile import (arange, broadcast_to, cast, concat, expand_dims, full, full_l
                    ones_like, reshape, trans, zeros, zeros_like)
 from .values import describe
 
+
 class BoundMethod:
     """``tile.to`` and friends: a method looked up on an IR value, called later."""
 

@@ -13,6 +13,7 @@ from .scalar import const, scalar_binary, scalar_cast, scalar_compare, scalar_op
 from .tile import broadcast_shapes, broadcast_to, cast, full
 from .values import describe, is_number, is_tile
 
+
 def _kind(d: dt.dtype) -> str:
     return "b" if d == dt.bool_ else ("f" if d.is_floating else "i")
 

@@ -11,6 +11,7 @@ from .shapes import MAX_TILE_RANK, check_rank
 from .tile import broadcast_to, cast
 from .values import describe, is_tile
 
+
 # Legal cube operand → accumulator dtypes on 910B.
 MATMUL_ACC = {dt.float16: dt.float32, dt.bfloat16: dt.float32, dt.float32: dt.float32,
               dt.int8: dt.int32}

@@ -12,6 +12,7 @@ from .shapes import tile_shape
 from .tile import cast, full
 from .values import describe, is_number, is_tile
 
+
 def _axis(axis) -> int:
     if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis <= 2:
         raise ValueError(f"axis must be the constant 0, 1 or 2, got {axis!r}")

@@ -9,6 +9,7 @@ import numpy as np
 from ...language import dtypes as dt
 from ..ir import Value
 
+
 def promote(a: dt.dtype, c: dt.dtype) -> dt.dtype:
     """Tile–tile result dtype (docs/tile_ir.md, "Dtype promotion")."""
     if a == c:

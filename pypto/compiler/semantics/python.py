@@ -8,6 +8,7 @@ from ..ir import Value
 from .arithmetic import binary, unary
 from .scalar import FLOAT, INDEX, scalar_cast
 
+
 def static_assert(b, cond, msg=""):
     if isinstance(cond, Value):
         raise TypeError("static_assert() needs a compile-time condition; this one depends on "

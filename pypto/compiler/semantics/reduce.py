@@ -9,6 +9,7 @@ from .arithmetic import binary
 from .tile import cast, reshape
 from .values import tile_type
 
+
 def _axis_of(t: TileType, axis):
     rank = len(t.shape)
     if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:

@@ -18,6 +18,7 @@ from .shapes import tile_shape
 from .tile import cast
 from .values import describe
 
+
 @dataclass
 class TensorSlice:
     """``x[a:b, c:d]`` on a kernel tensor: where a load starts, and its extent when known."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..ir import TileType, Value
 
+
 def is_number(x) -> bool:
     return isinstance(x, (bool, int, float, np.number, np.bool_)) and not isinstance(x, Value)
 
