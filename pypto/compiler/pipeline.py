@@ -11,7 +11,8 @@ import time
 from ..backends.ascend import ptoas
 from ..backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
-from .ast_to_ir import KernelSource, build_function
+from .ast_to_ir import build_function
+from .source import KernelSource
 from .. import envs
 from ..errors import BufferOverflow, InternalError
 from .ir import Module

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compiler import semantics
 from ..errors import CompilationError
-from ..compiler.ast_to_ir import Builder, CodeGenerator, tensor_param
+from ..compiler.ast_to_ir import CodeGenerator, tensor_param
+from ..compiler.builder import Builder
 from ..compiler.ir import Block, Function, TileType, Value
-from ..compiler.semantics import MAX_TILE_RANK
+from ..compiler.semantics.memory import store
+from ..compiler.semantics.shapes import MAX_TILE_RANK
+from ..compiler.semantics.tile import reshape
 from ..language import dtypes as dt
 
 
@@ -76,9 +78,9 @@ def evaluate(op, arrays):
     scalar = result.type.shape == ()
     b = t.builder
     if scalar:
-        result = semantics.reshape(b, result, (1,))
+        result = reshape(b, result, (1,))
     out = tensor_param("__pypto_out", result.type.dtype, len(result.type.shape))
-    semantics.store(b, out, [0] * len(result.type.shape), result)
+    store(b, out, [0] * len(result.type.shape), result)
     target = np.empty(result.type.shape, result.type.dtype.to_numpy())
     args = {p.hint: v for p, v in zip(t.params, values)}
     args["__pypto_out"] = target

@@ -29,7 +29,8 @@ from ..target import get_target
 from .device import current_target
 from .. import cache as cache_mod
 from ..errors import BufferOverflow, CompilationError, compiler_frames_wanted, user_stacklevel
-from ..compiler.ast_to_ir import KernelSource, build_function, scalar_param, tensor_param
+from ..compiler.ast_to_ir import build_function, scalar_param, tensor_param
+from ..compiler.source import KernelSource
 from ..compiler.ir import CROSS_BLOCK_OPS, walk
 from ..language import dtypes as dt
 from ..language.core import constexpr
@@ -117,6 +118,8 @@ def _check_engine(engine, where: str) -> str:
 
 
 class JITFunction:
+    __pypto_jit__ = True    # the compiler inlines calls to it (compiler/source.py, is_jit_function)
+
     def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
                  auto_sync=True, engine=None, sanitize=False):
         self.fn = fn

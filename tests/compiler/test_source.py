@@ -1,10 +1,10 @@
-"""Reading a kernel's source (frontend._function_source): from the code objects' line table,
-with inspect as the fallback when a trailing statement left no instruction behind."""
+"""Reading a kernel's source (compiler/source.py, _function_source): from the code objects'
+line table, with inspect as the fallback when a trailing statement left no instruction behind."""
 import numpy as np
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.ast_to_ir import KernelSource
+from pypto.compiler.source import KernelSource
 
 
 @pypto.jit

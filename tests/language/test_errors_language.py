@@ -636,7 +636,7 @@ def test_traceback_hides_compiler_frames_unless_debugging(monkeypatch):
     with pytest.raises(pypto.CompilationError) as e:
         calls_nested_helpers[(1,)](x16, np.zeros(16, np.float16))   # a new specialisation
     compiler = _compiler_frames(e.value)
-    assert any(f.endswith("frontend.py") for f in compiler)
+    assert any(f.endswith("ast_to_ir.py") for f in compiler)
 
 
 def test_traceback_hides_compiler_frames_in_interpreter_mode(monkeypatch):

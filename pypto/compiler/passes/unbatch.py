@@ -26,7 +26,7 @@ import math
 
 from ...errors import CompilationError
 from ..ir import Block, Module, Op, ScalarType, TileType, Value
-from ..semantics import INDEX
+from ..semantics.scalar import INDEX
 from .legalize import Emitter
 
 MAX_PLANES = 64         # the unroll's limit: one PTO instruction per plane and op

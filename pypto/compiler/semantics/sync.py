@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..language import dtypes as dt
-from .ir import TileType, Value
-from .pto.isa import CROSS_CORE_FLAGS, EVENT_IDS, PIPES
-from .semantics import _describe, _shape, cast, load
+from ...language import dtypes as dt
+from ..ir import TileType, Value
+from ..pto.isa import CROSS_CORE_FLAGS, EVENT_IDS, PIPES
+from .memory import load
+from .shapes import tile_shape
+from .tile import cast
+from .values import describe
 
 
 @dataclass
@@ -51,7 +54,7 @@ def alloc_buffer(b, shape, dtype=None):
     """A tile with no contents yet (no instruction: on the chip it is just UB space); reading
     it before an async_load fills it is a compile error."""
     dtype = dt.float32 if dtype is None else dt.from_any(dtype)
-    tile = b.emit("tile.alloc", [], [TileType(dtype, _shape(shape, "alloc_buffer() shape"))])
+    tile = b.emit("tile.alloc", [], [TileType(dtype, tile_shape(shape, "alloc_buffer() shape"))])
     b.unfilled[tile.result.id] = b.loc
     return tile.result
 
@@ -60,7 +63,7 @@ def async_load(b, src, buffer, offsets=None, padding=0):
     """The loaded tile that replaces ``buffer`` (same shape and dtype)."""
     if not (isinstance(buffer, Value) and buffer.is_tile):
         raise TypeError(f"async_load(): the buffer must come from pl.alloc_buffer, got "
-                        f"{_describe(buffer)}")
+                        f"{describe(buffer)}")
     shape = buffer.type.shape
     if isinstance(src, TensorSlice):
         if offsets is not None:
@@ -86,13 +89,13 @@ def _pipe(name, what):
 def _small_int(x, limit, what):
     if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < limit:
         raise ValueError(f"{what} must be a compile-time integer in 0..{limit - 1}, got "
-                         f"{_describe(x)}")
+                         f"{describe(x)}")
     return x
 
 
 def _count(x, what):
     if not isinstance(x, int) or isinstance(x, bool) or x < 1:
-        raise ValueError(f"{what} must be a positive compile-time integer, got {_describe(x)}")
+        raise ValueError(f"{what} must be a positive compile-time integer, got {describe(x)}")
     return x
 
 
@@ -110,7 +113,7 @@ def wait(b, flag, count=1):
                                    "count": _count(count, "wait() count")})
 
 
-def _flag(op):
+def flag_handler(op):
     def handler(b, src_pipe, dst_pipe, event_id):
         src, dst = _pipe(src_pipe, f"{op}() source pipe"), _pipe(dst_pipe, f"{op}() target pipe")
         if src == dst:
@@ -131,10 +134,3 @@ def breakpoint(b, live: dict):
     compiled kernels."""
     names = tuple(live)
     b.emit("debug.breakpoint", [live[n] for n in names], attrs={"names": names})
-
-
-BUILTINS = {
-    "alloc_buffer": alloc_buffer, "local_buffer": alloc_buffer, "barrier": barrier,
-    "signal": signal, "wait": wait, "set_flag": _flag("set_flag"),
-    "wait_flag": _flag("wait_flag"), "pipe_barrier": pipe_barrier,
-}
