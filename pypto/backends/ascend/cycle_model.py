@@ -318,7 +318,7 @@ def _is_int(d: dt.dtype) -> bool:
 def eval_scalar(inst, get) -> object:
     """The value of a scalar instruction, by the interpreter's rules (``pypto.backends.interpreter``
     defines them); Python ints for signed integers on the common index arithmetic."""
-    from ..interpreter import apply_binary, convert
+    from ..interpreter.numerics import apply_binary, convert
     op, out = inst.op, inst.outs[0].dtype
     if op == "arith.constant":
         return convert(inst.attrs["value"], out)
@@ -420,7 +420,7 @@ class _Part:
         self._static: dict = {}
 
     def _bind(self, env: BlockEnv) -> dict:
-        from ..interpreter import convert
+        from ..interpreter.numerics import convert
         shapes, self.strides = {}, {}
         for p in env.params:
             if isinstance(p, TensorArg):
