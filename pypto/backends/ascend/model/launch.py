@@ -26,6 +26,9 @@ from .costs import as_target, dispatch_cycles
 # -- cross-core flags and barriers --------------------------------------------------------------
 
 class _Agent:
+    """One part's timeline as the hub drives it: its generator and the scope its cross-core
+    flags belong to (the block's cluster, or 0: the whole launch)."""
+
     def __init__(self, part: PartTimeline, scope):
         self.part, self.scope = part, scope
         self.gen = part.run()
