@@ -17,7 +17,7 @@ from _harness import default_threads, fmt_time, import_torch, main_table, side_b
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import model_kernel
+from pypto.backends.ascend.model.launch import model_kernel
 
 BLOCK_M = 4          # rows per program: the sort's key, payload and pair tiles (24 bytes an element) fill the UB
 K = 8

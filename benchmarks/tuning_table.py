@@ -12,7 +12,7 @@ The seed's table names four tunings and what each bought on the chip:
     sync            sync per tile   asynchronous within a block    latency -35 %
 
 Each row here is a pair of real kernels, run on the host and checked against numpy, then
-modelled by the cycle model (pypto/backends/ascend/cycle_model.py: the kernel's PTO program on
+modelled by the cycle model (pypto/backends/ascend/model/: the kernel's PTO program on
 the target's pipes, the grid over its cores, HBM shared between the active ones). The times in
 the table are that model's NPU time for ascend910b1 (48 vector cores at 1.85 GHz): modelled, not
 measured -- there is no NPU here. The host times of the same launches are printed after the
@@ -49,7 +49,7 @@ from _harness import fmt_time, median_time, parse_args
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import model_kernel, model_launch
+from pypto.backends.ascend.model.launch import model_kernel, model_launch
 from pypto.target import GiB, get_target
 from pypto.tools.memory import budget
 

@@ -1,7 +1,7 @@
 """Ascend chip descriptions as data (reference: shared/reference/ascend910b.md).
 
 A target decides capacities, legality and modelled time (``costs``, read by
-``cycle_model.py``); it never decides host behaviour.
+``backends/ascend/model/``); it never decides host behaviour.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class CostModel:
         "float16": 1.0, "bfloat16": 1.0, "float32": 2.0, "int8": 1.0, "uint8": 1.0})
     cube_head_cycles: float = 6.0
     acc_fractal_bytes: int = 1024          # 16x16 fp32: one cube cycle to fill (approx.)
-    # vector families (see cycle_model.VECTOR_FAMILY for which opcode is which)
+    # vector families (see model/costs.VECTOR_FAMILY for which opcode is which)
     vector: dict = field(default_factory=lambda: {
         "unary": VectorCost(256.0, 41.0),             # unary and tile-scalar: 256 B/cycle
         "binary": VectorCost(128.0, 34.0),            # tile-tile: half the rate
@@ -84,7 +84,7 @@ class CostModel:
     loop_iteration_cycles: float = 2.0
     dispatch_cycles: float = 1.0
     sync_cycles: float = 0.0
-    # Launch and task dispatch, in microseconds (cycle_model.dispatch_cycles converts them).
+    # Launch and task dispatch, in microseconds (model/costs.dispatch_cycles converts them).
     # Neither is published for the real chip. Both are CANN PyPTO's own simulated figures
     # (shared/reference/cann-pypto.md section 12, note 3): its machine model starts the first
     # AI-core task about 5.2 us after time 0 (the AICPU scheduler's start), and separates

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from pypto.errors import InternalError
 from pypto.compiler.ir import Block, Function, Op, ScalarType, TensorType, TileType, Value
-from pypto.backends.interpreter import convert, run_function
+from pypto.backends.interpreter.numerics import convert
+from pypto.backends.interpreter.run import run_function
 from pypto.language import dtypes as dt
 
 BF16 = ml_dtypes.bfloat16

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 import pypto
 import pypto.language as pl
 from pypto import layout
-from pypto.backends.ascend.cycle_model import gm_bursts, model_kernel
+from pypto.backends.ascend.model.costs import gm_bursts
+from pypto.backends.ascend.model.launch import model_kernel
 from pypto.errors import CompilationError
 
 

@@ -9,7 +9,7 @@ import pypto
 from pypto.target import UB_USABLE
 import pypto.language as pl
 from pypto.tools import profiler as profile
-from pypto.backends.ascend.cycle_model import model_launch
+from pypto.backends.ascend.model.launch import model_launch
 from pypto.compiler.pto.reader import parse_program
 
 from .kernels import mm_bias_relu
@@ -234,7 +234,7 @@ def test_nested_profilers_both_record():
 
 def test_the_model_runs_when_the_profile_is_read_and_once_per_identical_launch(monkeypatch):
     calls = []
-    import pypto.backends.ascend.cycle_model as cm
+    import pypto.backends.ascend.model.launch as cm
     original = cm.model_launch
 
     def counting(*args, **kwargs):
@@ -253,7 +253,7 @@ def test_the_model_runs_when_the_profile_is_read_and_once_per_identical_launch(m
 
 def test_a_launch_the_model_cannot_handle_is_reported_without_breaking_the_profile(
         monkeypatch):
-    import pypto.backends.ascend.cycle_model as cm
+    import pypto.backends.ascend.model.launch as cm
 
     def failing(program, grid, args, target=None):
         if grid == (7,):

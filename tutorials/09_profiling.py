@@ -29,7 +29,7 @@ import pypto.language as pl
 #               the AI Cores and run each block's instructions one after another. It says how
 #               fast the simulation is. Flags and double buffering do not change it, and a host
 #               with 2 cores cannot show what 48 cores would do.
-#   NPU time    modelled: what the cycle model (pypto/backends/ascend/cycle_model.py) predicts
+#   NPU time    modelled: what the cycle model (pypto/backends/ascend/model/) predicts
 #               for the target chip (ascend910b1 by default: 48 vector cores at 1.85 GHz). It
 #               runs the block's PTO program on the core's pipes -- MTE2 loads, V computes,
 #               MTE3 stores, S issues -- each with its cost from the chip's reference numbers,

@@ -20,7 +20,7 @@ import numpy as np
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import model_kernel
+from pypto.backends.ascend.model.launch import model_kernel
 
 from pypto import layout
 

@@ -13,7 +13,7 @@ import numpy as np
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import model_kernel
+from pypto.backends.ascend.model.launch import model_kernel
 
 # ----------------------------------------------------------------------------------------------
 # 1. The router: logits = x @ w_router on the cube (fp16 in, fp32 out), then on the vector

@@ -9,7 +9,8 @@ import math
 import time
 
 from ..backends.ascend import ptoas
-from ..backends.ascend.codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
+from ..backends.ascend.codegen import generate_llvm_ir
+from ..backends.ascend.entry import has_pointer_entry, scratch_layout
 from ..backends.ascend.llvm_driver import compile_to_object
 from .ast_to_ir import build_function
 from .source import KernelSource

@@ -1,7 +1,7 @@
 """A compiled graph's modelled NPU time under each ``parallel_strategy`` (``module.model``).
 
 The tasks are the Execution Graph's (``execution.py``); each one's time is its block in the
-cycle model (``cycle_model.model_block``) and ``backends/ascend/task_model.schedule`` places
+cycle model (``model/launch.model_block``) and ``backends/ascend/model/tasks.schedule`` places
 them. The strategies differ only in the constraints they add to the same DAG:
 
 * ``"mpmd"``: every task goes to any free core of its kind as soon as its inputs are complete;
@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 
-from ..backends.ascend.cycle_model import BlockTrace, dispatch_cycles, model_block, model_launch
-from ..backends.ascend.task_model import TaskSpec, cores_of, schedule
+from ..backends.ascend.model.block import BlockTrace
+from ..backends.ascend.model.costs import dispatch_cycles
+from ..backends.ascend.model.launch import model_block, model_launch
+from ..backends.ascend.model.tasks import TaskSpec, cores_of, schedule
 from ..tools.profiler import pto_program
 from ..runtime.args import standin
 from .ascend_c_node import AscendCStep

@@ -58,7 +58,7 @@ def trace(op, types: list, context: str) -> Trace:
 
 def evaluate(op, arrays):
     """``op(*arrays)`` on whole arrays, one tile each, in the reference interpreter."""
-    from ..backends.interpreter import run_function
+    from ..backends.interpreter.run import run_function
     from ..runtime.args import as_array
     values = []
     for i, a in enumerate(arrays):

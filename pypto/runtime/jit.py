@@ -322,7 +322,7 @@ class JITFunction:
     def _interpret(self, grid, bound, sanitized=False):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter (watched by the
         sanitizer when ``sanitized``)."""
-        from ..backends.interpreter import run_function
+        from ..backends.interpreter.run import run_function
         target = self.target()
         spec = self._spec(bound)
         spec_args, _, runtime_params = self._specialise(spec, bound)

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from .. import envs
-from ..backends.ascend.codegen import scratch_layout
+from ..backends.ascend.entry import scratch_layout
 from ..target import TARGETS
 
 SCRATCH_BYTES = max(scratch_layout(t)[1] for t in TARGETS.values())

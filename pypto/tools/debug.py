@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends import interpreter
+from ..backends.interpreter import handlers as interpreter_handlers
 from ..language.core import breakpoint  # noqa: A004 - the kernel builtin, as the seed spells it
 
 __all__ = ["enable", "disable", "is_enabled", "breakpoint", "run", "snapshots", "Snapshot",
@@ -67,16 +67,16 @@ def enable(hook=None) -> None:
     _state["printed"] = 0
     if hook is not None:
         set_hook(hook)
-    interpreter.BREAKPOINT_HOOK = _on_breakpoint
+    interpreter_handlers.BREAKPOINT_HOOK = _on_breakpoint
 
 
 def disable() -> None:
     """Debug mode off: graphs run compiled again and breakpoints do nothing."""
-    interpreter.BREAKPOINT_HOOK = None
+    interpreter_handlers.BREAKPOINT_HOOK = None
 
 
 def is_enabled() -> bool:
-    return interpreter.BREAKPOINT_HOOK is not None
+    return interpreter_handlers.BREAKPOINT_HOOK is not None
 
 
 def set_hook(hook) -> None:

@@ -116,7 +116,7 @@ def _model_of(kernel, grid, args):
         model = cache.get(key)
     if model is not None:
         return model
-    from ..backends.ascend.cycle_model import model_launch
+    from ..backends.ascend.model.launch import model_launch
     from ..target import get_target
     program = pto_program(kernel)
     target = get_target(kernel.metadata["target"])

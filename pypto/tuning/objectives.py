@@ -7,7 +7,7 @@ from ..target import get_target
 
 def npu_time_ms(jitfn, grid, values: dict) -> float:
     """The cycle model's time for launching ``jitfn[grid](**values)`` on its target."""
-    from ..backends.ascend.cycle_model import model_launch
+    from ..backends.ascend.model.launch import model_launch
     from ..compiler.pto.program import TensorArg
     from ..tools.profiler import pto_program
     bound = jitfn._bind((), values)

@@ -1,4 +1,4 @@
-"""The NPU cycle model (pypto/backends/ascend/cycle_model.py): per-instruction costs against the
+"""The NPU cycle model (pypto/backends/ascend/model/): per-instruction costs against the
 reference page's examples, pipes overlapping under double buffering, the launch over the
 cores, barriers, cross-core flags of mixed kernels and trip counts taken from the arguments."""
 import itertools
@@ -8,16 +8,10 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import (
-    BlockEnv,
-    instruction_cycles,
-    model_kernel,
-    model_launch,
-    simulate_block,
-    transfer_cycles,
-    vector_family,
-)
-from pypto.backends.ascend.cycle_model import dispatch_cycles
+from pypto.backends.ascend.model.block import BlockEnv
+from pypto.backends.ascend.model.costs import (dispatch_cycles, instruction_cycles, transfer_cycles,
+                                               vector_family)
+from pypto.backends.ascend.model.launch import model_kernel, model_launch, simulate_block
 from pypto.target import TARGETS, CostModel, GiB, get_target
 from pypto.compiler.pto import Inst, Scalar, TensorArg, Tile
 from pypto.compiler.pto.reader import parse_program
@@ -409,7 +403,7 @@ def streaming_increment(x, out, T: pl.constexpr):
 def test_all_cores_streaming_never_exceed_the_chips_hbm_bandwidth():
     """A core's load and store in flight together split its share of HBM (they once each
     got all of it, modelling 48 cores at 1.7x the chip's bandwidth)."""
-    from pypto.backends.ascend.cycle_model import model_kernel
+    from pypto.backends.ascend.model.launch import model_kernel
     x = np.zeros(48 * 8192 * 16, np.float32)
     m = model_kernel(streaming_increment, None, x, np.empty_like(x), T=8192)
     moved = sum(r.bytes for b in m.blocks for r in b.records if r.name in ("tload", "tstore"))

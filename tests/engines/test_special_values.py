@@ -197,7 +197,7 @@ def test_shifts_by_any_amount_agree():
     """PyPTO defines a shift by every amount (n >= bits: 0 or the sign fill, n < 0: 0); the
     chip's shift instructions do not, and the simulator masked the amount to 5 bits (x >> 33
     was x >> 1). The program now clamps the amount (legalize_types._guarded_shift)."""
-    from pypto.backends.interpreter import _shl, _shr
+    from pypto.backends.interpreter.numerics import _shl, _shr
     for dtype in (np.int32, np.int8, np.uint8):
         info = np.iinfo(dtype)
         x = np.linspace(info.min, info.max, N).astype(dtype)

@@ -111,7 +111,7 @@ class _Accesses:
 def _interpret(step, args):
     """Run a graph kernel in the reference interpreter; its accesses."""
     from pypto.compiler.ast_to_ir import build_function
-    from pypto.backends.interpreter import run_function
+    from pypto.backends.interpreter.run import run_function
     jitfn = step.jit
     bound = jitfn._bind(step.arguments(args[:-1], args[-1:]), {})
     spec_args, _, params = jitfn._specialise(jitfn._spec(bound), bound)

@@ -1,11 +1,12 @@
-"""The modelled NPU run of a graph (graph/npu_model.py, backends/ascend/task_model.py): the
+"""The modelled NPU run of a graph (graph/npu_model.py, backends/ascend/model/tasks.py): the
 same DAG under each parallel_strategy, dispatch and launch costs, bubbles, Chrome trace."""
 import json
 
 import pytest
 
 import pypto
-from pypto.backends.ascend.cycle_model import dispatch_cycles, model_launch
+from pypto.backends.ascend.model.costs import dispatch_cycles
+from pypto.backends.ascend.model.launch import model_launch
 from pypto.tools.profiler import pto_program
 
 from .mpmd_graphs import three_node

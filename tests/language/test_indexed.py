@@ -284,7 +284,7 @@ def test_misuse_is_a_clear_error(kernel, args, message):
 def test_cycle_model_charges_each_element_its_transfer():
     """A2/A3 gathers element by element (docs/language.md): the modelled time grows with the
     number of elements, the scalar unit reads and writes each one, MTE2 loads each."""
-    from pypto.backends.ascend.cycle_model import model_kernel
+    from pypto.backends.ascend.model.launch import model_kernel
     x = np.zeros((64, 16), np.float32)
     times = []
     for m in (2, 4):

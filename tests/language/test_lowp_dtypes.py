@@ -284,7 +284,7 @@ def test_uint32_division_is_refused_naming_the_target():
 def test_cycle_model_costs_the_legalised_sequences():
     """The float8 encode is ordinary A2/A3 instructions, each costed: a conversion of the
     same tile to float8 takes more modelled vector time than one to float16."""
-    from pypto.backends.ascend.cycle_model import model_launch
+    from pypto.backends.ascend.model.launch import model_launch
     from pypto.compiler.pto.reader import parse_program
 
     x = np.zeros((4, 32), np.float32)

@@ -171,7 +171,7 @@ def test_cycle_model_charges_one_pass_per_selected_element():
     """The selection loop's (int32 tiles: TSORT32 sorts floats only) modelled time grows
     linearly with k (the same passes over the tile per step, after a fixed load, setup and
     store)."""
-    from pypto.backends.ascend.cycle_model import model_kernel
+    from pypto.backends.ascend.model.launch import model_kernel
     x = np.zeros((4, 256), np.int32)
     cycles = {}
     for k in (2, 5, 8):
@@ -201,7 +201,7 @@ def test_sort_instructions_match_numpy(m, n, d, largest, data):
 def test_float_sorts_use_the_sort_instructions_and_ints_the_selection_loop():
     """docs/language.md, Sorting: float tiles become TSORT32, TMRGSORT and TGATHER, whose
     modelled time hardly depends on k; int32 tiles keep the selection loop."""
-    from pypto.backends.ascend.cycle_model import model_kernel
+    from pypto.backends.ascend.model.launch import model_kernel
     for d in (np.float32, np.int32):
         x = np.zeros((4, 256), d)
         v, i = np.zeros((4, 8), d), np.zeros((4, 8), np.int32)

@@ -12,7 +12,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.backends.ascend.cycle_model import model_kernel
+from pypto.backends.ascend.model.launch import model_kernel
 from pypto.tuning import AutotuneError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

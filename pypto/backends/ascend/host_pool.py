@@ -5,7 +5,7 @@ state block: the launching thread publishes a job and bumps a generation counter
 briefly on it (waking a sleeping thread costs ~45 us on this kind of VM) and then sleep on a
 futex. Every participant calls the kernel's launch entry with its own scratch area (its AI
 Core's buffers) and its participant number; the entry runs that participant's share of the
-grid and then helps with the others' (see ``codegen.Codegen._launch_function``). The whole launch
+grid and then helps with the others' (see ``entry.launch_function``). The whole launch
 happens inside one ctypes call, so the GIL is released throughout and a launch costs a few
 microseconds instead of a Python thread-pool round trip.
 
@@ -22,7 +22,7 @@ import numpy as np
 
 import llvmlite.binding as llvm
 
-from .codegen import POOL_LAUNCH_SYMBOL
+from .entry import POOL_LAUNCH_SYMBOL
 from .lowering.crosscore import SYS_FUTEX
 from .llvm_driver import LoadedObject, compile_to_object, host_identity
 

@@ -34,6 +34,8 @@ import numpy as np
 
 from ... import envs
 from ...errors import user_stacklevel
+from ...layout import c0_for
+from .numerics import window
 
 REPORT_LIMIT = 5            # findings of one kind at one source line, per launch, in detail
 reports: list = []          # every Finding of this process, in order
@@ -141,7 +143,6 @@ class Watch:
                 f"read at {op.loc}")
 
     def _record_write(self, name, op, pid, tensor, offsets, shape, atomic) -> None:
-        from . import window
         writers = self.writers.get(name)
         if writers is None:
             writers = self.writers[name] = np.full(tensor.shape, -1, np.int64)
@@ -200,7 +201,6 @@ def layout_outside(ty, offsets, shape) -> bool:
     """Does a load from a layout tensor (pypto.layout.load_window) reach outside its logical
     extent? NZ: the (rows, cols) window past (M, K); NC1HWC0: an image or pixel outside the
     tensor, or a channel past C or past the channel group of the window's first channel."""
-    from ...layout import c0_for
     rows, cols = shape
     if ty.layout == "NZ":
         (r, k), (m, kk) = offsets, ty.shape

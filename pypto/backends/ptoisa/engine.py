@@ -28,7 +28,7 @@ from ... import envs
 from ... import cache as cache_mod
 from ...errors import InternalError
 from ..ascend import ptoas
-from ..ascend.codegen import WORKSPACE_ACCS
+from ..ascend.entry import WORKSPACE_ACCS
 from ...target import get_target
 from . import entry, toolchain
 

@@ -4,7 +4,7 @@ The blocks of a launch that uses them run as host threads all at once (see
 ``Codegen._cooperative_launch``) and meet in a small shared area, the launch's counter array:
 
     [0] unused   [1] barrier arrivals   [2] barrier generation   [3] deadlock
-    [4 + f] cross-core flag f (0-15), then the launch's share cursors (codegen.CURSORS)
+    [4 + f] cross-core flag f (0-15), then the launch's share cursors (entry.CURSORS)
 
 Waiters sleep on a futex of the slot they watch (more blocks than host cores is the normal
 case, so spinning would starve the blocks being waited for). A waiter that sees no progress for

@@ -132,7 +132,7 @@ PTO_BINARY_SCALAR = {spec.pto_scalar: name for name, spec in BINARY.items()
 # -- elementwise instructions -----------------------------------------------------------------
 # Each element rule returns (inputs, body): inputs are tiles or ready LLVM scalars; body maps
 # the inputs' compute-type values to the stored value of one output element. The same rule
-# serves a standalone instruction and a fused group (codegen.Codegen.fused).
+# serves a standalone instruction and a fused group (fusion.fused).
 
 def _binary_elem(name, scalar_rhs):
     def elem(cg, inst):
@@ -356,7 +356,7 @@ def reduce_row(cg, op, src, out, ranges, r, heavy=False):
     """One row of a row reduction (``op``: sum, max, min or prod) of ``src`` into row ``r`` of
     ``out``: ``ranges`` are (first column, end, element(c) -> the source's value at column c,
     as stored), run in turn. Shared by the standalone instruction (``_row``) and a fusion group
-    it closes (codegen ``_fused_loop``), so both combine a row alike.
+    it closes (fusion ``_fused_loop``), so both combine a row alike.
 
     Max and min (exact in any order) and integer sums keep one accumulator that LLVM may split
     as it likes. A float sum or product (``ordered``) runs in ``LANES`` lanes: full blocks of

@@ -1,6 +1,6 @@
-"""MPMD in the cycle model: a DAG of block tasks scheduled on the target's AIV and AIC cores.
+"""MPMD in the NPU model: a DAG of block tasks scheduled on the target's AIV and AIC cores.
 
-``cycle_model.model_launch`` places one SPMD launch's blocks; this module places the tasks of a
+``launch.model_launch`` places one SPMD launch's blocks; this module places the tasks of a
 whole graph (``graph/execution.py``) at once: a task may start when every task it depends on
 has ended, on a free core of its kind (vector tasks on the AIVs, cube tasks on the AICs, a mixed
 task on one of each), so one node's cube tasks overlap another node's vector tasks. The rules:
@@ -10,7 +10,7 @@ task on one of each), so one node's cube tasks overlap another node's vector tas
 * Ready tasks are placed in the order they become ready (ties: graph order), each on the
   allowed core that frees first (``allowed``: the pipelined strategy gives each node its own
   cores). A task's HBM share is fixed when it starts: the cores busy then, itself included.
-* A task's time is its block modelled alone from that start (``cycle_model.model_block``);
+* A task's time is its block modelled alone from that start (``launch.model_block``);
   ``simulate`` returns None for work the model cannot see (an Ascend C call: zero time).
 
 ``bubbles()`` reads the schedule back: per core its busy and idle time, the critical path (the
@@ -20,10 +20,11 @@ chain of tasks, each started by the previous one's end, that ends last) and the 
 from __future__ import annotations
 
 import heapq
+import json
 from dataclasses import dataclass, field
 
-from .cycle_model import dispatch_cycles
-from ...target import Target
+from .costs import dispatch_cycles
+from ....target import Target
 
 KINDS = ("vector", "cube")
 
@@ -77,12 +78,11 @@ class DagModel:
         return bubble_report(self)
 
     def chrome_trace(self) -> dict:
-        from ...tools.profiler import task_chrome_trace
+        from ....tools.profiler import task_chrome_trace
         return task_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> str:
         """Write the schedule as a Chrome trace (ui.perfetto.dev): tasks by node and core."""
-        import json
         with open(path, "w") as f:
             json.dump(self.chrome_trace(), f)
         return str(path)

@@ -1,0 +1,238 @@
+"""What each PTO instruction costs on the target: the cost families as data, and the rules
+that turn an instruction's opcode, tile shapes, dtypes and locations into cycles.
+
+The numbers come from ``targets.CostModel`` (shared/reference/ascend910b.md, "Cycle model
+parameters"): cube fractals, vector bytes per cycle and issue overhead, transfer bandwidth per
+path, the saturating GM→UB form, the bursts of a GM transfer, the launch and task dispatch.
+Nothing here knows about time lines; ``block.py`` places these costs on a core's pipes.
+"""
+from __future__ import annotations
+
+from ....compiler.elementwise import BINARY, UNARY
+from ....compiler.pto.isa import is_scalar, is_sync, pipe_of
+from ....compiler.pto import Tile
+from ....target import GiB, Target, get_target
+
+# -- instruction families (rules as data) -------------------------------------------------------
+
+_TRANSCENDENTAL = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tdiv", "tdivs", "tfmod",
+                   "tfmods")
+VECTOR_FAMILY = {
+    **{op.pto: "unary" for op in UNARY.values() if op.pto},
+    **{op.pto_scalar: "unary" for op in BINARY.values() if op.pto_scalar},
+    **{op.pto: "binary" for op in BINARY.values() if op.pto},
+    "tsel": "binary", "taddc": "binary", "tsubc": "binary",
+    **{f"t{d}expand{op}": "binary" for d in ("row", "col")
+       for op in ("add", "sub", "mul", "div", "max", "min")},
+    **{op: "transcendental" for op in _TRANSCENDENTAL},
+    **{f"t{d}{r}": "reduce" for d in ("row", "col")
+       for r in ("sum", "max", "min", "prod", "any", "all")},
+}
+# vector instructions that move or convert data rather than compute (no flops)
+DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
+              "ttrans", "tmov", "tsel", "tgather"}
+
+
+def vector_family(op: str) -> str:
+    """Anything not listed (copies, expands, conversions) streams like a unary op."""
+    return VECTOR_FAMILY.get(op, "unary")
+
+
+# -- per-instruction cost -----------------------------------------------------------------------
+
+def valid_shape(tile: Tile) -> tuple[int, int]:
+    rows = tile.rows if tile.v_row is None else tile.v_row
+    cols = tile.cols if tile.v_col is None else tile.v_col
+    return rows, cols
+
+
+def tile_bytes(tile: Tile) -> int:
+    rows, cols = valid_shape(tile)
+    return rows * cols * tile.dtype.itemsize
+
+
+def bytes_per_cycle(gibps: float, target: Target) -> float:
+    return gibps * GiB / (target.clock_ghz * 1e9)
+
+
+def transfer_path(inst) -> tuple[str, str, Tile]:
+    """(source, destination, on-chip tile) of a transfer; "gm" is global memory."""
+    if inst.op == "tload":
+        return "gm", inst.outs[0].loc, inst.outs[0]
+    src = inst.ins[0]
+    if inst.op == "tstore":
+        return src.loc, "gm", src
+    return src.loc, inst.outs[0].loc, src
+
+
+def is_transfer(inst, pipe: str) -> bool:
+    if inst.op in ("tload", "tstore") or pipe in ("MTE1", "FIX"):
+        return True
+    return inst.op == "tmov" and isinstance(inst.ins[0], Tile) and inst.ins[0].loc == "vec" \
+        and inst.outs[0].loc == "vec"
+
+
+def burst_bytes(bursts: tuple, target: Target) -> int:
+    """Path bytes of a GM transfer made of ``bursts = (count, length in bytes)``: whole DMA
+    blocks per burst plus the burst's start-up (``CostModel.burst_*``)."""
+    costs = target.costs
+    count, length = bursts
+    blocks = -(-length // costs.burst_block_bytes)
+    return count * (blocks * costs.burst_block_bytes + costs.burst_overhead_bytes)
+
+
+def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
+                    active_cores: int = 1, bursts: tuple | None = None) -> float:
+    """Cycles to move ``nbytes`` on one path. Paths touching global memory get at most their
+    share of the chip's HBM bandwidth (``hbm_gbps`` over the active cores). ``bursts``
+    (count, length) is the GM side's shape (``gm_bursts``); without it the bytes count as
+    one contiguous run with no burst cost (the per-instruction figures of the reference)."""
+    costs = target.costs
+    if bursts is not None and bursts[0]:
+        nbytes = burst_bytes(bursts, target)
+    path = (src, dst)
+    if path in costs.saturating:
+        peak, half = costs.saturating[path]
+        cycles = (half + nbytes) / bytes_per_cycle(peak, target)     # B / bw(B)
+    elif path in costs.transfer_gibps:
+        cycles = nbytes / bytes_per_cycle(costs.transfer_gibps[path], target)
+    else:
+        raise ValueError(f"the cycle model has no bandwidth for {src} -> {dst} on "
+                         f"{target.name}")
+    if "gm" in path:
+        share = target.hbm_gbps * 1e9 / max(1, active_cores) / (target.clock_ghz * 1e9)
+        cycles = max(cycles, nbytes / share)
+    return cycles
+
+
+def matmul_cycles(left: Tile, right: Tile, target: Target) -> tuple[float, int]:
+    """(cycles, flops): fractals of M x K x N padded to the cube's fractal shape."""
+    costs = target.costs
+    m, k = valid_shape(left)
+    n = valid_shape(right)[1]
+    frac_k = target.fractal_bytes // left.dtype.itemsize
+    rows = target.fractal_rows
+    fractals = -(-m // rows) * -(-k // frac_k) * -(-n // rows)
+    per = costs.cube_fractal_cycles.get(left.dtype.name)
+    if per is None:
+        raise ValueError(f"the cube has no {left.dtype.name} matmul")
+    return costs.cube_head_cycles + fractals * per, 2 * m * k * n
+
+
+def sort_cycles(inst, target: Target) -> tuple[float, int, int]:
+    """(cycles, flops, bytes) of TSORT32, TMRGSORT and TGATHER's mask form, per pto-isa's
+    cost model lines (targets.CostModel.sort32 / mrgsort / mask_gather). A multi-list
+    TMRGSORT also copies its staging tile into the destination (a UB move)."""
+    costs = target.costs
+    src, dst = inst.ins[0], inst.outs[0]
+    if inst.op == "tsort32":
+        rows, cols = valid_shape(src)
+        head, per = costs.sort32
+        return head + per * rows * -(-cols // 32), rows * cols, tile_bytes(dst)
+    if inst.op == "tgather":
+        head, per = costs.mask_gather
+        nbytes = tile_bytes(src)
+        return head + per * -(-nbytes // costs.repeat_bytes), 0, nbytes
+    head, per = costs.mrgsort
+    pairs = sum(valid_shape(t)[0] * valid_shape(t)[1] for t in inst.ins) // 2
+    cycles = head + per * pairs / 128
+    if "tmp" in inst.attrs:
+        move = costs.vector["unary"]
+        cycles += move.issue_cycles + tile_bytes(dst) / move.bytes_per_cycle
+    return cycles, pairs, tile_bytes(dst)
+
+
+SORT_OPS = ("tsort32", "tmrgsort", "tgather")
+
+
+def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
+    """(cycles, flops, bytes): the largest tile streams through the vector unit; an issue
+    covers at most ``max_repeats`` repeats, each further issue pays the overhead again."""
+    if inst.op in SORT_OPS:
+        return sort_cycles(inst, target)
+    costs = target.costs
+    spec = costs.vector[vector_family(inst.op)]
+    tiles = [t for t in (*inst.ins, *inst.outs) if isinstance(t, Tile)]
+    nbytes = max(tile_bytes(t) for t in tiles)
+    elements = max(valid_shape(t)[0] * valid_shape(t)[1] for t in tiles)
+    repeats = -(-nbytes // costs.repeat_bytes)
+    issues = max(1, -(-repeats // costs.max_repeats))
+    cycles = (issues * spec.issue_cycles + nbytes / spec.bytes_per_cycle
+              + elements * spec.cycles_per_element)
+    flops = 0 if inst.op in DATA_MOVES else elements
+    return cycles, flops, nbytes
+
+
+def instruction_cycles(inst, target, *, nbytes: int | None = None,
+                       active_cores: int = 1, bursts: tuple | None = None
+                       ) -> tuple[float, int, int]:
+    """(cycles, flops, bytes) of one instruction on ``target``. ``nbytes`` overrides a
+    transfer's size (the part of the tile inside the tensor), ``bursts`` gives its shape in
+    global memory; ``active_cores`` share HBM."""
+    target = as_target(target)
+    costs = target.costs
+    if is_sync(inst):
+        return costs.sync_cycles, 0, 0
+    if is_scalar(inst):
+        return costs.scalar_cycles, 0, 0
+    pipe = pipe_of(inst)
+    if is_transfer(inst, pipe):
+        src, dst, tile = transfer_path(inst)
+        moved = tile_bytes(tile) if nbytes is None else nbytes
+        return transfer_cycles(src, dst, moved, target, active_cores, bursts), 0, moved
+    if inst.op in ("tmatmul", "tmatmul.acc", "tmatmul.bias"):
+        left, right = inst.ins[-2], inst.ins[-1]
+        cycles, flops = matmul_cycles(left, right, target)
+        return cycles, flops, tile_bytes(left) + tile_bytes(right)
+    if pipe == "M":               # texpands on the accumulator: the cube fills L0C
+        acc = inst.outs[0]
+        fractals = -(-tile_bytes(acc) // costs.acc_fractal_bytes)
+        return costs.cube_head_cycles + fractals, 0, tile_bytes(acc)
+    if pipe == "S":               # tci writes element by element; treshape is metadata
+        out = inst.outs[0]
+        count = out.rows * out.cols if inst.op == "tci" else 1
+        return count * costs.scalar_cycles, 0, tile_bytes(out) if inst.op == "tci" else 0
+    return vector_cycles(inst, target)
+
+
+def as_target(target) -> Target:
+    return get_target(target) if isinstance(target, str) else target
+
+
+# -- global memory bursts -----------------------------------------------------------------------
+
+def gm_bursts(tensor, dims: tuple, strides: tuple, window: tuple, itemsize: int) -> tuple:
+    """(count, bytes) of the contiguous runs of global memory a transfer of the valid
+    ``window`` (rows, cols) touches. ND: one run per row of the window, merged into one when
+    the rows are whole and back to back; a column stride other than 1 makes every element a
+    run. NZ: one run per column of fractals (16 rows x 32 bytes each, consecutive down the
+    rows), one in all when the window spans every row. NC1HWC0: one run of pixels x 32 bytes
+    when the window takes the whole channel group, else one per pixel."""
+    rows, cols = window
+    if not rows or not cols:
+        return (0, 0)
+    layout = getattr(tensor, "layout", "ND")
+    if layout == "NZ":
+        k1, m1, m0, c0 = dims
+        if rows >= m1 * m0:
+            return (1, rows * cols * itemsize)
+        return (-(-cols // c0), rows * c0 * itemsize)
+    if layout == "NC1HWC0":
+        c0 = dims[-1]
+        return (1, rows * cols * itemsize) if cols == c0 else (rows, cols * itemsize)
+    if len(dims) == 1:
+        return (1, cols * itemsize) if strides[0] == 1 else (cols, itemsize)
+    s0, s1 = strides[-2], strides[-1]
+    if s1 != 1:
+        return (rows * cols, itemsize)
+    if rows == 1 or (cols == dims[-1] and s0 == cols):
+        return (1, rows * cols * itemsize)
+    return (rows, cols * itemsize)
+
+
+# -- launch and task dispatch -------------------------------------------------------------------
+
+def dispatch_cycles(target: Target) -> tuple[float, float]:
+    """(launch, per-task dispatch) in cycles of the target's clock (``CostModel``)."""
+    c = target.costs
+    return c.launch_us * target.clock_ghz * 1e3, c.task_dispatch_us * target.clock_ghz * 1e3

@@ -1,0 +1,328 @@
+"""A launch over the target's cores: every block's timeline, cross-core flags and barriers
+answered, the grid list-scheduled on the cores.
+
+Blocks in launch order (pid0 fastest) take the core that frees first. A vector kernel runs on
+the AIVs, a cube kernel on the AICs, a mixed kernel's block on one cluster (its cube part on the
+AIC, its vector part on an AIV, both counted against HBM). A block's share of HBM bandwidth is
+fixed when it starts: the cores still busy then plus those starting with it. Blocks that meet
+(``syncall``) or signal each other all start at once (the grid must fit). In a mixed kernel the
+cross-core flags belong to the block's cluster (its cube and vector parts); otherwise they are
+launch-wide counters (``pl.signal``/``pl.wait``).
+"""
+from __future__ import annotations
+
+import heapq
+import inspect
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from ....compiler.pto.isa import PIPES
+from ....compiler.pto import Inst, TensorArg, walk_insts
+from ....compiler.pto.reader import parse_program
+from ....target import Target, get_target
+from .block import BlockEnv, BlockTrace, PartTimeline
+from .costs import as_target, dispatch_cycles
+
+# -- cross-core flags and barriers --------------------------------------------------------------
+
+class _Agent:
+    """One part's timeline as the hub drives it: its generator and the scope its cross-core
+    flags belong to (the block's cluster, or 0: the whole launch)."""
+
+    def __init__(self, part: PartTimeline, scope):
+        self.part, self.scope = part, scope
+        self.gen = part.run()
+
+
+class _Flags:
+    """Cross-core flag counters: signals are (time, count) tokens; a wait takes the oldest
+    ``count`` of them and may go on when the last one it took had arrived."""
+
+    def __init__(self):
+        self.tokens: dict = defaultdict(deque)
+
+    def post(self, key, t: float, count: int) -> None:
+        self.tokens[key].append([t, count])
+
+    def take(self, key, count: int) -> float | None:
+        queue = self.tokens[key]
+        if sum(c for _, c in queue) < count:
+            return None
+        ready = 0.0
+        while count:
+            tok = queue[0]
+            used = min(count, tok[1])
+            tok[1] -= used
+            count -= used
+            ready = max(ready, tok[0])
+            if tok[1] == 0:
+                queue.popleft()
+        return ready
+
+
+class _Hub:
+    """Runs the agents' simulations together, always advancing the one furthest behind in
+    time, and answers their cross-core requests. ``standalone``: one part alone, where a wait
+    nobody can signal goes on at once and a syncall meets only itself."""
+
+    def __init__(self, agents: list, standalone: bool = False):
+        self.agents, self.standalone = agents, standalone
+        self.flags = _Flags()
+        self.heap = [(a.part.env.start, i, None) for i, a in enumerate(agents)]
+        heapq.heapify(self.heap)
+        self.waiting: list = []          # (agent index, flag key, count, time)
+        self.arrived: list = []          # (agent index, time) at a syncall
+        # a syncall (FFTS mode 0) meets every core whose part has one: a block that finishes
+        # without reaching it holds the others forever, as on the chip
+        self.meeting = sum(any(isinstance(n, Inst) and n.op == "syncall"
+                               for n in _insts(a.part.body)) for a in agents)
+
+    def run(self) -> None:
+        while self.heap:
+            _, i, reply = heapq.heappop(self.heap)
+            try:
+                request = self.agents[i].gen.send(reply)
+            except StopIteration:
+                pass
+            else:
+                self._request(i, *request)
+            self._wake_waiters()
+            self._open_barrier()
+        if self.waiting or self.arrived:
+            stuck = "sync.wait" if self.waiting else "syncall"
+            raise ValueError(f"the modelled launch deadlocks: a {stuck} is never satisfied "
+                             "(a flag nobody signals, or a barrier some block never reaches)")
+
+    def _resume(self, i: int, t: float, reply=None) -> None:
+        heapq.heappush(self.heap, (t, i, reply))
+
+    def _request(self, i: int, kind: str, *rest) -> None:
+        scope = self.agents[i].scope
+        if kind == "set":
+            flag, count, t = rest
+            self.flags.post((scope, flag), t, count)
+            self._resume(i, t)
+        elif kind == "wait":
+            flag, count, t = rest
+            self.waiting.append((i, (scope, flag), count, t))
+        else:
+            self.arrived.append((i, rest[0]))
+
+    def _wake_waiters(self) -> None:
+        still = []
+        for i, key, count, t in self.waiting:
+            ready = self.flags.take(key, count)
+            if ready is None and self.standalone:
+                ready = t
+            if ready is None:
+                still.append((i, key, count, t))
+            else:
+                self._resume(i, max(t, ready), max(t, ready))
+        self.waiting = still
+
+    def _open_barrier(self) -> None:
+        if self.arrived and (len(self.arrived) == self.meeting or self.standalone):
+            release = max(t for _, t in self.arrived)
+            for i, _ in self.arrived:
+                self._resume(i, release, release)
+            self.arrived = []
+
+
+def simulate_block(program_part_body: list, env: BlockEnv) -> BlockTrace:
+    """One block's part on one core, alone: cross-core waits go on at once (use
+    ``model_launch`` for the flags between parts and blocks)."""
+    part = PartTimeline(program_part_body, env)
+    _Hub([_Agent(part, 0)], standalone=True).run()
+    return part.trace()
+
+
+# -- the launch ---------------------------------------------------------------------------------
+
+@dataclass
+class LaunchModel:
+    """The modelled launch: ``cycles`` is the makespan on the target's clock, ``cores`` the
+    cores available to this kind of kernel (clusters for mixed ones), ``core_utilization``
+    busy core-cycles over cores x makespan, ``pipe_busy`` cycles per pipe over all blocks."""
+    name: str
+    target: Target
+    kind: str
+    grid: tuple
+    cycles: float
+    time_ms: float
+    cores: int
+    core_utilization: float
+    blocks: list
+    pipe_busy: dict
+
+    def bound_pipe(self) -> str:
+        return max(self.pipe_busy, key=self.pipe_busy.get)
+
+    def summary(self) -> str:
+        """A readable table: the launch, then each pipe's busy share of the core time."""
+        t = self.target
+        head = (f"{self.name} on {t.name} ({self.kind} kernel, grid {self.grid}): "
+                f"{self.cycles:,.0f} cycles = {self.time_ms * 1e3:,.2f} us at {t.clock_ghz} "
+                "GHz (modelled NPU time)")
+        cores = (f"  blocks {len(self.blocks)} on {self.cores} cores, core utilization "
+                 f"{self.core_utilization:.1%}")
+        lines = [head, cores, f"  {'pipe':<6}{'busy cycles':>16}{'of core time':>14}"]
+        core_time = sum(b.end - b.start for b in self.blocks) or 1.0
+        for pipe in PIPES:
+            busy = self.pipe_busy.get(pipe, 0.0)
+            if busy:
+                lines.append(f"  {pipe:<6}{busy:>16,.0f}{busy / core_time:>14.1%}")
+        lines.append(f"  bound by {self.bound_pipe()}")
+        return "\n".join(lines)
+
+
+def _grid3(grid) -> tuple:
+    grid = (grid,) if isinstance(grid, int) else tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
+        raise ValueError(f"grid must be 1 to 3 non-negative ints, got {grid!r}")
+    return grid + (1,) * (3 - len(grid))
+
+
+def _pids(grid: tuple) -> list:
+    """Block ids in launch order, pid0 fastest (as the runtime's block counter)."""
+    g0, g1, g2 = grid
+    return [(p0, p1, p2) for p2 in range(g2) for p1 in range(g1) for p0 in range(g0)]
+
+
+def _cooperative(program) -> bool:
+    """Blocks that meet (syncall) or signal each other must all run at once."""
+    if program.kind == "mixed":
+        ops = {n.op for _, body in program.parts for n in _insts(body)}
+        return "syncall" in ops
+    return any(n.op in ("syncall", "sync.set", "sync.wait") for n in _insts(program.body))
+
+
+def _insts(body):
+    return (n for n in walk_insts(body) if isinstance(n, Inst))
+
+
+def _block_parts(program, env_for) -> list:
+    """The agents of one block: one per program part, flags scoped to the block's cluster
+    in a mixed kernel and to the whole launch otherwise."""
+    agents = []
+    for part_name, body in program.parts:
+        env = env_for(part_name)
+        scope = env.pid if program.kind == "mixed" else 0
+        agents.append(_Agent(PartTimeline(body, env), scope))
+    return agents
+
+
+def _check_args(program, args: dict) -> None:
+    missing = [p.name for p in program.params
+               if not (isinstance(p, TensorArg) and p.workspace) and p.name not in args]
+    if missing:
+        raise ValueError(f"model_launch({program.name}): no value for {', '.join(missing)}")
+
+
+def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
+    """Model one launch of ``program`` over ``grid`` (up to 3 ints; None: one block per
+    core) with the runtime ``args`` (parameter name → numpy array / anything with
+    ``.shape``, or number); ``target`` defaults to the program's."""
+    target = as_target(target or program.target)
+    _check_args(program, args)
+    cores = target.cores_for(program.kind != "vector")
+    grid = _grid3((cores,) if grid is None else grid)     # as a launch without a grid
+    pids = _pids(grid)
+    parts = len(program.parts)
+
+    def env_factory(pid, core, start, active):
+        return lambda part: BlockEnv(target, pid, grid, args, program.params, start,
+                                     active * parts, core, part)
+
+    if _cooperative(program):
+        if len(pids) > cores:
+            raise ValueError(f"{program.name}: grid {grid} has more blocks than the {cores} "
+                             f"cores of {target.name}; blocks that meet or signal each other "
+                             "must all run at once")
+        at = sum(dispatch_cycles(target))       # the blocks are dispatched together
+        per_block = [_block_parts(program, env_factory(pid, i, at, len(pids)))
+                     for i, pid in enumerate(pids)]
+        _Hub([a for agents in per_block for a in agents]).run()
+        traces = [_merge(agents) for agents in per_block]
+    else:
+        traces = _schedule(program, pids, cores, env_factory, target)
+    return _launch_model(program, target, grid, cores, traces)
+
+
+def model_block(program, grid, args: dict, target, pid: tuple, core: int, start: float,
+                active: int) -> BlockTrace:
+    """Block ``pid`` of a launch of ``program`` over ``grid`` alone on ``core`` from cycle
+    ``start``, sharing HBM with ``active`` cores: the unit the task scheduler
+    (``tasks.py``) places. Blocks that signal each other need ``model_launch``."""
+    target = as_target(target)
+    grid = _grid3(grid)
+    parts = len(program.parts)
+    agents = _block_parts(program, lambda part: BlockEnv(
+        target, pid, grid, args, program.params, start, active * parts, core, part))
+    _Hub(agents).run()
+    return _merge(agents)
+
+
+def _schedule(program, pids: list, cores: int, env_factory, target: Target) -> list:
+    """List scheduling: each block in order takes the core that frees first, after the
+    launch cost and its own dispatch (``dispatch_cycles``: a grid larger than the cores runs
+    in waves, each block paying its dispatch). The cores sharing HBM with a block are those
+    still busy when it starts plus the blocks starting with it (the next ones in order, up to
+    the free cores), an estimate held for its run."""
+    launch, dispatch = dispatch_cycles(target)
+    free = [(launch, c) for c in range(cores)]
+    heapq.heapify(free)
+    traces = []
+    for i, pid in enumerate(pids):
+        start, core = heapq.heappop(free)
+        start += dispatch
+        busy = sum(1 for t, _ in free if t > start)
+        active = busy + min(len(pids) - i, cores - busy)
+        agents = _block_parts(program, env_factory(pid, core, start, active))
+        _Hub(agents).run()
+        trace = _merge(agents)
+        traces.append(trace)
+        heapq.heappush(free, (trace.end, core))
+    return traces
+
+
+def _merge(agents: list) -> BlockTrace:
+    """One block's trace from its parts (two for a mixed kernel's cluster)."""
+    first = agents[0].part.trace()
+    for agent in agents[1:]:
+        other = agent.part.trace()
+        first.end = max(first.end, other.end)
+        first.records += other.records
+        for pipe, busy in other.pipe_busy.items():
+            first.pipe_busy[pipe] = first.pipe_busy.get(pipe, 0.0) + busy
+    if len(agents) > 1:
+        first.records.sort(key=lambda r: r.start)
+    return first
+
+
+def _launch_model(program, target: Target, grid: tuple, cores: int,
+                  traces: list) -> LaunchModel:
+    makespan = max((t.end for t in traces), default=0.0)
+    busy = sum(t.end - t.start for t in traces)
+    pipe_busy = dict.fromkeys(PIPES, 0.0)
+    for t in traces:
+        for pipe, cycles in t.pipe_busy.items():
+            pipe_busy[pipe] += cycles
+    utilization = busy / (cores * makespan) if makespan else 0.0
+    return LaunchModel(program.name, target, program.kind, grid, makespan,
+                       makespan / (target.clock_ghz * 1e6), cores, utilization, traces,
+                       pipe_busy)
+
+
+def model_kernel(jit_fn, grid, *args, **kwargs) -> LaunchModel:
+    """Compile ``jit_fn`` for these arguments, read back its ``.pto`` and model the launch
+    with the same arguments (a callable grid gets the bound arguments, as a launch does)."""
+    kernel = jit_fn.compile(*args, **kwargs)
+    program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
+    bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    if callable(grid):
+        grid = grid(dict(values))
+    runtime = {p.name: values[p.name] for p in program.params
+               if not (isinstance(p, TensorArg) and p.workspace)}
+    return model_launch(program, grid, runtime, program.target)
