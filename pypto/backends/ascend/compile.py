@@ -14,8 +14,8 @@ from ...compiler.ir import Module, walk
 from ...compiler.pipeline import build_program
 from ...compiler.pto.passes.hazards import check_program
 from ...compiler.pto.printer import print_program
-from ...compiler.pto.reader import override_program, parse_program
-from ...errors import InternalError
+from ...compiler.pto.reader import PtoParseError, parse_program, signature
+from ...errors import CompilationError, InternalError, SourceLoc
 from . import ptoas
 from .codegen import generate_llvm_ir, has_pointer_entry, scratch_layout
 from .llvm_driver import compile_to_object
@@ -77,6 +77,24 @@ def program_metadata(program, written: list, opt_level: str) -> dict:
         "written_tensors": written,
         "opt_level": opt_level,
     }
+
+
+def override_program(compiled, path: str, text: str):
+    """PYPTO_OVERRIDE_DIR: the hand-edited ``text`` of ``path`` parsed in place of
+    ``compiled``. The launch ABI comes from the kernel's signature, so the file must keep the
+    name and parameters of this specialisation; anything else is the user's to change."""
+    try:
+        program = parse_program(text, compiled.target)
+    except PtoParseError as e:
+        raise CompilationError(e.message, SourceLoc(path, e.line or 0, 0, source_line=e.text,
+                                                    function=compiled.name)) from None
+    expected = [signature(p) for p in compiled.params]
+    found = [signature(p) for p in program.params]
+    if program.name != compiled.name or found != expected:
+        raise CompilationError(
+            f"{path} does not match this specialisation of {compiled.name}: it declares "
+            f"{program.name}{found}, the kernel was compiled as {compiled.name}{expected}")
+    return program
 
 
 def _verify_round_trip(text: str, dialect) -> None:
