@@ -3,8 +3,10 @@
 Why: a printed kernel can be edited by hand and compiled again (``PYPTO_OVERRIDE_DIR``), and
 print → parse → print being the identity is the test that the text says everything the backend
 needs. The parser is line based, as the printer is: one statement per line, regions closed by
-``}``, statements dispatched on their operation name through one table. It undoes the
-printer's spellings:
+``}``, statements dispatched on their operation name through one table (``_STATEMENTS``; the
+``arith`` handlers are ``read_scalars``, the tile, window and flag ones ``read_tiles``; this
+module reads the module, its functions' prologues and regions). It undoes the printer's
+spellings (``spelling``):
 
 * constants the printer hoists to the top of a function (``%c16_i64``, named after value and
   type) fold back into the ints and attribute values they came from; the program's own
