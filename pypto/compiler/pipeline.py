@@ -1,72 +1,23 @@
-"""The compile driver: specialised source → Tile IR → passes → PTO → LLVM IR → object code.
+"""Kernel source → Tile IR → PTO program: the compiler's half of a compile.
 
-Returns every stage's artifact so the cache can keep them and ``compiled.asm`` can show them.
+``build_program`` takes the frontend's function through the Tile IR passes, the lowering and the
+PTO passes; what follows (PTOAS, code generation, object code) is the backend's
+(``backends/ascend/compile.py``).
+The memory-plan queries below (``plan_memory``, ``with_fitting_sizes``) stop after the Tile IR
+passes, so ``pypto.memory`` can size a kernel before any compile.
 """
 from __future__ import annotations
 
 import itertools
 import math
-import time
 
-from ..backends.ascend import ptoas
-from ..backends.ascend.codegen import generate_llvm_ir
-from ..backends.ascend.entry import has_pointer_entry, scratch_layout
-from ..backends.ascend.llvm_driver import compile_to_object
+from ..errors import BufferOverflow
 from .ast_to_ir import build_function
+from .ir import Module, walk
 from .source import KernelSource
-from .. import envs
-from ..errors import BufferOverflow, InternalError
-from .ir import Module
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto
-from .pto.printer import print_program
-from .pto.passes.double_buffer import double_buffer
-from .pto.passes.empty_windows import fold_empty_windows
-from .pto.passes.hazards import check_program
-from .pto.passes.acc_init import init_accumulators
-from .pto.passes.fillpad import pad_loads
-from .pto.passes.split import interleaved_copy, split_cube_vector
-from .pto.passes.sync import insert_sync
-
-
-def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
-                   opt_level: str, pto_override: tuple[str, str] | None = None,
-                   auto_sync: bool = True) -> tuple[dict, dict]:
-    """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj".
-    ``pto_override`` = (path, text): a hand-edited .pto compiled in place of the generated
-    program (PYPTO_OVERRIDE_DIR)."""
-    t0 = time.perf_counter()
-    fn = build_function(source, spec_args, source.node.name)
-    frontend_ir = str(Module(fn, target))
-    module, program, host = build_program(fn, tensor_specs, target, auto_sync,
-                                          interleave=pto_override is None)
-    if pto_override is not None:
-        from .pto.reader import override_program
-        program = override_program(program, *pto_override)
-    check_program(program)          # every kernel, whoever placed its flags
-    dialect = ptoas.dialect()
-    pto_text = print_program(program, dialect)
-    if envs.PYPTO_VERIFY_PTO.get() not in ("", "0"):
-        _verify_round_trip(pto_text, dialect)
-    cpp = ptoas.lower(pto_text)
-    llir = generate_llvm_ir(host or program)
-    obj, optimized = compile_to_object(llir, opt_level)
-    written = sorted({p.hint for p in fn.params if p.is_tensor and
-                      _is_stored(module, p)})
-    from .ir import walk
-    frontend_ops = {op.name for op in walk(fn.body)}
-    metadata = {
-        **program_metadata(program, written, opt_level),
-        # for the grid-less launch lint (jit.py): indexed by block, unaware of the grid size
-        "reads_program_id": "pto.program_id" in frontend_ops,
-        "reads_num_programs": "pto.num_programs" in frontend_ops,
-        "compile_seconds": round(time.perf_counter() - t0, 4),
-    }
-    asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,
-           "llir_opt": optimized, "obj": obj}
-    if cpp is not None:
-        asm["cpp"] = cpp
-    return asm, metadata
+from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
@@ -75,35 +26,9 @@ def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
     module, PTO program, the host's interleaved program or None). No code is generated, so
     ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile."""
     module = run_pipeline(Module(fn, target))
-    program = fold_empty_windows(lower_to_pto(module, tensor_specs))
-    # the host's program, when it must run the two parts interleaved (else None)
-    host = interleaved_copy(program) if interleave else None
-    program = double_buffer(split_cube_vector(program))
-    program = pad_loads(init_accumulators(program), auto_sync)
-    if host is not None:
-        host = pad_loads(init_accumulators(double_buffer(host)), auto_sync)
-    if auto_sync:
-        program = insert_sync(program)
+    passes = PTO_PASSES if auto_sync else SELF_SYNCED_PASSES
+    program, host = run_pto_passes(lower_to_pto(module, tensor_specs), passes, interleave)
     return module, program, host
-
-
-def program_metadata(program, written: list, opt_level: str) -> dict:
-    """What a launch needs to know of a compiled PTO program (``compiled.metadata``); jit
-    kernels and ``load_pto`` programs alike."""
-    target = program.target
-    return {
-        "name": program.name,
-        "target": target.name,
-        "kind": program.kind,
-        "uses_cube": program.kind != "vector",
-        "cores": target.cores_for(program.kind != "vector"),
-        "buffer_bytes": program.buffer_bytes,
-        "scratch_bytes": scratch_layout(target)[1],
-        "entry": f"{program.name}_launch",
-        "pointer_entry": has_pointer_entry(program),
-        "written_tensors": written,
-        "opt_level": opt_level,
-    }
 
 
 MAX_PLANS = 160          # memory plans the joint search of with_fitting_sizes may try
@@ -160,7 +85,6 @@ def _sizing(source, spec_args: dict, target, names: list) -> list:
 
 def _tile_shapes(source, spec_args: dict):
     """The tile types the frontend builds, specialised so (None if it refuses)."""
-    from .ir import walk
     try:
         fn = build_function(source, spec_args, source.node.name)
     except Exception:  # noqa: BLE001 - a size the kernel does not accept
@@ -227,16 +151,3 @@ def plans_within_buffers(source: KernelSource, spec_args: dict, target) -> bool:
     except Exception:  # noqa: BLE001 - an overflow or any other reason this size cannot work
         return False
     return True
-
-
-def _verify_round_trip(text: str, dialect) -> None:
-    from .pto.reader import parse_program
-    again = print_program(parse_program(text), dialect)
-    if again != text:
-        raise InternalError("the printed .pto does not read back identically", text)
-
-
-def _is_stored(module, param) -> bool:
-    from .ir import walk
-    return any(op.name == "tile.store" and op.operands[0] is param
-               for op in walk(module.kernel.body))

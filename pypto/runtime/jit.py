@@ -455,7 +455,7 @@ class JITFunction:
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         import json
         cache_mod.STATS["compiles"] += 1
-        from ..compiler.pipeline import compile_kernel    # the compiler loads on first compile
+        from ..backends.ascend.compile import compile_kernel   # the compiler loads on first compile
         try:
             asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
                                            override and override[:2], auto_sync=self.auto_sync)

@@ -86,7 +86,7 @@ class PtoKernel:
     def _build(self, pto: str, opt: str) -> dict:
         from ..backends.ascend.codegen import generate_llvm_ir
         from ..backends.ascend.llvm_driver import compile_to_object
-        from ..compiler.pipeline import program_metadata
+        from ..backends.ascend.compile import program_metadata
         from ..compiler.pto import Inst, walk_insts
         program = self.program
         try:

@@ -189,7 +189,8 @@ def _analyze_source(jitfn, args, kwargs, grid):
     built without generating code (nothing compiled for real, nothing cached) gives the
     report, the plan kept as ``report.plan``; when it does not, the plan's report itself."""
     from ..compiler.ast_to_ir import build_function
-    from ..compiler.pipeline import build_program, program_metadata
+    from ..backends.ascend.compile import program_metadata
+    from ..compiler.pipeline import build_program
     kernel = _Specialised(jitfn, args, kwargs)
     plan = kernel.plan()
     if not plan.fits:

@@ -249,7 +249,7 @@ def test_scalar_float_floordiv_and_mod_agree_with_numpy_on_both_engines():
     """A scalar float ``//`` or ``%`` was printed as ``arith.floordivf`` / ``arith.modf``,
     which MLIR's arith does not have: PTOAS rejected the kernel ('custom op
     arith.floordivf is unknown'). The printer now writes them as remf/divf/select lines
-    (printer.FLOAT_MACROS); both engines must give numpy's floor_divide and mod."""
+    (spelling.FLOAT_MACROS); both engines must give numpy's floor_divide and mod."""
     zeros = np.zeros(8, np.float32)
     for s, t in SCALAR_PAIRS:
         make = lambda: (zeros, np.empty(8, np.float32), np.empty(8, np.float32), s, t)

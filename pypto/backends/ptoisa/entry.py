@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...compiler.pto.printer import FFTS_PARAM, GRID_PARAMS
+from ...compiler.pto.spelling import FFTS_PARAM, GRID_PARAMS
 from ...compiler.pto.program import WORKSPACE
 
 # ptoas 0.27 prints every function ``AICORE void f(...)``; 0.60 prints those carrying

@@ -4,8 +4,8 @@ ends' output, kernels written by hand in the dialect's ordinary form.
 Why a reader of its own: ``reader.py`` inverts the printer, whose spellings (hoisted constants
 named after their value, views at the top of a function, every tile with an ``addr``) it relies
 on. Text written elsewhere uses the dialect freely. This reader shares the statement grammar
-(``reader._Parser``: regions, ``scf``, ``arith``, tile instructions, flags) and reads, in
-addition:
+(``reader.Parser`` and its statement handlers, ``read_scalars`` and ``read_tiles``: regions,
+``scf``, ``arith``, tile instructions, flags) and reads, in addition:
 
 * constants anywhere, of type ``index`` too (PyPTO's index and integer scalars are int64),
   ``arith.index_cast`` both ways, and the compile-time values of constants (folded through
@@ -36,13 +36,15 @@ from __future__ import annotations
 import re
 
 from ...language import dtypes as dt
-from . import reader
+from . import read_scalars, read_tiles
+from .isa import SYNC_OPS
 from .passes.place_tiles import place_tiles
 from .passes.sync import insert_sync
 from .program import LAYOUTS, If, Inst, Program, Scalar, TensorArg, Tile, walk_insts
-from .reader import (_N, _PARTITION, _RESHAPE, _UNARY as _INDEX_CAST, PtoParseError,
-                     _Parser, _split)
-from .isa import SYNC_OPS
+from .reader import PtoParseError, Parser, parse_program
+from .spelling import IF_HEAD, KERNEL_KIND, PARTITION, RESHAPE, split_list
+from .spelling import SSA_NAME as _N
+from .spelling import UNARY as _INDEX_CAST
 
 _MODULE = re.compile(r"module(?: attributes \{(.*)\})? \{")
 _ARCH = re.compile(r'pto\.target_arch = "(\w+)"')
@@ -76,7 +78,7 @@ def read(text: str, target, default_target) -> Program:
     if not is_pypto_text(text):
         return parse_ptoas_text(text, target or default_target())
     try:
-        return reader.parse_program(text, target)
+        return parse_program(text, target)
     except PtoParseError as exact:      # "pto.device-spec" written by hand: read it freely
         try:
             return parse_ptoas_text(text, target or default_target())
@@ -93,8 +95,8 @@ def needs_level2(text: str) -> bool:
     return re.search(r"pto\.alloc_tile(?! addr)", text) is not None
 
 
-class _PtoasParser(_Parser):
-    """``reader._Parser``'s grammar without the printer's conventions (module docstring)."""
+class _PtoasParser(Parser):
+    """``reader.Parser``'s grammar without the printer's conventions (module docstring)."""
 
     def __init__(self, text: str):
         super().__init__(text)
@@ -146,7 +148,7 @@ class _PtoasParser(_Parser):
                              "on one kind of core (a mixed kernel as @<name>_cube and "
                              "@<name>_vector functions)")
         inferred = "cube" if locs & set(_CUBE) else "vector"
-        declared = reader._KIND.search(f.header[1] or "")
+        declared = KERNEL_KIND.search(f.header[1] or "")
         if declared and locs and declared.group(1) != inferred:
             raise self.error(f"a {declared.group(1)} kernel whose tiles live in "
                              f"{sorted(locs)}")
@@ -221,7 +223,7 @@ class _PtoasParser(_Parser):
         value, _, ty = rest.strip().rpartition(" : ")
         if ty == "i1" and value in ("true", "false"):
             rest = f" {int(value == 'true')} : {ty}"
-        super().s_constant(op, results, rest, scope, out)
+        read_scalars.s_constant(self, op, results, rest, scope, out)
         self.known[results[0]] = out[-1].attrs["value"]
 
     def s_index_cast(self, op, results, rest, scope, out):
@@ -243,8 +245,8 @@ class _PtoasParser(_Parser):
         if attrs and not re.fullmatch(r"\s*layout = #pto\.layout<nd>\s*", attrs):
             raise self.error(f"tensor view attributes {{{attrs}}}: PyPTO reads row-major "
                              "(#pto.layout<nd>) tensors only")
-        dims = [self.number(e, "a tensor view's shape") for e in _split(shape)]
-        steps = [self.number(e, "a tensor view's strides") for e in _split(strides)]
+        dims = [self.number(e, "a tensor view's shape") for e in split_list(shape)]
+        steps = [self.number(e, "a tensor view's strides") for e in split_list(strides)]
         if len(dims) > 2:
             raise self.error(f"a rank-{len(dims)} tensor view: PyPTO's loads and stores "
                              "move 2-D windows")
@@ -255,12 +257,12 @@ class _PtoasParser(_Parser):
         scope.tensor_views[self.one(results)] = tensor
 
     def s_partition(self, op, results, rest, scope, out):
-        tv, offsets, sizes = self.match(_PARTITION, rest, op).groups()
+        tv, offsets, sizes = self.match(PARTITION, rest, op).groups()
         if tv not in scope.tensor_views:
             raise self.error(f"pto.partition_view of {tv}, which is not a "
                              "pto.make_tensor_view of a parameter")
         tensor = scope.tensor_views[tv]
-        offsets, sizes = _split(offsets), _split(sizes)
+        offsets, sizes = split_list(offsets), split_list(sizes)
         if len(offsets) != tensor.rank or len(sizes) != tensor.rank:
             raise self.error(f"a partition of a rank-{tensor.rank} view needs "
                              f"{tensor.rank} offsets and sizes")
@@ -313,9 +315,9 @@ class _PtoasParser(_Parser):
         """``scf.if`` whose results may be tiles: each tile result is a tile of its own that
         both branches copy (``tmov``) the tile they yield into; scalars flow as in PyPTO's
         ``If``. (PyPTO's own tiles merge through one buffer and never need the copy.)"""
-        cond_name, types_text = self.match(reader._IF, rest, "scf.if").groups()
+        cond_name, types_text = self.match(IF_HEAD, rest, "scf.if").groups()
         cond = self.value(cond_name, scope)
-        types = _split(types_text or "")
+        types = split_list(types_text or "")
         if len(types) != len(results):
             raise self.error("scf.if: results and result types differ in number")
         tiles = {}
@@ -353,7 +355,7 @@ class _PtoasParser(_Parser):
     def s_reshape(self, op, results, rest, scope, out):
         """A view of the source's bytes with another shape: the same address, so the copy
         the ``Program`` makes of it (``treshape``) moves nothing."""
-        src, _, type_text = self.match(_RESHAPE, rest, op).groups()
+        src, _, type_text = self.match(RESHAPE, rest, op).groups()
         source = self.value(src, scope)
         name = self.one(results)
         tile = self.new_tile(name, source.addr if source.addr >= 0 else None, type_text, scope)
@@ -379,7 +381,7 @@ class _PtoasParser(_Parser):
             starts = tuple(self.number(n, "textract's offsets") for n in ins[1:])
             out.append(Inst("textract", [src], [dst], {"starts": starts}))
             return
-        super().s_tile(op, results, rest, scope, out)
+        read_tiles.s_tile(self, op, results, rest, scope, out)
         inst = out[-1]
         if name == "tconcat":
             inst.attrs["axis"] = 1              # pto-isa's TCONCAT joins columns
@@ -393,7 +395,7 @@ class _PtoasParser(_Parser):
             pipe = self.match(_BARRIER, rest, op).group(1)
             out.append(Inst("barrier", [], [], {"pipe": pipe}))
             return
-        super().s_sync(op, results, rest, scope, out)
+        read_tiles.s_sync(self, op, results, rest, scope, out)
 
 
 _INT_TEXT = re.compile(r"\d+")
@@ -401,7 +403,7 @@ _INT_TEXT = re.compile(r"\d+")
 
 def _fields(type_text: str) -> dict:
     """``!pto.tile_buf<k=v, ...>`` as {k: v}."""
-    items = _split(type_text[len("!pto.tile_buf<"):-1])
+    items = split_list(type_text[len("!pto.tile_buf<"):-1])
     return {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in items)}
 
 

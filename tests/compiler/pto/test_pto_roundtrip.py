@@ -24,8 +24,7 @@ import pypto.language as pl
 from pypto.backends.ascend.codegen import generate_llvm_ir
 from pypto.target import get_target
 from pypto import cache as cache_mod
-from pypto.compiler import pipeline
-from pypto.compiler.pto import reader as pto_parse
+from pypto.backends.ascend import compile as ascend_compile
 from pypto.errors import CompilationError, NotOnChip
 from pypto.compiler.pto import WORKSPACE, For, If, Inst, Program, TensorArg, While
 from pypto.compiler.pto.reader import PtoParseError, parse_program
@@ -329,10 +328,10 @@ def program_of(case: Case) -> Program:
         raise _Captured(program)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "generate_llvm_ir", capture)
+        mp.setattr(ascend_compile, "generate_llvm_ir", capture)
         with pytest.raises(_Captured) as got:
-            pipeline.compile_kernel(kernel.source, spec_args, tensor_specs,
-                                    get_target("ascend910b1"), "O0")
+            ascend_compile.compile_kernel(kernel.source, spec_args, tensor_specs,
+                                          get_target("ascend910b1"), "O0")
     return got.value.args[0]
 
 
@@ -392,8 +391,8 @@ def test_parsed_program_runs_to_the_numpy_results(name, tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_OVERRIDE_DIR", str(tmp_path))
     monkeypatch.setenv("PTO_OPT_LEVEL", "O1")
     parsed = []
-    real = pto_parse.override_program
-    monkeypatch.setattr(pto_parse, "override_program",
+    real = ascend_compile.override_program
+    monkeypatch.setattr(ascend_compile, "override_program",
                         lambda *a: parsed.append(real(*a)) or parsed[-1])
     args = case.args()
     case.kernel()[case.grid](*args, **case.constexprs)

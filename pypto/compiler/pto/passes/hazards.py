@@ -59,7 +59,7 @@ from ..isa import (
     tile_extent,
 )
 from ..program import For, If, Inst, Program, Scalar, TensorArg, Tile, While
-from ..printer import sync_text
+from ..spelling import sync_text
 
 LOOP_REPLAYS = 3
 _INDEX = {p: i for i, p in enumerate(PIPES)}
