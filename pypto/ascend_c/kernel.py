@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tools import profiler as profile
+from ..runtime import hooks
 from ..target import get_target
 from ..backends.ptoisa.engine import NotOnSimulator
 from ..language import dtypes as dt
@@ -229,10 +229,9 @@ class AscendCKernel:
         args.update(binding.scalars)
         t0 = time.perf_counter()
         kernel.launch(binding.grid, args)
-        if profile.ACTIVE:
-            profile._add(profile.Launch(self.name, binding.grid,
-                                        (time.perf_counter() - t0) * 1e3, None, {}, "ascend-c",
-                                        NO_MODEL))
+        if hooks.ACTIVE:
+            hooks.record(hooks.Launch(self.name, binding.grid, (time.perf_counter() - t0) * 1e3,
+                                      None, {}, "ascend-c", NO_MODEL))
         for o, s in zip(outputs, staged):
             if o is not s:
                 o[...] = s

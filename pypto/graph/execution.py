@@ -164,7 +164,7 @@ def _step_tasks(step, target, first: int) -> list:
 
 def _syncs(step) -> bool:
     from ..backends.ascend.codegen import uses_cross_core
-    from ..tools.profiler import pto_program
+    from ..runtime.hooks import pto_program
     return step.compiled is not None and uses_cross_core(pto_program(step.compiled))
 
 

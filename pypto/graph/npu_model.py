@@ -23,7 +23,7 @@ import math
 
 from ..backends.ascend.cycle_model import BlockTrace, dispatch_cycles, model_block, model_launch
 from ..backends.ascend.task_model import TaskSpec, cores_of, schedule
-from ..tools.profiler import pto_program
+from ..runtime.hooks import pto_program
 from ..runtime.args import standin
 from .ascend_c_node import AscendCStep
 

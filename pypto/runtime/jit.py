@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from .. import envs
-from ..tools import profiler as profile
+from . import hooks
 from . import pool as runtime
 from ..backends.ascend.llvm_driver import LoadedObject, host_identity
 from ..backends.ascend.ptoas import identity as assembler_identity
@@ -310,8 +310,8 @@ class JITFunction:
             args = {n: _physical(bound[n]) for n, _, _ in kernel.runtime_params}
             t0 = time.perf_counter()
             simulated.launch(grid, args)
-            if profile.ACTIVE:
-                profile.record_compiled(kernel, grid, list(args.values()), t0, "pto-isa")
+            if hooks.ACTIVE:
+                hooks.record_compiled(kernel, grid, list(args.values()), t0, "pto-isa")
 
         kernel.simulator_caller = caller
         return caller
@@ -345,8 +345,8 @@ class JITFunction:
             stored = sorted({op.operands[0].hint for op in walk(fn.body)
                              if op.name == "tile.store"})
             sanitizer.report(watch.finish(stored))
-        if profile.ACTIVE:
-            profile.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
+        if hooks.ACTIVE:
+            hooks.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
 
 
     def _grid(self, grid, bound, metadata, target) -> tuple:

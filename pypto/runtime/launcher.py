@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from .. import envs
-from ..tools import profiler as profile
+from . import hooks
 from . import pool as runtime
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
@@ -241,7 +241,7 @@ def call(_pypto_grid, {", ".join(names)}):
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
     def profiled(grid, values, raw_values):
-        """The launch while a profiler is active (``profile.ACTIVE`` non-empty): timed, then
+        """The launch while a profiler is active (``hooks.ACTIVE`` non-empty): timed, then
         recorded with the arguments' shapes and scalar values."""
         t0 = time.perf_counter()
         try:
@@ -250,12 +250,12 @@ def call(_pypto_grid, {", ".join(names)}):
             raise explain(error, grid) from None
         if status:
             raise status_error(status, grid)
-        profile.record_compiled(kernel, grid, raw_values, t0)
+        hooks.record_compiled(kernel, grid, raw_values, t0)
 
     scope = {"_entry": entry, "_status_error": status_error, "_read_only": read_only,
              "_requires_grad": requires_grad_refused, "_as_array": as_array,
              "_grad_enabled": _grad_mode(torch_tensors),
-             "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
+             "_prof": hooks.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray, "_L": LayoutTensor,
              "_ctypes_error": ctypes.ArgumentError}

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .. import envs
-from ..tools import profiler as profile
+from . import hooks
 from . import pool as runtime
 from ..target import get_target
 from .. import cache as cache_mod
@@ -137,8 +137,8 @@ class PtoKernel:
                                  "(2: more blocks than cores for a kernel that syncs blocks; "
                                  "3: its blocks deadlocked)")
             mode = "compiled"
-        if profile.ACTIVE:
-            profile.record_compiled(self.compiled, grid, values, t0, mode)
+        if hooks.ACTIVE:
+            hooks.record_compiled(self.compiled, grid, values, t0, mode)
 
     def _bind(self, args, kwargs) -> list:
         names = [n for n, _, _ in self.params]

@@ -156,7 +156,7 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs):
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
     from ..target import get_target
     from ..runtime.jit import CompiledKernel, JITFunction
-    from .profiler import pto_program
+    from ..runtime.hooks import pto_program
 
     graph = sys.modules.get("pypto.graph")      # a graph exists only once the API is imported
     if graph is not None and isinstance(kernel_or_compiled, (graph.TensorGraph, graph.Module)):

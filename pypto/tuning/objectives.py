@@ -9,7 +9,7 @@ def npu_time_ms(jitfn, grid, values: dict) -> float:
     """The cycle model's time for launching ``jitfn[grid](**values)`` on its target."""
     from ..backends.ascend.cycle_model import model_launch
     from ..compiler.pto.program import TensorArg
-    from ..tools.profiler import pto_program
+    from ..runtime.hooks import pto_program
     bound = jitfn._bind((), values)
     kernel, target = jitfn._get_kernel(bound)
     grid = jitfn._grid(grid, bound, kernel.metadata, target)

@@ -6,7 +6,7 @@ import pytest
 
 import pypto
 from pypto.backends.ascend.cycle_model import dispatch_cycles, model_launch
-from pypto.tools.profiler import pto_program
+from pypto.runtime.hooks import pto_program
 
 from .mpmd_graphs import three_node
 

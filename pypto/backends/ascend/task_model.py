@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from .chrome_trace import task_chrome_trace
 from .cycle_model import dispatch_cycles
 from ...target import Target
 
@@ -77,7 +78,6 @@ class DagModel:
         return bubble_report(self)
 
     def chrome_trace(self) -> dict:
-        from ...tools.profiler import task_chrome_trace
         return task_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> str:
