@@ -13,15 +13,16 @@ from .runtime.jit import CompiledKernel, JITFunction, LaunchWarning, __version__
 from .runtime.pool import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
-from . import layout, packed_int4
+from . import layout
 from .tools import memory, profiler as profile
-from .packed_int4 import int4_tensor
+from .layout import int4_tensor
 from .tools.profiler import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # Public modules by their first names: ``import pypto.debug``, ``from pypto.profile import
 # Profiler`` and ``python -m pypto.cli`` keep working although the modules live in their rooms.
 _PUBLIC_MODULES = {"profile": "tools.profiler", "memory": "tools.memory", "debug": "tools.debug",
                    "cli": "tools.cli", "sanitizer": "backends.interpreter.sanitizer",
+                   "packed_int4": "layout",                       # one tensor-format module
                    "compiler.errors": "errors"}   # docs named NotOnChip's module so
 
 

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ..runtime import args as tensor_args
+from .. import layout
 from ..language import dtypes as pl_dtypes
 from . import options as opts
 from . import sim_output
@@ -49,10 +49,10 @@ def _is_array(value) -> bool:
 
 
 def as_array(value, param: str) -> np.ndarray:
-    """A numpy view sharing memory with ``value`` (``tensor_args.as_array``: torch CPU tensor,
+    """A numpy view sharing memory with ``value`` (``layout.as_array``: torch CPU tensor,
     bfloat16 too, numpy array, pypto.Tensor)."""
     try:
-        array = tensor_args.as_array(value)
+        array = layout.as_array(value)
     except TypeError as e:          # a torch tensor off the CPU
         raise TypeError(f"argument {param!r}: {e}") from None
     if array is None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import args as tensor_args
-from ..torch_ops.dtypes import to_torch
+from ..layout import as_array
+from ..runtime.args import to_torch
 from . import ops
 from .evaluate import read_after_overwrite
 from .symbolic import SymTensor
@@ -41,7 +41,7 @@ def run(trace, arrays: list) -> None:
         dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))
     for buf in trace.buffers:
         if buf.arg_index is not None:
-            arrays[buf.arg_index][...] = tensor_args.as_array(tensors[id(buf)])
+            arrays[buf.arg_index][...] = as_array(tensors[id(buf)])
 
 
 def _torch(array):

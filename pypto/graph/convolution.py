@@ -23,7 +23,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..language import dtypes as dt
-from ..layout import c0_for
+from ..layout import as_array, c0_for
 from . import conv_kernels as ck
 from .graph import GraphTensor, TensorGraph
 from .kernel_node import add_node
@@ -308,7 +308,6 @@ _MAX_MODULES = 64
 
 
 def _direct(x, wt, bias, stride, padding, dilation, groups):
-    from ..runtime.args import as_array
     from .module import compile as compile_graph
     arrays = {"input": x, "weight": wt}
     if bias is not None:

@@ -15,16 +15,20 @@ import sys
 import time
 from dataclasses import dataclass
 
+from .. import envs
 from ..target import get_target
 from ..errors import CompilationError, compiler_frames_wanted
 from ..runtime.device import Context, Tensor, empty
 from ..runtime.jit import _dtype_of
-from ..runtime.args import as_array, standin
+from ..runtime import hooks, pool as runtime
+from ..layout import as_array
+from ..runtime.args import standin
 from .ascend_c_node import AscendCNode, AscendCStep
 from .. import language as pl_module
 from .kernel_source import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
+from .launch_form import fastest
 from .mpmd_run import HostChoice
 from .npu_model import check_strategy
 from .plan import Group, candidate_forms, choose_form, plan_groups
@@ -34,7 +38,7 @@ from .plan import Group, candidate_forms, choose_form, plan_groups
 # ahead (pl.range(num_stages=2), double buffering). layout_opt: accepted for the seed, no
 # effect (see docs/language.md, "Graph API": tensors keep the layout they are given).
 # autotune: a kernel of parallel_strategy="auto" nodes is launched in the form the cycle model
-# ranks fastest on the target (pypto.tuning.launch_form); off, by plan.choose_form's rule.
+# ranks fastest on the target (graph/launch_form.py); off, by plan.choose_form's rule.
 OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False, "autotune": True}
 
 
@@ -58,6 +62,12 @@ class Kernel:
         if self.views is None:
             return inputs + outs
         return self.views([as_array(a) for a in inputs], as_array(outs[0]))
+
+    def standins(self) -> list:
+        """Arrays with the kernel's argument shapes and dtypes over one element of memory:
+        compiling reads only those, so nothing of the tensors' size is allocated."""
+        return self.arguments([standin(t.shape, t.dtype) for t in self.params],
+                              [standin(self.output.shape, self.output.dtype)])
 
     @property
     def output(self):
@@ -151,7 +161,6 @@ def _group_kernel(group: Group, name: str, chip, opts, debug: bool) -> Kernel:
         kernels.append(Kernel(name, group, form, grid, source, jitfn, group.external_inputs()))
     if len(kernels) == 1:
         return kernels[0]
-    from ..tuning.launch_form import fastest
     return fastest(kernels, chip)
 
 
@@ -163,16 +172,9 @@ def _node_kernel(group: Group, chip) -> Kernel:
                   group.external_inputs(), views=node.views)
 
 
-def _standins(kernel: Kernel) -> list:
-    """Arrays with the kernel's argument shapes and dtypes over one element of memory:
-    compiling reads only those, so nothing of the tensors' size is allocated."""
-    return kernel.arguments([standin(t.shape, t.dtype) for t in kernel.params],
-                            [standin(kernel.output.shape, kernel.output.dtype)])
-
-
 def _compile_kernel(kernel: Kernel) -> None:
     try:
-        kernel.compiled = kernel.jit.compile(*_standins(kernel))
+        kernel.compiled = kernel.jit.compile(*kernel.standins())
     except CompilationError as e:
         nodes = ", ".join(n.name for n in kernel.group.nodes)
         error = CompilationError(f"{e.message}\n(in kernel {kernel.name}, generated for "
@@ -284,13 +286,10 @@ class Module:
         return self._host_choice.choice
 
     def _tasks_on_host(self, strategy: str) -> bool:
-        from .. import envs
-        from ..tools import profiler as profile
-        from ..runtime import pool as runtime
         if strategy == "data_parallel" or len(self.steps) < 2 or \
                 runtime.pool().threads < 2:
             return False
-        if profile.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
+        if hooks.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
                 envs.sanitize_mode() or envs.PYPTO_ENGINE.get() not in ("", "native"):
             return False
         return all(k.jit.engine in (None, "native") and not k.jit.sanitize
@@ -299,7 +298,6 @@ class Module:
     def _run_tasks(self, ctx, values: dict, given: dict) -> bool:
         """Every output allocated first, then the Execution Graph run on the host threads;
         False (nothing run) if an array does not match the compiled layouts."""
-        from ..runtime import pool as runtime
         from .mpmd_run import run
         produced = dict(values)
         step_args = {}

@@ -22,7 +22,7 @@ import heapq
 import threading
 
 from ..runtime import pool as runtime
-from ..runtime.args import as_array
+from ..layout import as_array
 from .ascend_c_node import AscendCStep
 
 _PAD = (1, 1, 1)
@@ -185,8 +185,7 @@ def _call(step, ins, outs, keep):
         return ("launch", lambda: step.jit[step.grid](*args))
     specs = step.__dict__.get("_standins")
     if specs is None:
-        from .module import _standins
-        specs = step._standins = _standins(step)
+        specs = step._standins = step.standins()
     params = []
     for (_, kind, _), value, spec in zip(step.compiled.runtime_params, args, specs):
         if kind == "tensor":

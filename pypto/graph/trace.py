@@ -18,6 +18,7 @@ from ..compiler.ast_to_ir import Builder, CodeGenerator, tensor_param
 from ..compiler.ir import Block, Function, TileType, Value
 from ..compiler.semantics import MAX_TILE_RANK
 from ..language import dtypes as dt
+from ..layout import as_array
 
 
 @dataclass
@@ -57,7 +58,6 @@ def trace(op, types: list, context: str) -> Trace:
 def evaluate(op, arrays):
     """``op(*arrays)`` on whole arrays, one tile each, in the reference interpreter."""
     from ..backends.interpreter import run_function
-    from ..runtime.args import as_array
     values = []
     for i, a in enumerate(arrays):
         arr = as_array(a)

@@ -86,6 +86,8 @@ class Tensor:
     ``pypto.frontend.annotations.TensorSpec``, a subclass without data (docs/from_cann_pypto.md).
     """
 
+    __pypto_device_tensor__ = True    # how layout.as_array knows it (layout sits below runtime)
+
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and _is_annotation_call(args, kwargs):
             from ..frontend import annotations       # only then: it loads the frontend

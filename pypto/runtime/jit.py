@@ -41,8 +41,7 @@ from .launcher import (
     read_only,
     requires_grad_refused,
     torch_tensor_type)
-from ..layout import LayoutTensor
-from .args import as_array
+from ..layout import LayoutTensor, as_array
 
 __version__ = "0.1.0"
 

@@ -24,8 +24,7 @@ from . import hooks
 from . import pool as runtime
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
-from ..layout import LayoutTensor
-from .args import as_array
+from ..layout import LayoutTensor, as_array
 
 
 _RESERVED = {"_nd", "_T", "_L", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",

@@ -25,7 +25,7 @@ from ..target import get_target
 from .. import cache as cache_mod
 from ..errors import CompilationError, InternalError, SourceLoc
 from ..compiler.pto import TensorArg
-from .args import as_array
+from ..layout import as_array
 
 REQUIRED = ("kernel.o", "metadata.json")
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from ..target import get_target
 from ..language import dtypes as dt
-from ..runtime.args import device_hint, standin
+from ..layout import device_hint
+from ..runtime.args import standin, to_torch
 
 DEVICE_RUNTIMES: dict = {}       # torch device type -> runtime
 
@@ -104,7 +105,6 @@ def run_module_on_device(module, inputs: dict, outs: list, device_type: str) -> 
     """A compiled graph's kernels in order on the device: intermediates allocated there,
     every launch handed to the device runtime."""
     import torch
-    from .dtypes import to_torch
     values = {id(t): inputs[t.name] for t in module.placeholders}
     given = dict(zip((id(t) for t in module.outputs), outs))
     device = next(iter(inputs.values())).device

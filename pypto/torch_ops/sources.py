@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from ..errors import CompilationError
 from ..runtime.jit import JITFunction, _is_constexpr
 from ..language import dtypes as dt
-from ..runtime.args import as_array
+from ..layout import as_array
+from ..runtime.args import to_torch
 from .devices import device_of, launch_on_device, run_module_on_device
-from .dtypes import hint, to_torch
 
 EMPTY = inspect.Parameter.empty
 TILE_ELEMENTS = 4096       # a default tile's size: what one vector-unit pass handles well
@@ -53,6 +53,16 @@ class OpSource:
     def run(self, args: dict, outs: list) -> None:
         """Compute the outputs into ``outs`` (torch tensors of ``outputs(args)``)."""
         raise NotImplementedError
+
+
+def hint(n) -> int:
+    """A concrete size for ``n``: itself if an int, else the value a symbolic size (torch's
+    SymInt under dynamic shapes) was traced with. PyPTO's kernels are compiled for concrete
+    shapes; the symbolic output dims are rebuilt from the input dims they follow."""
+    if isinstance(n, int):
+        return n
+    value = getattr(getattr(n, "node", None), "hint", None)
+    return int(value) if value is not None else int(n)
 
 
 def call_with(fn, values: dict):

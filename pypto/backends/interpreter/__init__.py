@@ -301,13 +301,10 @@ def _load(run, op, ins):
     layout = op.operands[0].type
     if layout.layout != "ND":            # logical coordinates over the physical array
         from ...layout import load_window
-        from ... import packed_int4
         if run.watch is not None:
             run.watch.access("load", op, run.pid, tensor, offsets, ty.shape, layout=layout)
         try:
-            where, values = packed_int4.load_window(tensor, layout.shape, offsets, ty.shape) \
-                if layout.layout == packed_int4.LAYOUT else \
-                load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
+            where, values = load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
         except IndexError as e:
             raise IndexError(f"pl.load: {e}") from None
         out[where] = convert(values, ty.dtype)
@@ -340,9 +337,8 @@ def _store(run, op, ins):
         run.watch.access("store", op, run.pid, tensor, offsets, tile.shape,
                          op.attrs.get("atomic"))
     if op.operands[0].type.layout == "INT4":
-        from ... import packed_int4
-        packed_int4.store_window(tensor, op.operands[0].type.shape, offsets,
-                                 convert(tile, dt.int8))
+        from ...layout import store_int4_window
+        store_int4_window(tensor, op.operands[0].type.shape, offsets, convert(tile, dt.int8))
         return []
     w = window(tensor.shape, offsets, tile.shape)
     if w is None:
