@@ -70,7 +70,7 @@ def compiler_frames_wanted() -> bool:
     return envs.PYPTO_DEBUG.get() not in ("", "0")
 
 
-PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def user_stacklevel() -> int:

@@ -100,7 +100,7 @@ def test_a_stopped_pool_still_runs_launches_on_the_calling_thread():
 SCRIPT_PRELUDE = """
 import atexit, time
 import numpy as np, pypto, pypto.language as pl
-from pypto import runtime
+from pypto.runtime import pool as runtime
 from pypto.backends.ascend.host_pool import GEN
 @pypto.jit
 def bump(hits, BLOCK: pl.constexpr):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..compiler.ir import TileType
 from ..runtime.device import current_target
-from ..runtime.jit import __version__
+from ..runtime.kernel import __version__
 from ..tuning import results
 from ..tuning.report import TuningReport, compiling, sweep
 from .graph import TensorGraph

@@ -13,7 +13,7 @@ graphs): the graph imports the tuner, not the other way.
 """
 from __future__ import annotations
 
-from ..runtime.jit import __version__
+from ..runtime.kernel import __version__
 from ..tuning import results
 from ..tuning.objectives import npu_time_ms
 from ..tuning.report import AutotuneError, TuningReport, compiling, sweep

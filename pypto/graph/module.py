@@ -11,7 +11,6 @@ any kernel.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ from .. import envs
 from ..target import get_target
 from ..errors import CompilationError, compiler_frames_wanted
 from ..runtime.device import Context, Tensor, empty
-from ..runtime.jit import _dtype_of
+from ..runtime.specialize import dtype_of
 from ..runtime import hooks, pool as runtime
 from ..layout import as_array
 from ..runtime.args import standin
@@ -40,6 +39,10 @@ from .plan import Group, candidate_forms, choose_form, plan_groups
 # autotune: a kernel of parallel_strategy="auto" nodes is launched in the form the cycle model
 # ranks fastest on the target (graph/launch_form.py); off, by plan.choose_form's rule.
 OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False, "autotune": True}
+
+# Debug mode: while it is on, tools/debug.py keeps its kernel interpreter here and
+# ``Module.run`` calls it (the tools sit above the graph, so the tool hands it down).
+DEBUG: list = []
 
 
 @dataclass(eq=False)
@@ -247,11 +250,10 @@ class Module:
                             f"{type(ctx).__name__}")
         values = self._check_inputs(inputs)
         given = self._check_out(out)
-        debug = sys.modules.get("pypto.tools.debug")    # debug mode is on only once it is imported
-        interpret = debug is not None and debug.is_enabled()
+        interpret = DEBUG[-1] if DEBUG else None
         strategy = self.parallel_strategy if parallel_strategy is None else \
             check_strategy(parallel_strategy, "Module.run")
-        host = not interpret and self._tasks_on_host(strategy)
+        host = interpret is None and self._tasks_on_host(strategy)
         trial = host and strategy == "auto"
         mode = self._host_choice.next() if trial else strategy
         t0 = time.perf_counter()
@@ -260,15 +262,15 @@ class Module:
                 self._host_choice.record(mode, time.perf_counter() - t0)
             outputs = tuple(values[id(t)] for t in self.outputs)
             return outputs[0] if len(outputs) == 1 else outputs
-        for step in (self._debug() if interpret else self.steps):
+        for step in (self._debug() if interpret is not None else self.steps):
             outs = [given.get(id(t)) for t in step.outputs]
             outs = [empty(t.shape, t.dtype, ctx) if o is None else o
                     for t, o in zip(step.outputs, outs)]
             args = [values[id(t)] for t in step.params]
             if isinstance(step, AscendCStep):       # on pto-isa's simulator, also in debug mode
                 step.run(args, outs)
-            elif interpret:
-                debug.interpret(step, step.arguments(args, outs))
+            elif interpret is not None:
+                interpret(step, step.arguments(args, outs))
             else:
                 step.jit[step.grid](*step.arguments(args, outs))
             values.update((id(t), o) for t, o in zip(step.outputs, outs))
@@ -338,7 +340,7 @@ class Module:
                                  f"the placeholder has shape {t.shape}")
             if arr.dtype != self._np_dtypes[t.name]:
                 try:
-                    dtype = _dtype_of(arr)
+                    dtype = dtype_of(arr)
                 except TypeError as e:
                     raise TypeError(f"Module.run: input {t.name!r}: {e}") from None
                 if dtype != t.dtype:
@@ -360,9 +362,9 @@ class Module:
         for t, given in zip(self.outputs, arrays):
             arr = as_array(given)
             if arr is None or arr.shape != t.shape or (
-                    arr.dtype != self._np_dtypes[t.name] and _dtype_of(arr) != t.dtype):
+                    arr.dtype != self._np_dtypes[t.name] and dtype_of(arr) != t.dtype):
                 what = type(given).__name__ if arr is None else \
-                    f"{_dtype_of(arr)}{list(arr.shape)}"
+                    f"{dtype_of(arr)}{list(arr.shape)}"
                 raise ValueError(f"Module.run(out=...): output {t.name!r} is {t.dtype}"
                                  f"{list(t.shape)}, got {what}")
             if not arr.flags.writeable:

@@ -90,12 +90,14 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and _is_annotation_call(args, kwargs):
-            from ..frontend import annotations       # only then: it loads the frontend
+            # back edge: CANN's pypto.Tensor(shape, dtype) is the front end's annotation (a
+            # subclass over CANN's DT_* types); lazy, as only then the front end loads
+            from ..frontend import annotations
             return annotations.make(args, kwargs)
         return super().__new__(cls)
 
     def __class_getitem__(cls, item):
-        from ..frontend import annotations
+        from ..frontend import annotations  # back edge: as in __new__
         return annotations.subscript(item)
 
     def __getnewargs__(self):

@@ -26,6 +26,7 @@ from .. import cache as cache_mod
 from ..errors import CompilationError, InternalError, SourceLoc
 from ..compiler.pto import TensorArg
 from ..layout import as_array
+from .kernel import __version__, check_engine, compiler_hash, load_kernel
 
 REQUIRED = ("kernel.o", "metadata.json")
 
@@ -54,8 +55,7 @@ class PtoKernel:
         from ..compiler.pto.reader import PtoParseError
         from ..compiler.pto.reader_ptoas import read
         from .device import current_target
-        from .jit import _check_engine
-        self.engine = engine and _check_engine(engine, "load_pto")
+        self.engine = engine and check_engine(engine, "load_pto")
         try:
             program = read(text, get_target(target) if target else None, current_target)
         except PtoParseError as e:
@@ -74,14 +74,13 @@ class PtoKernel:
     def _compile(self, pto: str, text: str):
         from ..backends.ascend import ptoas
         from ..backends.ascend.llvm_driver import host_identity
-        from .jit import __version__, _kernel_from_files, compiler_hash
         opt = envs.PTO_OPT_LEVEL.get().upper()
         # the text itself too: its C++ (the pto-isa engine's) is PTOAS's reading of it
         key = cache_mod.digest(("load_pto", pto, text, self.program.target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 ptoas.identity()))
         files = cache_mod.fetch_or_build(key, REQUIRED, lambda: self._build(pto, opt))
-        return _kernel_from_files(files, self.params, key)
+        return load_kernel(files, self.params, key)
 
     def _build(self, pto: str, opt: str) -> dict:
         from ..backends.ascend.codegen import generate_llvm_ir
@@ -118,8 +117,7 @@ class PtoKernel:
     def _launch(self, grid, args, kwargs) -> None:
         values = self._bind(args, kwargs)
         grid = self._grid(grid)
-        from .jit import _check_engine
-        engine = self.engine or _check_engine(envs.PYPTO_ENGINE.get() or "native",
+        engine = self.engine or check_engine(envs.PYPTO_ENGINE.get() or "native",
                                               "PYPTO_ENGINE")
         t0 = time.perf_counter()
         if engine == "pto-isa":

@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import CompilationError
-from ..runtime.jit import JITFunction, _is_constexpr
+from ..runtime.jit import JITFunction
+from ..runtime.specialize import is_constexpr
 from ..language import dtypes as dt
 from ..layout import as_array
 from ..runtime.args import to_torch
@@ -306,7 +307,7 @@ def _kernel_param(kernel_name: str, p) -> Param:
              "bool": "bool"}
     if annotation in kinds:
         return Param(p.name, kinds[annotation], p.default)
-    if _is_constexpr(annotation):
+    if is_constexpr(annotation):
         if type(p.default) in kinds:
             return Param(p.name, kinds[type(p.default)], p.default)
         raise TypeError(f"register_op({kernel_name!r}): constexpr parameter {p.name!r} has no "

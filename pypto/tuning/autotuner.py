@@ -23,7 +23,8 @@ import inspect
 import sys
 
 from .. import envs
-from ..runtime.jit import JITFunction, __version__
+from ..runtime.jit import JITFunction
+from ..runtime.kernel import __version__
 from ..target import get_target
 from ..runtime.launcher import ENV_KEY, ENVIRON
 from ..runtime.device import _current_target
