@@ -56,7 +56,7 @@ def _pad_to(x, axis: int, size: int):
     if extra == 0:
         return x
     if _is_torch(x):
-        import torch
+        import torch  # lazy: torch loads on first use, never with pypto
         shape = list(x.shape)
         shape[axis] = extra
         return torch.cat([x, x.new_zeros(shape)], dim=axis)

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pypto"
 ROOMS = (
     ("foundation", ("envs", "errors", "target", "cache", "testing")),
     ("language", ("language",)),
-    ("layout", ("layout", "packed_int4")),   # tensor formats over the language's dtypes
+    ("layout", ("layout",)),   # tensor formats over the language's dtypes (pypto.packed_int4 too)
     ("compiler", ("compiler",)),
     ("backends", ("backends",)),
     ("runtime", ("runtime",)),

@@ -17,9 +17,10 @@ import numpy as np
 
 from .. import layout
 from ..language import dtypes as pl_dtypes
+from ..runtime.device import Tensor
 from . import options as opts
 from . import sim_output
-from .annotations import TensorSpec
+from .annotations import DYNAMIC, TensorSpec
 from .coalesce import coalesce
 from .evaluate import Evaluator
 from .tracer import run as trace_kernel
@@ -38,7 +39,6 @@ class NoNPUWarning(UserWarning):
 
 def _is_tensor_param(param) -> bool:
     ann = param.annotation
-    from ..runtime.device import Tensor
     return isinstance(ann, TensorSpec) or ann is Tensor
 
 
@@ -147,5 +147,4 @@ def function(fn=None, **_):
 
 def dynamic(name: str = ""):
     """``pypto.frontend.dynamic(name)``: a dynamic extent for annotations."""
-    from .annotations import DYNAMIC
     return DYNAMIC

@@ -19,7 +19,7 @@ from .symbolic import SymTensor
 def run(trace, arrays: list) -> None:
     """Run ``trace`` on ``arrays`` (numpy, modified in place) with torch ops: its writes as
     traced, loop iterations unmerged, so a wrong merge (``coalesce``) shows too."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     tensors = {}
     for buf in trace.buffers:
         array = arrays[buf.arg_index] if buf.arg_index is not None else \
@@ -45,7 +45,7 @@ def run(trace, arrays: list) -> None:
 
 
 def _torch(array):
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     if array.dtype.name == "bfloat16":
         return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(array.copy())

@@ -28,7 +28,8 @@ from .kernel_source import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
 from .launch_form import fastest
-from .mpmd_run import HostChoice
+from . import execution, ir_text, npu_model
+from .mpmd_run import HostChoice, run as run_tasks
 from .npu_model import check_strategy
 from .plan import Group, candidate_forms, choose_form, plan_groups
 
@@ -300,7 +301,6 @@ class Module:
     def _run_tasks(self, ctx, values: dict, given: dict) -> bool:
         """Every output allocated first, then the Execution Graph run on the host threads;
         False (nothing run) if an array does not match the compiled layouts."""
-        from .mpmd_run import run
         produced = dict(values)
         step_args = {}
         for step in self.steps:
@@ -309,7 +309,7 @@ class Module:
                     for t, o in zip(step.outputs, outs)]
             step_args[step] = ([produced[id(t)] for t in step.params], outs)
             produced.update((id(t), o) for t, o in zip(step.outputs, outs))
-        log = run(self, step_args, runtime.pool().threads)
+        log = run_tasks(self, step_args, runtime.pool().threads)
         if log is None:
             return False
         self.last_task_order = [(what, self.execution_graph.tasks[i]) for what, i in log]
@@ -391,27 +391,23 @@ class Module:
 
     @property
     def tile_graph_ir(self) -> str:
-        from .ir_text import tile_graph_text
-        return tile_graph_text(self)
+        return ir_text.tile_graph_text(self)
 
     # the four levels: Tensor Graph (what the user wrote), Tile Graph (each node's tiling),
     # Block Graph (the kernels: fused groups, launch forms, grids), Execution Graph (tasks)
     @property
     def tensor_graph_ir(self) -> str:
-        from .ir_text import tensor_graph_text
-        return tensor_graph_text(self)
+        return ir_text.tensor_graph_text(self)
 
     @property
     def block_graph_ir(self) -> str:
-        from .ir_text import block_graph_text
-        return block_graph_text(self)
+        return ir_text.block_graph_text(self)
 
     @property
     def execution_graph(self):
         """The tile tasks of every step and their data dependencies (``execution.py``)."""
         if self._execution_graph is None:
-            from .execution import build
-            self._execution_graph = build(self)
+            self._execution_graph = execution.build(self)
         return self._execution_graph
 
     @property
@@ -422,8 +418,7 @@ class Module:
         """The modelled NPU run of the graph under ``parallel_strategy`` ("auto", "mpmd",
         "data_parallel", "pipelined"; ``npu_model.py``): a ``DagModel`` with ``cycles``,
         ``time_us``, the placed tasks and ``bubbles()``."""
-        from .npu_model import model
-        return model(self, parallel_strategy)
+        return npu_model.model(self, parallel_strategy)
 
     def levels(self) -> str:
         """The four levels, one after another."""

@@ -19,6 +19,7 @@ specialises as usual).
 from __future__ import annotations
 
 import heapq
+import queue
 import threading
 
 from ..runtime import pool as runtime
@@ -157,7 +158,6 @@ _start_lock = threading.Lock()
 def _helpers(n: int) -> list:
     """``n`` persistent helper threads (started once, so each keeps its scratch: a fresh
     thread would allocate and fault in a core's buffers on every run)."""
-    import queue
     with _start_lock:
         while len(_queues) < n:
             q = queue.Queue()

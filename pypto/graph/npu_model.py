@@ -20,6 +20,7 @@ model reads nothing else); a kernel node's views of them are what its launch pas
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..backends.ascend.cycle_model import BlockTrace, dispatch_cycles, model_block, model_launch
 from ..backends.ascend.task_model import TaskSpec, cores_of, schedule
@@ -57,7 +58,6 @@ def model(module, strategy: str = "auto"):
 
 
 def _relabel(m, strategy: str):
-    from dataclasses import replace
     return replace(m, strategy=strategy)
 
 
@@ -120,7 +120,6 @@ def _shifted(trace, core: int, start: float) -> BlockTrace:
 
 def records_of(trace):
     """A placed trace's instruction records at their scheduled times."""
-    from dataclasses import replace
     offset = getattr(trace, "offset", 0.0)
     return [replace(r, start=r.start + offset, end=r.end + offset) for r in trace.records]
 

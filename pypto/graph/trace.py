@@ -57,7 +57,7 @@ def trace(op, types: list, context: str) -> Trace:
 
 def evaluate(op, arrays):
     """``op(*arrays)`` on whole arrays, one tile each, in the reference interpreter."""
-    from ..backends.interpreter import run_function
+    from ..backends.interpreter import run_function  # lazy: loads on first evaluation
     values = []
     for i, a in enumerate(arrays):
         arr = as_array(a)

@@ -6,6 +6,8 @@ out, and passing a ``Tensor`` to a kernel costs nothing.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..target import get_target
@@ -22,7 +24,6 @@ def set_target(name: str) -> None:
 
 
 def current_target():
-    import os
     return get_target(os.environ.get(PTO_TARGET.name) or _current_target.get("name")
                       or PTO_TARGET.default)
 

@@ -160,7 +160,7 @@ def requires_grad_refused(kernel_name: str, arg: str, tensor) -> RuntimeError:
 def _grad_mode(torch_tensors: bool):
     if not torch_tensors:
         return None
-    import torch
+    import torch  # lazy: only callers of torch tensors load it
     return torch.is_grad_enabled
 
 

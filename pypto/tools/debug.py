@@ -145,7 +145,7 @@ def default_hook(snapshot: Snapshot) -> None:
         tiles = snapshot.tiles  # noqa: F841 - what the pdb session is for
         print("[pypto.debug] pdb: the tiles are in `tiles` (name -> numpy array); "
               "'c' goes on to the next breakpoint")
-        import pdb
+        import pdb  # lazy: only interactive sessions open it
         pdb.Pdb().set_trace(sys._getframe())
 
 

@@ -21,7 +21,10 @@ import inspect
 import math
 from dataclasses import dataclass
 
+from ..compiler.ir import TileType
 from ..errors import CompilationError
+from ..graph import Module, TensorGraph, TileOp, compile as compile_graph, tile_map
+from ..graph.trace import trace
 from ..runtime.jit import JITFunction
 from ..runtime.specialize import is_constexpr
 from ..language import dtypes as dt
@@ -151,9 +154,6 @@ class TileOpSource(OpSource):
         return built
 
     def _compile(self, shapes, dtypes) -> _Built:
-        from ..graph import TensorGraph, compile as compile_graph, tile_map
-        from ..graph.trace import trace
-        from ..compiler.ir import TileType
         whole = trace(self.op, [TileType(d, s) for d, s in zip(dtypes, shapes)],
                       f"while finding the output shape of op {self.name!r} for inputs "
                       f"{list(shapes)}")
@@ -322,7 +322,6 @@ def _kernel_param(kernel_name: str, p) -> Param:
 
 def make_source(fn, outputs=None, grid=None, args=None, tile_size=None, target="ascend910b"):
     """The ``OpSource`` for what ``register_op`` was given."""
-    from ..graph import Module, TileOp
     if isinstance(fn, TileOp):
         _no_rule(fn, outputs, grid, args, "a @pypto.tile_op (its output comes from tracing it)")
         return TileOpSource(fn, tile_size, target)

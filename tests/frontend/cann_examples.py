@@ -80,7 +80,7 @@ def _replay(record) -> None:
 
 
 def _main(path: str, profile: bool) -> None:
-    from pypto.frontend import runtime
+    from pypto.frontend import launch as runtime
     record = {"calls": 0, "mismatches": [], "error": None, "replay": []}
     runtime.CALL_HOOKS.append(lambda *a: _compare(*a, record))
     flag = not any(path.endswith(name) for name in NO_RUN_MODE_FLAG)

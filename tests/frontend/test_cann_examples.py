@@ -61,7 +61,7 @@ def test_the_runner_catches_a_wrong_lowering_and_a_wrong_merge(monkeypatch):
     pytest.importorskip("torch", reason="the reference rerun (pypto.frontend.reference) is torch")
     import numpy as np
     import pypto
-    from pypto.frontend import ops, runtime
+    from pypto.frontend import launch as runtime, ops
     from .cann_examples import _compare
 
     @pypto.frontend.jit

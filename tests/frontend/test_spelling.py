@@ -63,7 +63,7 @@ def test_unknown_option_keys_are_warned_about():
 
 
 def test_npu_mode_runs_on_the_host_and_says_so_once(monkeypatch):
-    from pypto.frontend import runtime
+    from pypto.frontend import launch as runtime
     monkeypatch.setattr(runtime, "_SAID_NO_NPU", [])
 
     @pypto.frontend.jit(runtime_options={"run_mode": pypto.RunMode.NPU})
