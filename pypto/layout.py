@@ -332,8 +332,6 @@ def load_window(layout: str, data: np.ndarray, shape, offsets, tile_shape):
 INT4 = "INT4"
 
 
-
-
 def packed_shape(shape) -> tuple:
     """The byte array's shape for a tensor of logical ``shape``."""
     *lead, n = shape
@@ -382,8 +380,9 @@ def int4_tensor(data, shape) -> LayoutTensor:
 
 
 def store_int4_window(data: np.ndarray, shape, offsets, tile: np.ndarray) -> None:
-    """``pl.store``'s meaning for an int4 tensor (the interpreter's definition): the elements inside the tensor are written (wrapped to 4
-    bits), the rest of the bytes kept; the padding nibble of an odd row is 0."""
+    """``pl.store``'s meaning for an int4 tensor (the interpreter's definition): the elements
+    inside the tensor are written (wrapped to 4 bits), the rest of the bytes kept; the padding
+    nibble of an odd row is 0."""
     values = unpack(data, shape[-1]).reshape(shape)
     where, _ = _inside(values, offsets, tile.shape)
     pos = tuple(w + int(o) for w, o in zip(where, offsets))
@@ -392,6 +391,7 @@ def store_int4_window(data: np.ndarray, shape, offsets, tile: np.ndarray) -> Non
 
 
 def _inside(values: np.ndarray, offsets, tile_shape):
+    """(tile index, values) of the window of ``tile_shape`` at ``offsets`` inside ``values``."""
     idx = np.indices(tile_shape).reshape(len(tile_shape), -1)
     pos = [i + int(o) for i, o in zip(idx, offsets)]
     keep = np.ones(idx.shape[1], bool)
@@ -404,7 +404,10 @@ def _inside(values: np.ndarray, offsets, tile_shape):
 # -- tensor arguments as arrays ---------------------------------------------------------------
 
 def as_array(value):
-    """A numpy view of ``value`` sharing its memory, or None if it is not a tensor."""
+    """A numpy view of ``value`` sharing its memory, or None if it is not a tensor: a numpy
+    array, a torch CPU tensor (bfloat16 and float8 too, through ml_dtypes), a ``pypto.Tensor``
+    (known by its ``__pypto_device_tensor__`` mark), an ``__array_interface__`` object or a
+    DLPack producer."""
     if isinstance(value, np.ndarray):
         return value
     if type(value).__module__.startswith("torch"):
@@ -437,6 +440,7 @@ _VIEWED_FROM_TORCH = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m
 
 
 def device_hint(device: str) -> str:
+    """What to add to the error for a torch tensor on ``device`` (meta, npu), else ""."""
     if device == "meta":
         return ("; a meta tensor has no data (inside torch.compile or FakeTensorMode, call the "
                 "kernel through pypto.register_op, whose fake implementation handles them)")

@@ -41,7 +41,7 @@ def call_ascend_c(op, inputs, **scalars):
     return op.run(list(inputs), scalars)
 
 
-GRAPH_CALL.append(call_ascend_c)      # op(*inputs) on graph tensors, too
+GRAPH_CALL[:] = [call_ascend_c]      # op(*inputs) on graph tensors, too
 
 
 @dataclass(eq=False)

@@ -19,10 +19,10 @@ they record into it, and the cycle model runs when the profile is first read.
 """
 from __future__ import annotations
 
-# pto_program and CUBE_PID_BASE stay pypto.profile's (public) names since they moved out
+# CUBE_PID_BASE and pto_program stay pypto.profile's (public) names, as before they moved out
+from ...backends.ascend.chrome_trace import CUBE_PID_BASE  # noqa: F401
 from ...runtime.hooks import ACTIVE, LOCK, pto_program  # noqa: F401
 from .report import KernelProfile, OperationProfile, ProfileReport, TileProfile
-from ...backends.ascend.chrome_trace import CUBE_PID_BASE  # noqa: F401
 
 __all__ = ["Profiler", "ProfileReport", "KernelProfile", "TileProfile", "OperationProfile",
            "enable_profiling", "disable_profiling", "get_profiling_report"]
