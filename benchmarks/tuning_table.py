@@ -388,7 +388,7 @@ def gain_with_burst_overhead(kernel, grid, before_args, after_args, overhead: in
                              **meta) -> float:
     """The row's gain if a burst's start-up cost ``overhead`` bytes (the one chosen figure
     of the burst model): the same programs and arguments on a target that differs only there."""
-    from pypto.tools.profiler import pto_program
+    from pypto.runtime.hooks import pto_program
     target = replace(T, costs=replace(T.costs, burst_overhead_bytes=overhead))
     cycles = []
     for args in (before_args, after_args):

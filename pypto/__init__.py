@@ -9,19 +9,21 @@ from .cache import STATS as cache_stats
 from .errors import CompilationError, InternalError
 from . import testing
 from .runtime.device import Context, Tensor, empty, get_backend, set_target, zeros as device_zeros
-from .runtime.jit import CompiledKernel, JITFunction, LaunchWarning, __version__, jit
+from .runtime.jit import JITFunction, LaunchWarning, jit
+from .runtime.kernel import CompiledKernel, __version__
 from .runtime.pool import set_num_threads
 from .language import *  # noqa: F401,F403 - the language is also reachable as pypto.X
 from .language import __all__ as _language_all
-from . import layout, packed_int4
-from .tools import memory, profiler as profile
-from .packed_int4 import int4_tensor
+from . import layout
+from .tools import profiler as profile
+from .layout import int4_tensor
 from .tools.profiler import Profiler, disable_profiling, enable_profiling, get_profiling_report
 
 # Public modules by their first names: ``import pypto.debug``, ``from pypto.profile import
 # Profiler`` and ``python -m pypto.cli`` keep working although the modules live in their rooms.
 _PUBLIC_MODULES = {"profile": "tools.profiler", "memory": "tools.memory", "debug": "tools.debug",
                    "cli": "tools.cli", "sanitizer": "backends.interpreter.sanitizer",
+                   "packed_int4": "layout",                       # one tensor-format module
                    "compiler.errors": "errors"}   # docs named NotOnChip's module so
 
 

@@ -16,6 +16,13 @@ burst and one row of a cube fractal. M0 = N0 = 16 is the cube's fractal height.
   ``[(i // C0) * KH * KW + kh * KW + kw, o // 16, o % 16, i % C0]``.
 
 These are CANN's definitions (its format names: ``NC1HWC0``, ``FRACTAL_NZ``, ``FRACTAL_Z``).
+
+- **INT4** (public also as ``pypto.packed_int4``): two signed 4-bit values per byte, low nibble
+  first, each row packed on its own; ``int4_tensor`` tags the bytes for a kernel.
+
+``as_array`` is how every layer sees a tensor argument's memory (numpy, a ``pypto.Tensor``,
+a torch CPU tensor, ``__array_interface__`` or DLPack, never copied): it is here, with the
+formats, so that they and everything above read arguments alike.
 """
 from __future__ import annotations
 
@@ -49,7 +56,7 @@ def _pad_to(x, axis: int, size: int):
     if extra == 0:
         return x
     if _is_torch(x):
-        import torch
+        import torch  # lazy: torch loads on first use, never with pypto
         shape = list(x.shape)
         shape[axis] = extra
         return torch.cat([x, x.new_zeros(shape)], dim=axis)
@@ -211,7 +218,6 @@ def as_layout(data, layout: str, shape) -> LayoutTensor:
     """Tag the physical array ``data`` (numpy or a torch CPU tensor) as holding a tensor of
     logical ``shape`` in ``layout`` ("NZ": shape (M, K), data (K1, M1, 16, C0);
     "NC1HWC0": shape (N, C, H, W), data (N, C1, H, W, C0)), for passing to a kernel."""
-    from .runtime.args import as_array
     if not isinstance(layout, str) or layout.upper() not in KERNEL_LAYOUTS:
         raise ValueError(f"as_layout(layout=...) must be one of {', '.join(KERNEL_LAYOUTS)}, "
                          f"got {layout!r}")
@@ -238,7 +244,7 @@ def is_logical_shape(shape, ranks) -> bool:
 def tag(arr: np.ndarray, layout: str, shape, want: tuple, who: str, held: str,
         remedy: str) -> LayoutTensor:
     """``arr`` tagged as the ``layout`` tensor of logical ``shape`` (as_layout,
-    pypto.int4_tensor), once kernels can read it in place with the strides of the physical
+    int4_tensor), once kernels can read it in place with the strides of the physical
     shape ``want``: of exactly that shape and C-contiguous. The messages start with ``who``,
     say what ``held`` the tensor and end in ``remedy``, how to make such an array."""
     if tuple(arr.shape) != want:
@@ -273,7 +279,11 @@ def load_window(layout: str, data: np.ndarray, shape, offsets, tile_shape):
     NC1HWC0, logical (N, C, H, W), offsets (n, c, h, w), tile (P, CB): row i is pixel
     q = h * W + w + i of image n (pixels run along W, then on to the next row), column j is
     channel c + j; they must stay in c's group of C0 channels (c % C0 + j < C0: one 32-byte
-    block per pixel). Pixels outside [0, H * W) are padding."""
+    block per pixel). Pixels outside [0, H * W) are padding.
+
+    INT4, logical (..., n): the window of the unpacked values (``_inside``)."""
+    if layout == INT4:
+        return _inside(unpack(data, shape[-1]).reshape(shape), offsets, tile_shape)
     rows, cols = tile_shape
     i = np.arange(rows)[:, None]
     j = np.arange(cols)[None, :]
@@ -305,3 +315,137 @@ def load_window(layout: str, data: np.ndarray, shape, offsets, tile_shape):
         q, ch = np.broadcast_to(q, (rows, cols))[ti], np.broadcast_to(ch, (rows, cols))[ti]
         return ti, pixels[n, group, q, ch]
     raise ValueError(f"no kernel loads from layout {layout!r}")
+
+
+# -- INT4: packed int4 tensors ------------------------------------------------------------------
+#
+# Element ``[..., 2k]`` is the low nibble of byte ``[..., k]`` and ``[..., 2k + 1]`` its high
+# nibble (the order of torch's and ONNX's packed int4 and of ml_dtypes' ``int4`` packing); a
+# row of odd length ``n`` ends in a byte whose high nibble is padding (kernels write 0 there).
+# Each row is packed on its own, so the array holding a tensor of shape ``(..., n)`` has shape
+# ``(..., ceil(n / 2))``: rows stay byte-aligned and a kernel's window of rows maps onto whole
+# bytes. A kernel takes such a tensor as ``pypto.int4_tensor(packed, shape)`` (a
+# ``LayoutTensor`` in the "INT4" layout: the caller's bytes, never copied); its tiles are
+# ``pl.int4`` (storage only: convert them with ``.to(...)`` to compute). ``pack``/``unpack``
+# convert on the host.
+
+INT4 = "INT4"
+
+
+def packed_shape(shape) -> tuple:
+    """The byte array's shape for a tensor of logical ``shape``."""
+    *lead, n = shape
+    return (*lead, -(-n // 2))
+
+
+def pack(values) -> np.ndarray:
+    """Integers in [-8, 7] (any int dtype, or ml_dtypes.int4), rows of the last axis packed
+    low nibble first into uint8."""
+    v = np.asarray(values).astype(np.int8)
+    if v.ndim == 0:
+        raise ValueError("pack: give an array of at least one dimension")
+    if v.size and (v.min() < -8 or v.max() > 7):
+        raise ValueError(f"pack: int4 values are in [-8, 7], got {v.min()} .. {v.max()}")
+    if v.shape[-1] % 2:
+        v = np.concatenate([v, np.zeros(v.shape[:-1] + (1,), np.int8)], axis=-1)
+    nibbles = v.view(np.uint8) & 0xF
+    return np.ascontiguousarray(nibbles[..., 0::2] | (nibbles[..., 1::2] << 4))
+
+
+def unpack(packed, n: int) -> np.ndarray:
+    """The int8 values of a packed array whose rows hold ``n`` elements each."""
+    b = np.asarray(packed).view(np.uint8)
+    lo = (b & 0xF).astype(np.int8)
+    hi = (b >> 4).astype(np.int8)
+    both = np.stack([lo, hi], axis=-1).reshape(b.shape[:-1] + (2 * b.shape[-1],))[..., :n]
+    return np.where(both > 7, both - 16, both).astype(np.int8)
+
+
+def int4_tensor(data, shape) -> LayoutTensor:
+    """Tag ``data``, a C-contiguous uint8 (or int8) array of packed bytes, as an int4 tensor of
+    logical ``shape`` for a kernel."""
+    arr = as_array(data)
+    if arr is None:
+        raise TypeError(f"pypto.int4_tensor: data must be an array of packed bytes, got "
+                        f"{type(data).__name__}")
+    if arr.dtype not in (np.uint8, np.int8):
+        raise TypeError(f"pypto.int4_tensor: data must hold packed bytes (uint8 or int8), got a "
+                        f"{arr.dtype} array; pack int values with pypto.packed_int4.pack(x)")
+    if not is_logical_shape(shape, (1, 2)):
+        raise ValueError(f"pypto.int4_tensor: shape must be the logical shape, 1 or 2 positive "
+                         f"ints, got {shape!r}")
+    return tag(arr, INT4, shape, packed_shape(tuple(int(s) for s in shape)),
+               "pypto.int4_tensor", f"an int4 tensor of shape {tuple(shape)} is held in bytes",
+               "pypto.packed_int4.pack(x) makes them, two values a byte along the last axis")
+
+
+def store_int4_window(data: np.ndarray, shape, offsets, tile: np.ndarray) -> None:
+    """``pl.store``'s meaning for an int4 tensor (the interpreter's definition): the elements
+    inside the tensor are written (wrapped to 4 bits), the rest of the bytes kept; the padding
+    nibble of an odd row is 0."""
+    values = unpack(data, shape[-1]).reshape(shape)
+    where, _ = _inside(values, offsets, tile.shape)
+    pos = tuple(w + int(o) for w, o in zip(where, offsets))
+    values[pos] = ((tile[where].astype(np.int64) + 8) % 16 - 8).astype(np.int8)
+    data[...] = pack(values.reshape(data.shape[:-1] + (shape[-1],))).view(data.dtype)
+
+
+def _inside(values: np.ndarray, offsets, tile_shape):
+    """(tile index, values) of the window of ``tile_shape`` at ``offsets`` inside ``values``."""
+    idx = np.indices(tile_shape).reshape(len(tile_shape), -1)
+    pos = [i + int(o) for i, o in zip(idx, offsets)]
+    keep = np.ones(idx.shape[1], bool)
+    for p, dim in zip(pos, values.shape):
+        keep &= (p >= 0) & (p < dim)
+    where = tuple(i[keep] for i in idx)
+    return where, values[tuple(p[keep] for p in pos)]
+
+
+# -- tensor arguments as arrays ---------------------------------------------------------------
+
+def as_array(value):
+    """A numpy view of ``value`` sharing its memory, or None if it is not a tensor: a numpy
+    array, a torch CPU tensor (bfloat16 and float8 too, through ml_dtypes), a ``pypto.Tensor``
+    (known by its ``__pypto_device_tensor__`` mark), an ``__array_interface__`` object or a
+    DLPack producer."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.startswith("torch"):
+        return _from_torch(value)
+    if getattr(type(value), "__pypto_device_tensor__", False):   # pypto.Tensor: no runtime import
+        return value._data
+    if hasattr(value, "__array_interface__"):
+        return np.asarray(value)
+    if hasattr(value, "__dlpack__"):
+        return np.from_dlpack(value)
+    return None
+
+
+def _from_torch(t):
+    import torch  # lazy: torch loads only when a caller passes torch tensors
+    if t.device.type != "cpu":
+        raise TypeError(f"it is a torch tensor on device '{t.device}', and PyPTO runs kernels "
+                        "on the host's simulated AI Cores, which read host memory: pass a CPU "
+                        f"tensor (tensor.cpu()){device_hint(t.device.type)}")
+    t = t.detach()
+    name = str(t.dtype).removeprefix("torch.")
+    if name in _VIEWED_FROM_TORCH:      # numpy has no such dtype: the bits, seen by ml_dtypes
+        bits = getattr(torch, _VIEWED_FROM_TORCH[name])
+        return t.view(bits).numpy().view(dt.BY_NAME[name].to_numpy())
+    return t.numpy()
+
+
+# torch dtypes ``Tensor.numpy()`` refuses → a same-width integer dtype it takes
+_VIEWED_FROM_TORCH = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
+
+
+def device_hint(device: str) -> str:
+    """What to add to the error for a torch tensor on ``device`` (meta, npu), else ""."""
+    if device == "meta":
+        return ("; a meta tensor has no data (inside torch.compile or FakeTensorMode, call the "
+                "kernel through pypto.register_op, whose fake implementation handles them)")
+    if device == "npu":
+        return ("; launching on a real Ascend NPU needs the CANN runtime, which this PyPTO "
+                "does not have (the kernel's .pto is what it would run: kernel.compile(...)"
+                ".asm['pto'])")
+    return ""

@@ -182,7 +182,7 @@ def main():
     args = parser.parse_args()
     torch = import_torch()
     if torch is not None:
-        torch.set_num_threads(pypto.runtime.num_threads())     # the same threads as PyPTO
+        torch.set_num_threads(pypto.runtime.pool.num_threads())     # the same threads as PyPTO
     rng = np.random.default_rng(0)
 
     # --- correctness: odd sequence lengths, causal and not ------------------------------------
@@ -232,7 +232,7 @@ def main():
             rows.append((f"({batch}, {heads}, {seq}, 64)", str(causal), fmt(t_ours),
                          fmt(t_torch), f"{t_torch / t_ours:.2f}x" if t_torch else "-",
                          fmt(npu)))
-    print(f"\nfp16 attention, median of {args.reps}, {pypto.runtime.num_threads()} threads "
+    print(f"\nfp16 attention, median of {args.reps}, {pypto.runtime.pool.num_threads()} threads "
           "for both; NPU: the cycle model of ascend910b1 (modelled, not measured)")
     headers = ("shape", "causal", "PyPTO", "torch SDPA", "torch/PyPTO", "NPU (model)")
     widths = [max(len(r[i]) for r in rows + [headers]) for i in range(len(headers))]

@@ -1,5 +1,6 @@
 """``pypto.ascend_c_kernel``: an Ascend C kernel (C++ against pto-isa) declared for PyPTO; a
-call's checks and rules, its launch on the simulator and its NPU record (``call`` runs it).
+call's checks and rules, its run on arrays and launch on the simulator, and its NPU record
+(``pypto.call_ascend_c``, the graph's, also adds it to a graph: ``graph/ascend_c_node.py``).
 
 The declaration says what the C++ cannot: which GM pointers are inputs (``inputs=``, pto-isa's
 ``__in__``/``__out__`` marks, or the output rule's parameter names), the outputs' shapes and
@@ -22,14 +23,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tools import profiler as profile
+from ..runtime import hooks
 from ..target import get_target
 from ..backends.ptoisa.engine import NotOnSimulator
 from ..language import dtypes as dt
-from ..runtime.args import as_array
+from ..layout import as_array
+from ..runtime.device import Tensor
 from . import declaration, library, npu, signature as sig_mod
 
 NO_MODEL = "an Ascend C kernel: no PTO program for the cycle model"
+# pypto.call_ascend_c, put here by graph/ascend_c_node.py when the graph API loads (no graph
+# tensor exists before): ``op(*inputs)`` calls it then, so a call on graph tensors adds a node.
+# The graph sits above this package, so it hands its call down rather than being imported.
+GRAPH_CALL: list = []
 # what each C++ integer type holds (the entry casts the 64-bit slot: out of range would wrap)
 _INT_RANGES = {"int8_t": (-2 ** 7, 2 ** 7 - 1), "uint8_t": (0, 2 ** 8 - 1),
                "int16_t": (-2 ** 15, 2 ** 15 - 1), "uint16_t": (0, 2 ** 16 - 1),
@@ -117,8 +123,9 @@ class AscendCKernel:
                 f"{self.outputs}, scalars {[p.name for p in self.signature.scalars]}>")
 
     def __call__(self, *inputs, **scalars):
-        from .call import call_ascend_c
-        return call_ascend_c(self, list(inputs), **scalars)
+        if GRAPH_CALL:
+            return GRAPH_CALL[0](self, list(inputs), **scalars)
+        return self.run(list(inputs), scalars)
 
     # -- checking a call ---------------------------------------------------------------------
     def check_inputs(self, shapes_dtypes: list, where: str) -> list[TensorSpec]:
@@ -214,6 +221,28 @@ class AscendCKernel:
                                             self.signature, self.target.vector_cores)
             return self._kernel
 
+    def run(self, inputs: list, scalars: dict):
+        """Run now on arrays (numpy, torch CPU, pypto.Tensor): the output(s) come back as the
+        inputs' kind (``pypto.call_ascend_c`` on arrays)."""
+        where = f"pypto.call_ascend_c({self.name})"
+        arrays = []
+        for k, x in enumerate(inputs):
+            try:
+                a = as_array(x)
+            except TypeError as e:
+                raise TypeError(f"{where}: inputs[{k}]: {e}") from None
+            if a is None:
+                raise TypeError(f"{where}: inputs[{k}] must be an array (numpy, a torch CPU "
+                                f"tensor or a pypto.Tensor), got {type(x).__name__}")
+            arrays.append(a)
+        specs = self.check_inputs([(a.shape, _dtype(a, where, k)) for k, a in enumerate(arrays)],
+                                  where)
+        binding = self.bind(specs, scalars, where)
+        outs = [np.zeros(s.shape, s.dtype.to_numpy()) for s in binding.outputs]
+        self.launch(arrays, outs, binding)
+        results = [_like(inputs, o) for o in outs]
+        return results[0] if len(results) == 1 else tuple(results)
+
     def launch(self, inputs: list, outputs: list, binding: Binding) -> None:
         """Run on numpy ``inputs`` (in ``self.inputs`` order), writing ``outputs``."""
         if any(s.dtype == dt.bfloat16 for s in binding.outputs) or any(
@@ -229,10 +258,9 @@ class AscendCKernel:
         args.update(binding.scalars)
         t0 = time.perf_counter()
         kernel.launch(binding.grid, args)
-        if profile.ACTIVE:
-            profile._add(profile.Launch(self.name, binding.grid,
-                                        (time.perf_counter() - t0) * 1e3, None, {}, "ascend-c",
-                                        NO_MODEL))
+        if hooks.ACTIVE:
+            hooks.record(hooks.Launch(self.name, binding.grid, (time.perf_counter() - t0) * 1e3,
+                                      None, {}, "ascend-c", NO_MODEL))
         for o, s in zip(outputs, staged):
             if o is not s:
                 o[...] = s
@@ -272,6 +300,16 @@ def _dtype(array, where, k):
         return dt.from_any(array.dtype)
     except TypeError as e:
         raise TypeError(f"{where}: inputs[{k}]: {e}") from None
+
+
+def _like(inputs, array):
+    """The output as the inputs' kind: torch if any input is torch, pypto.Tensor if any is."""
+    if any(type(x).__module__.startswith("torch") for x in inputs):
+        import torch  # lazy: torch loads only when a caller passes torch tensors
+        return torch.from_numpy(array)
+    if any(isinstance(x, Tensor) for x in inputs):
+        return Tensor.from_numpy(array)
+    return array
 
 
 def _shape_dtype(x, name, where):

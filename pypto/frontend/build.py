@@ -14,7 +14,9 @@ import numpy as np
 
 from ..language import dtypes as pl_dtypes
 from . import ops, tracer
+from .annotations import TensorSpec
 from .dtypes import DataType, to_pypto
+from .options import SCOPE
 from .scalars import symbolic_scalar
 from .symbolic import LoopIndex, SymTensor, pinned
 from .unavailable import CATALOGUE, NotAvailableError
@@ -90,7 +92,7 @@ def reduce(op, x, dim=-1, keepdim=False):
 
 def cast(x, dtype, mode=None, satmode=None):
     """``pypto.cast(x, dtype, mode=CastMode.*, satmode=SaturationMode.OFF)``."""
-    from .names import CastMode, SaturationMode
+    from .names import CastMode, SaturationMode  # lazy: names imports this module (a cycle)
     rounding = CastMode.rounding(mode)
     if satmode not in (None, SaturationMode.OFF):
         raise NotAvailableError(f"pypto.cast(satmode={satmode!r})", "only SaturationMode.OFF")
@@ -329,7 +331,6 @@ def tensor(shape=None, dtype=DataType.DT_FP32, name="", *_, **__):
     """``pypto.tensor(shape, dtype, name)``: an uninitialised buffer of the kernel; outside a
     kernel (or without a shape, as an annotation) a ``TensorSpec``."""
     if shape is None or not tracer.active():
-        from .annotations import TensorSpec
         return TensorSpec(shape, dtype if shape is not None else None, name)
     return tracer.new_buffer(name or "tensor", tuple(shape), to_pypto(dtype))
 
@@ -398,12 +399,10 @@ def is_loop_end(index):
 
 def _settings() -> dict:
     """The kernel's settings while tracing, else the global scope's (set before a call)."""
-    from .options import SCOPE
     return tracer.current().settings if tracer.active() else SCOPE.stack[0]
 
 
 def _setting(key):
-    from .options import SCOPE
     return tracer.current().tile_shapes(key) if tracer.active() else SCOPE.get(key)
 
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from . import indexing, lowering, ops, sorting
+from . import build, indexing, lowering, ops, sorting
 from .symbolic import SymTensor, reads
 from .unavailable import NotAvailableError
 
@@ -92,7 +92,6 @@ class Evaluator:
             return lowering.first_axis_reduce(node, self.value(x), self.vec_tile)
         if after == 1:              # a last-axis reduction of the (before, axis) view
             if node.lowered is None:
-                from . import build
                 flat = build.reshape(x, (before, shape[axis]))
                 node.lowered = build.reduce(node.op, flat, -1, True)
             return self.value(node.lowered)

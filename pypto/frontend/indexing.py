@@ -97,5 +97,4 @@ def scatter(node, src, index, value) -> np.ndarray:
 
 
 def _pl_name(dtype) -> str:
-    from ..language import dtypes
-    return dtypes.from_any(dtype).name
+    return pl.dtypes.from_any(dtype).name

@@ -15,11 +15,12 @@ import warnings
 
 import numpy as np
 
-from ..runtime import args as tensor_args
+from .. import layout
 from ..language import dtypes as pl_dtypes
+from ..runtime.device import Tensor
 from . import options as opts
 from . import sim_output
-from .annotations import TensorSpec
+from .annotations import DYNAMIC, TensorSpec
 from .coalesce import coalesce
 from .evaluate import Evaluator
 from .tracer import run as trace_kernel
@@ -38,7 +39,6 @@ class NoNPUWarning(UserWarning):
 
 def _is_tensor_param(param) -> bool:
     ann = param.annotation
-    from ..runtime.device import Tensor
     return isinstance(ann, TensorSpec) or ann is Tensor
 
 
@@ -49,10 +49,10 @@ def _is_array(value) -> bool:
 
 
 def as_array(value, param: str) -> np.ndarray:
-    """A numpy view sharing memory with ``value`` (``tensor_args.as_array``: torch CPU tensor,
+    """A numpy view sharing memory with ``value`` (``layout.as_array``: torch CPU tensor,
     bfloat16 too, numpy array, pypto.Tensor)."""
     try:
-        array = tensor_args.as_array(value)
+        array = layout.as_array(value)
     except TypeError as e:          # a torch tensor off the CPU
         raise TypeError(f"argument {param!r}: {e}") from None
     if array is None:
@@ -147,5 +147,4 @@ def function(fn=None, **_):
 
 def dynamic(name: str = ""):
     """``pypto.frontend.dynamic(name)``: a dynamic extent for annotations."""
-    from .annotations import DYNAMIC
     return DYNAMIC

@@ -28,6 +28,8 @@ import numpy as np
 
 from .. import language as pl
 from ..errors import CompilationError
+from ..graph import TensorGraph, compile as compile_graph, tile_map, tile_op
+from ..graph.kernel_source import define
 from . import ops
 from .symbolic import SymTensor
 
@@ -214,8 +216,6 @@ def _first_line(error) -> str:
 
 
 def _compile(source, arrays, tile, what):
-    from ..graph import TensorGraph, compile as compile_graph, tile_map, tile_op
-    from ..graph.kernel_source import define
     fn = define(source, {"pl": pl}, source[4:source.index("(")], "pypto.frontend")
     graph = TensorGraph(name=f"cann_{what}")
     leaves = [graph.placeholder(a.shape, a.dtype, name=f"p{k}") for k, a in enumerate(arrays)]

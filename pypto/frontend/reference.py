@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import args as tensor_args
-from ..torch_ops.dtypes import to_torch
+from ..layout import as_array
+from ..runtime.args import to_torch
 from . import ops
 from .evaluate import read_after_overwrite
 from .symbolic import SymTensor
@@ -19,7 +19,7 @@ from .symbolic import SymTensor
 def run(trace, arrays: list) -> None:
     """Run ``trace`` on ``arrays`` (numpy, modified in place) with torch ops: its writes as
     traced, loop iterations unmerged, so a wrong merge (``coalesce``) shows too."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     tensors = {}
     for buf in trace.buffers:
         array = arrays[buf.arg_index] if buf.arg_index is not None else \
@@ -41,11 +41,11 @@ def run(trace, arrays: list) -> None:
         dest.copy_(torch.broadcast_to(value, dest.shape).to(dest.dtype))
     for buf in trace.buffers:
         if buf.arg_index is not None:
-            arrays[buf.arg_index][...] = tensor_args.as_array(tensors[id(buf)])
+            arrays[buf.arg_index][...] = as_array(tensors[id(buf)])
 
 
 def _torch(array):
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     if array.dtype.name == "bfloat16":
         return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(array.copy())

@@ -14,6 +14,7 @@ import math
 
 from . import dtypes as cann_dtypes
 from .scalars import SymbolicScalar
+from .unavailable import NotAvailableError
 
 
 class Buffer:
@@ -59,13 +60,12 @@ class SymTensor:
         return f"<traced pypto.Tensor {self.op} {self.shape} {self.ptype}>"
 
     def __bool__(self):
-        from .unavailable import NotAvailableError
         raise NotAvailableError("a tensor's value as a Python condition",
                                 "branch on a loop index or a scalar argument instead")
 
     # -- operators and methods: the ops of build.py with this tensor first
     def __getattr__(self, name):
-        from . import build
+        from . import build  # lazy: build imports this module (a cycle)
         fn = build.METHODS.get(name)
         if fn is None:
             raise AttributeError(f"CANN's pypto.Tensor has no method {name!r} in PyPTO "
@@ -73,11 +73,11 @@ class SymTensor:
         return lambda *args, **kwargs: fn(self, *args, **kwargs)
 
     def __getitem__(self, index):
-        from . import build
+        from . import build  # lazy: as in __getattr__
         return build.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from . import build
+        from . import build  # lazy: as in __getattr__
         build.setitem(self, index, value)
 
 
@@ -104,7 +104,7 @@ def reads(value):
 
 def _binary(op, reflected=False):
     def method(self, other):
-        from . import build
+        from . import build  # lazy: build imports this module (a cycle)
         return build.binary(op, other, self) if reflected else build.binary(op, self, other)
     method.__name__ = op
     return method
@@ -118,8 +118,14 @@ for _op, _name in {"eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__
                    "gt": "__gt__", "ge": "__ge__"}.items():
     setattr(SymTensor, _name, _binary(_op))
 SymTensor.__hash__ = object.__hash__
-SymTensor.__neg__ = lambda self: __import__("pypto.frontend.build", fromlist=["x"]).unary(
-    "neg", self)
+
+
+def _neg(self):
+    from . import build  # lazy: build imports this module (a cycle)
+    return build.unary("neg", self)
+
+
+SymTensor.__neg__ = _neg
 
 
 class LoopIndex(SymbolicScalar):

@@ -74,7 +74,7 @@ def new_buffer(name, shape, dtype, arg_index=None) -> SymTensor:
 
 @contextlib.contextmanager
 def tracing(trace: Trace):
-    from . import build
+    from . import build  # lazy: build imports this module (a cycle)
     _CURRENT.append(trace)
     previous = pl_core.FRONTEND_HOOK
     pl_core.FRONTEND_HOOK = build.language_call

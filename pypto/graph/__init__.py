@@ -11,7 +11,7 @@ from .graph import (GraphTensor, TensorGraph, get_default_graph, placeholder,
 from .module import OPTIONS, Module, compile  # noqa: A004 - the seed's pypto.compile
 from .tile_map import STRATEGIES, tile_map
 from .tile_op import TileOp, tile_op
-from ..ascend_c import call_ascend_c
+from .ascend_c_node import call_ascend_c
 from .convolution import conv2d
 
 __all__ = ["TensorGraph", "GraphTensor", "placeholder", "get_default_graph",

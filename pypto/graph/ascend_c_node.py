@@ -1,4 +1,6 @@
-"""An Ascend C kernel as a node of a tensor graph (``pypto.call_ascend_c`` on graph tensors).
+"""``pypto.call_ascend_c(op, inputs)``: run a declared Ascend C kernel on arrays now
+(``AscendCKernel.run``), or, on graph tensors, add it to their graph as a node. It is the
+graph's because graph tensors are (``ascend_c`` sits below the graph).
 
 The node is checked and bound when the user writes it: the inputs' shapes and dtypes against
 the kernel's signature, the output rule, the scalars and the grid (shapes are static in a
@@ -12,9 +14,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..runtime.args import as_array
+from ..ascend_c.kernel import GRAPH_CALL, AscendCKernel
+from ..layout import as_array
 from .graph import GraphTensor
 from .naming import unique_name
+
+
+def call_ascend_c(op, inputs, **scalars):
+    """Run ``op`` on ``inputs``: arrays (numpy, torch CPU, pypto.Tensor) run now and return the
+    output(s) as the same kind; graph tensors add a node to their graph and return its output
+    graph tensor(s)."""
+    if not isinstance(op, AscendCKernel):
+        raise TypeError(f"pypto.call_ascend_c(op=...) takes a kernel made by "
+                        f"pypto.ascend_c_kernel(source, name, outputs=...), got "
+                        f"{type(op).__name__}")
+    if not isinstance(inputs, (list, tuple)):
+        inputs = [inputs]
+    in_graph = [isinstance(x, GraphTensor) for x in inputs]
+    if any(in_graph):
+        if not all(in_graph):
+            k = in_graph.index(False)
+            raise TypeError(f"pypto.call_ascend_c({op.name}): inputs[{k}] is a "
+                            f"{type(inputs[k]).__name__} among graph tensors; in a graph every "
+                            "input is a placeholder or a node's output")
+        return add_call(op, list(inputs), scalars)
+    return op.run(list(inputs), scalars)
+
+
+GRAPH_CALL[:] = [call_ascend_c]      # op(*inputs) on graph tensors, too
 
 
 @dataclass(eq=False)

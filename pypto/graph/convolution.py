@@ -23,10 +23,11 @@ from collections import OrderedDict
 import numpy as np
 
 from ..language import dtypes as dt
-from ..layout import c0_for
+from ..layout import as_array, c0_for
 from . import conv_kernels as ck
 from .graph import GraphTensor, TensorGraph
 from .kernel_node import add_node
+from .module import compile as compile_graph
 
 DTYPES = (dt.float16, dt.float32)
 CUBE_CORES = 24         # 910B's AI Cube and AI Vector cores (target.py): the blocks of the
@@ -308,8 +309,6 @@ _MAX_MODULES = 64
 
 
 def _direct(x, wt, bias, stride, padding, dilation, groups):
-    from ..runtime.args import as_array
-    from .module import compile as compile_graph
     arrays = {"input": x, "weight": wt}
     if bias is not None:
         arrays["bias"] = bias
@@ -336,13 +335,12 @@ def _direct(x, wt, bias, stride, padding, dilation, groups):
         _MODULES.move_to_end(key)
     result = module.run(np_arrays).numpy()
     if type(x).__module__.startswith("torch"):
-        import torch
+        import torch  # lazy: only torch callers load it
         return torch.from_numpy(result)
     return result
 
 
 def _build(arrays, stride, padding, dilation, groups):
-    from .module import compile as compile_graph
     graph = TensorGraph(name="conv2d")
     tensors = {}
     for key, arr in arrays.items():

@@ -22,6 +22,8 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+from ..backends.ascend.entry import uses_cross_core
+from ..runtime.hooks import pto_program
 from .ascend_c_node import AscendCStep
 
 
@@ -163,8 +165,6 @@ def _step_tasks(step, target, first: int) -> list:
 
 
 def _syncs(step) -> bool:
-    from ..backends.ascend.entry import uses_cross_core
-    from ..tools.profiler import pto_program
     return step.compiled is not None and uses_cross_core(pto_program(step.compiled))
 
 

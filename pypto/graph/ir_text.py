@@ -7,6 +7,7 @@ source and Tile IR after the passes. Meant for reading, not parsing.
 from __future__ import annotations
 
 from .ascend_c_node import AscendCNode
+from .execution import step_unit
 from .kernel_node import KernelNode
 
 
@@ -122,7 +123,6 @@ def tensor_graph_text(module) -> str:
 def block_graph_text(module) -> str:
     """The Block Graph: the launch steps (fused groups), each with its form, grid, cores and
     the steps it waits for."""
-    from .execution import step_unit
     lines = [f'block graph "{module.graph.name}": {len(module.steps)} launch step(s)']
     writer = {id(t): s for s in module.steps for t in s.outputs}
     for step in module.steps:

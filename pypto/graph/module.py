@@ -11,21 +11,25 @@ any kernel.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass
 
+from .. import envs
 from ..target import get_target
 from ..errors import CompilationError, compiler_frames_wanted
 from ..runtime.device import Context, Tensor, empty
-from ..runtime.jit import _dtype_of
-from ..runtime.args import as_array, standin
+from ..runtime.specialize import dtype_of
+from ..runtime import hooks, pool as runtime
+from ..layout import as_array
+from ..runtime.args import standin
 from .ascend_c_node import AscendCNode, AscendCStep
 from .. import language as pl_module
 from .kernel_source import kernel_name, kernel_source, make_kernel
 from .graph import TensorGraph
 from .kernel_node import KernelNode
-from .mpmd_run import HostChoice
+from .launch_form import fastest
+from . import execution, ir_text, npu_model
+from .mpmd_run import HostChoice, run as run_tasks
 from .npu_model import check_strategy
 from .plan import Group, candidate_forms, choose_form, plan_groups
 
@@ -34,8 +38,12 @@ from .plan import Group, candidate_forms, choose_form, plan_groups
 # ahead (pl.range(num_stages=2), double buffering). layout_opt: accepted for the seed, no
 # effect (see docs/language.md, "Graph API": tensors keep the layout they are given).
 # autotune: a kernel of parallel_strategy="auto" nodes is launched in the form the cycle model
-# ranks fastest on the target (pypto.tuning.launch_form); off, by plan.choose_form's rule.
+# ranks fastest on the target (graph/launch_form.py); off, by plan.choose_form's rule.
 OPTIONS = {"tile_fusion": True, "layout_opt": True, "loop_unroll": False, "autotune": True}
+
+# Debug mode: while it is on, tools/debug.py keeps its kernel interpreter here and
+# ``Module.run`` calls it (the tools sit above the graph, so the tool hands it down).
+DEBUG: list = []
 
 
 @dataclass(eq=False)
@@ -58,6 +66,12 @@ class Kernel:
         if self.views is None:
             return inputs + outs
         return self.views([as_array(a) for a in inputs], as_array(outs[0]))
+
+    def standins(self) -> list:
+        """Arrays with the kernel's argument shapes and dtypes over one element of memory:
+        compiling reads only those, so nothing of the tensors' size is allocated."""
+        return self.arguments([standin(t.shape, t.dtype) for t in self.params],
+                              [standin(self.output.shape, self.output.dtype)])
 
     @property
     def output(self):
@@ -151,7 +165,6 @@ def _group_kernel(group: Group, name: str, chip, opts, debug: bool) -> Kernel:
         kernels.append(Kernel(name, group, form, grid, source, jitfn, group.external_inputs()))
     if len(kernels) == 1:
         return kernels[0]
-    from ..tuning.launch_form import fastest
     return fastest(kernels, chip)
 
 
@@ -163,16 +176,9 @@ def _node_kernel(group: Group, chip) -> Kernel:
                   group.external_inputs(), views=node.views)
 
 
-def _standins(kernel: Kernel) -> list:
-    """Arrays with the kernel's argument shapes and dtypes over one element of memory:
-    compiling reads only those, so nothing of the tensors' size is allocated."""
-    return kernel.arguments([standin(t.shape, t.dtype) for t in kernel.params],
-                            [standin(kernel.output.shape, kernel.output.dtype)])
-
-
 def _compile_kernel(kernel: Kernel) -> None:
     try:
-        kernel.compiled = kernel.jit.compile(*_standins(kernel))
+        kernel.compiled = kernel.jit.compile(*kernel.standins())
     except CompilationError as e:
         nodes = ", ".join(n.name for n in kernel.group.nodes)
         error = CompilationError(f"{e.message}\n(in kernel {kernel.name}, generated for "
@@ -245,11 +251,10 @@ class Module:
                             f"{type(ctx).__name__}")
         values = self._check_inputs(inputs)
         given = self._check_out(out)
-        debug = sys.modules.get("pypto.tools.debug")    # debug mode is on only once it is imported
-        interpret = debug is not None and debug.is_enabled()
+        interpret = DEBUG[-1] if DEBUG else None
         strategy = self.parallel_strategy if parallel_strategy is None else \
             check_strategy(parallel_strategy, "Module.run")
-        host = not interpret and self._tasks_on_host(strategy)
+        host = interpret is None and self._tasks_on_host(strategy)
         trial = host and strategy == "auto"
         mode = self._host_choice.next() if trial else strategy
         t0 = time.perf_counter()
@@ -258,15 +263,15 @@ class Module:
                 self._host_choice.record(mode, time.perf_counter() - t0)
             outputs = tuple(values[id(t)] for t in self.outputs)
             return outputs[0] if len(outputs) == 1 else outputs
-        for step in (self._debug() if interpret else self.steps):
+        for step in (self._debug() if interpret is not None else self.steps):
             outs = [given.get(id(t)) for t in step.outputs]
             outs = [empty(t.shape, t.dtype, ctx) if o is None else o
                     for t, o in zip(step.outputs, outs)]
             args = [values[id(t)] for t in step.params]
             if isinstance(step, AscendCStep):       # on pto-isa's simulator, also in debug mode
                 step.run(args, outs)
-            elif interpret:
-                debug.interpret(step, step.arguments(args, outs))
+            elif interpret is not None:
+                interpret(step, step.arguments(args, outs))
             else:
                 step.jit[step.grid](*step.arguments(args, outs))
             values.update((id(t), o) for t, o in zip(step.outputs, outs))
@@ -284,13 +289,10 @@ class Module:
         return self._host_choice.choice
 
     def _tasks_on_host(self, strategy: str) -> bool:
-        from .. import envs
-        from ..tools import profiler as profile
-        from ..runtime import pool as runtime
         if strategy == "data_parallel" or len(self.steps) < 2 or \
                 runtime.pool().threads < 2:
             return False
-        if profile.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
+        if hooks.ACTIVE or envs.PYPTO_INTERPRET.get() not in ("", "0") or \
                 envs.sanitize_mode() or envs.PYPTO_ENGINE.get() not in ("", "native"):
             return False
         return all(k.jit.engine in (None, "native") and not k.jit.sanitize
@@ -299,8 +301,6 @@ class Module:
     def _run_tasks(self, ctx, values: dict, given: dict) -> bool:
         """Every output allocated first, then the Execution Graph run on the host threads;
         False (nothing run) if an array does not match the compiled layouts."""
-        from ..runtime import pool as runtime
-        from .mpmd_run import run
         produced = dict(values)
         step_args = {}
         for step in self.steps:
@@ -309,7 +309,7 @@ class Module:
                     for t, o in zip(step.outputs, outs)]
             step_args[step] = ([produced[id(t)] for t in step.params], outs)
             produced.update((id(t), o) for t, o in zip(step.outputs, outs))
-        log = run(self, step_args, runtime.pool().threads)
+        log = run_tasks(self, step_args, runtime.pool().threads)
         if log is None:
             return False
         self.last_task_order = [(what, self.execution_graph.tasks[i]) for what, i in log]
@@ -340,7 +340,7 @@ class Module:
                                  f"the placeholder has shape {t.shape}")
             if arr.dtype != self._np_dtypes[t.name]:
                 try:
-                    dtype = _dtype_of(arr)
+                    dtype = dtype_of(arr)
                 except TypeError as e:
                     raise TypeError(f"Module.run: input {t.name!r}: {e}") from None
                 if dtype != t.dtype:
@@ -362,9 +362,9 @@ class Module:
         for t, given in zip(self.outputs, arrays):
             arr = as_array(given)
             if arr is None or arr.shape != t.shape or (
-                    arr.dtype != self._np_dtypes[t.name] and _dtype_of(arr) != t.dtype):
+                    arr.dtype != self._np_dtypes[t.name] and dtype_of(arr) != t.dtype):
                 what = type(given).__name__ if arr is None else \
-                    f"{_dtype_of(arr)}{list(arr.shape)}"
+                    f"{dtype_of(arr)}{list(arr.shape)}"
                 raise ValueError(f"Module.run(out=...): output {t.name!r} is {t.dtype}"
                                  f"{list(t.shape)}, got {what}")
             if not arr.flags.writeable:
@@ -391,27 +391,23 @@ class Module:
 
     @property
     def tile_graph_ir(self) -> str:
-        from .ir_text import tile_graph_text
-        return tile_graph_text(self)
+        return ir_text.tile_graph_text(self)
 
     # the four levels: Tensor Graph (what the user wrote), Tile Graph (each node's tiling),
     # Block Graph (the kernels: fused groups, launch forms, grids), Execution Graph (tasks)
     @property
     def tensor_graph_ir(self) -> str:
-        from .ir_text import tensor_graph_text
-        return tensor_graph_text(self)
+        return ir_text.tensor_graph_text(self)
 
     @property
     def block_graph_ir(self) -> str:
-        from .ir_text import block_graph_text
-        return block_graph_text(self)
+        return ir_text.block_graph_text(self)
 
     @property
     def execution_graph(self):
         """The tile tasks of every step and their data dependencies (``execution.py``)."""
         if self._execution_graph is None:
-            from .execution import build
-            self._execution_graph = build(self)
+            self._execution_graph = execution.build(self)
         return self._execution_graph
 
     @property
@@ -422,8 +418,7 @@ class Module:
         """The modelled NPU run of the graph under ``parallel_strategy`` ("auto", "mpmd",
         "data_parallel", "pipelined"; ``npu_model.py``): a ``DagModel`` with ``cycles``,
         ``time_us``, the placed tasks and ``bubbles()``."""
-        from .npu_model import model
-        return model(self, parallel_strategy)
+        return npu_model.model(self, parallel_strategy)
 
     def levels(self) -> str:
         """The four levels, one after another."""

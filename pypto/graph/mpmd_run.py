@@ -19,10 +19,11 @@ specialises as usual).
 from __future__ import annotations
 
 import heapq
+import queue
 import threading
 
 from ..runtime import pool as runtime
-from ..runtime.args import as_array
+from ..layout import as_array
 from .ascend_c_node import AscendCStep
 
 _PAD = (1, 1, 1)
@@ -157,7 +158,6 @@ _start_lock = threading.Lock()
 def _helpers(n: int) -> list:
     """``n`` persistent helper threads (started once, so each keeps its scratch: a fresh
     thread would allocate and fault in a core's buffers on every run)."""
-    import queue
     with _start_lock:
         while len(_queues) < n:
             q = queue.Queue()
@@ -185,8 +185,7 @@ def _call(step, ins, outs, keep):
         return ("launch", lambda: step.jit[step.grid](*args))
     specs = step.__dict__.get("_standins")
     if specs is None:
-        from .module import _standins
-        specs = step._standins = _standins(step)
+        specs = step._standins = step.standins()
     params = []
     for (_, kind, _), value, spec in zip(step.compiled.runtime_params, args, specs):
         if kind == "tensor":

@@ -13,6 +13,7 @@ the caller falls back to ``input0``, ``input1``...
 from __future__ import annotations
 
 import ast
+import dis
 import linecache
 
 _TREES: dict[str, tuple] = {}      # filename -> (source lines, parsed module)
@@ -50,7 +51,6 @@ def _position_from_lines(frame, tree):
     """Python 3.10: the executing call found by its rank among the call instructions of its
     statement (bytecode calls its callee's sub-calls and its arguments' calls first: the
     statement's ``ast.Call`` nodes in post-order)."""
-    import dis
     if tree is None:
         return None
     statement = _statement_at(tree, frame.f_lineno)

@@ -20,12 +20,13 @@ model reads nothing else); a kernel node's views of them are what its launch pas
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..backends.ascend.model.block import BlockTrace
 from ..backends.ascend.model.costs import dispatch_cycles
 from ..backends.ascend.model.launch import model_block, model_launch
 from ..backends.ascend.model.tasks import TaskSpec, cores_of, schedule
-from ..tools.profiler import pto_program
+from ..runtime.hooks import pto_program
 from ..runtime.args import standin
 from .ascend_c_node import AscendCStep
 
@@ -59,7 +60,6 @@ def model(module, strategy: str = "auto"):
 
 
 def _relabel(m, strategy: str):
-    from dataclasses import replace
     return replace(m, strategy=strategy)
 
 
@@ -122,7 +122,6 @@ def _shifted(trace, core: int, start: float) -> BlockTrace:
 
 def records_of(trace):
     """A placed trace's instruction records at their scheduled times."""
-    from dataclasses import replace
     offset = getattr(trace, "offset", 0.0)
     return [replace(r, start=r.start + offset, end=r.end + offset) for r in trace.records]
 

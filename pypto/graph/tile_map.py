@@ -16,7 +16,7 @@ from .tile_op import TileOp
 from .tiling import Tiling, decide
 
 # parallel_strategy values: "auto" launches the kernel in whichever of the other two the cycle
-# model ranks fastest (pypto.tuning.launch_form; with the tuner off, plan.choose_form's
+# model ranks fastest (graph/launch_form.py; with the tuner off, plan.choose_form's
 # tile-count rule); "data_parallel" launches one block per tile;
 # "grid_stride" launches at most one block per core, each looping over tiles.
 STRATEGIES = ("auto", "data_parallel", "grid_stride")
@@ -43,7 +43,7 @@ def tile_map(tile_op, inputs, tile_size, parallel_strategy="auto", *, input_tile
              out_shape=None, name=None) -> GraphTensor:
     """Apply ``tile_op`` to every output tile of ``tile_size`` (an int for 1-D outputs, a tuple
     for 2-D, or "auto": the size the cycle model ranks fastest on the current target,
-    ``pypto.tuning.tile_size``; under ``parallel_strategy="auto"`` the launch form too). Each
+    ``graph/autotile.py``; under ``parallel_strategy="auto"`` the launch form too). Each
     input is cut as ``tiling.decide`` says (``input_tiles=``/``out_shape=`` override it);
     returns the output as a graph tensor of the inputs' graph."""
     op = _check_op(tile_op)
@@ -71,7 +71,7 @@ def _tuned(tile_size, op, inputs, strategy, input_tiles, out_shape):
     if tile_size != "auto":
         raise ValueError(f"tile_map(tile_size={tile_size!r}): a tile size is an int, a tuple "
                          "of ints, or \"auto\" (tuned by the cycle model)")
-    from ..tuning.tile_size import tune
+    from .autotile import tune  # lazy: autotile builds one-node graphs with tile_map
     return tune(op, inputs, strategy, input_tiles, out_shape)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 
 from ..runtime.jit import JITFunction
+from .trace import evaluate
 
 
 class TileOp(JITFunction):
@@ -38,7 +39,6 @@ class TileOp(JITFunction):
 
     def __call__(self, *arrays):
         """Evaluate on whole numpy arrays (or pypto.Tensors) with the reference interpreter."""
-        from .trace import evaluate
         return evaluate(self, arrays)
 
     def __repr__(self) -> str:

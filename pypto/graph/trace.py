@@ -20,6 +20,7 @@ from ..compiler.semantics.memory import store
 from ..compiler.semantics.shapes import MAX_TILE_RANK
 from ..compiler.semantics.tile import reshape
 from ..language import dtypes as dt
+from ..layout import as_array
 
 
 @dataclass
@@ -58,8 +59,7 @@ def trace(op, types: list, context: str) -> Trace:
 
 def evaluate(op, arrays):
     """``op(*arrays)`` on whole arrays, one tile each, in the reference interpreter."""
-    from ..backends.interpreter.run import run_function
-    from ..runtime.args import as_array
+    from ..backends.interpreter.run import run_function  # lazy: loads on first evaluation
     values = []
     for i, a in enumerate(arrays):
         arr = as_array(a)

@@ -63,7 +63,7 @@ class dtype:
 
 
 bool_ = dtype("bool", 1, "b", "i1")
-int4 = dtype("int4", 4, "i", "i4")          # packed two per byte in memory (pypto/packed_int4.py)
+int4 = dtype("int4", 4, "i", "i4")          # packed two per byte in memory (pypto/layout.py, INT4)
 int8 = dtype("int8", 8, "i", "i8")
 uint8 = dtype("uint8", 8, "u", "ui8")
 int16 = dtype("int16", 16, "i", "i16")

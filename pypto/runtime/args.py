@@ -1,26 +1,11 @@
-"""Turning call arguments into arrays without copying: numpy arrays, ``__array_interface__``
-objects and DLPack producers (torch CPU tensors included, bfloat16 too)."""
+"""Arguments as a kernel is compiled for them: stand-in arrays of a shape and dtype (nothing of
+the tensor's size allocated), and the torch dtype of a PyPTO dtype for the outputs handed back
+to torch. (Views of real arguments are ``layout.as_array``.)"""
 from __future__ import annotations
 
 import numpy as np
 
 from ..language import dtypes as dt
-
-
-def as_array(value):
-    """A numpy view of ``value`` sharing its memory, or None if it is not a tensor."""
-    if isinstance(value, np.ndarray):
-        return value
-    from .device import Tensor
-    if isinstance(value, Tensor):
-        return value._data
-    if type(value).__module__.startswith("torch"):
-        return _from_torch(value)
-    if hasattr(value, "__array_interface__"):
-        return np.asarray(value)
-    if hasattr(value, "__dlpack__"):
-        return np.from_dlpack(value)
-    return None
 
 
 def standin(shape, dtype, strides=None) -> np.ndarray:
@@ -39,30 +24,12 @@ def standin(shape, dtype, strides=None) -> np.ndarray:
                                            writeable=False)
 
 
-def _from_torch(t):
-    import torch
-    if t.device.type != "cpu":
-        raise TypeError(f"it is a torch tensor on device '{t.device}', and PyPTO runs kernels "
-                        "on the host's simulated AI Cores, which read host memory: pass a CPU "
-                        f"tensor (tensor.cpu()){device_hint(t.device.type)}")
-    t = t.detach()
-    name = str(t.dtype).removeprefix("torch.")
-    if name in _VIEWED_FROM_TORCH:      # numpy has no such dtype: the bits, seen by ml_dtypes
-        bits = getattr(torch, _VIEWED_FROM_TORCH[name])
-        return t.view(bits).numpy().view(dt.BY_NAME[name].to_numpy())
-    return t.numpy()
-
-
-# torch dtypes ``Tensor.numpy()`` refuses → a same-width integer dtype it takes
-_VIEWED_FROM_TORCH = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
-
-
-def device_hint(device: str) -> str:
-    if device == "meta":
-        return ("; a meta tensor has no data (inside torch.compile or FakeTensorMode, call the "
-                "kernel through pypto.register_op, whose fake implementation handles them)")
-    if device == "npu":
-        return ("; launching on a real Ascend NPU needs the CANN runtime, which this PyPTO "
-                "does not have (the kernel's .pto is what it would run: kernel.compile(...)"
-                ".asm['pto'])")
-    return ""
+def to_torch(dtype):
+    """The torch dtype of a PyPTO (or numpy, or torch) dtype (by name: both spell the types
+    alike)."""
+    import torch  # lazy: torch loads only for callers that hand tensors to torch
+    d = dt.from_any(dtype)
+    found = getattr(torch, d.name, None)
+    if not isinstance(found, torch.dtype):
+        raise TypeError(f"PyPTO dtype {d} has no torch counterpart")
+    return found

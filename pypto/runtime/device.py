@@ -6,6 +6,8 @@ out, and passing a ``Tensor`` to a kernel costs nothing.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..target import get_target
@@ -22,7 +24,6 @@ def set_target(name: str) -> None:
 
 
 def current_target():
-    import os
     return get_target(os.environ.get(PTO_TARGET.name) or _current_target.get("name")
                       or PTO_TARGET.default)
 
@@ -86,14 +87,18 @@ class Tensor:
     ``pypto.frontend.annotations.TensorSpec``, a subclass without data (docs/from_cann_pypto.md).
     """
 
+    __pypto_device_tensor__ = True    # how layout.as_array knows it (layout sits below runtime)
+
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and _is_annotation_call(args, kwargs):
-            from ..frontend import annotations       # only then: it loads the frontend
+            # back edge: CANN's pypto.Tensor(shape, dtype) is the front end's annotation (a
+            # subclass over CANN's DT_* types); lazy, as only then the front end loads
+            from ..frontend import annotations
             return annotations.make(args, kwargs)
         return super().__new__(cls)
 
     def __class_getitem__(cls, item):
-        from ..frontend import annotations
+        from ..frontend import annotations  # back edge: as in __new__
         return annotations.subscript(item)
 
     def __getnewargs__(self):

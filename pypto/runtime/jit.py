@@ -7,12 +7,11 @@ a file lock so concurrent processes compile a key once.
 from __future__ import annotations
 
 import ast
-import ctypes
 import functools
 import hashlib
 import inspect
+import json
 import math
-import os
 import sys
 import threading
 import time
@@ -20,20 +19,20 @@ import warnings
 
 import numpy as np
 
-from .. import envs
-from ..tools import profiler as profile
-from . import pool as runtime
-from ..backends.ascend.llvm_driver import LoadedObject, host_identity
-from ..backends.ascend.ptoas import identity as assembler_identity
-from ..target import get_target
-from .device import current_target
 from .. import cache as cache_mod
-from ..errors import BufferOverflow, CompilationError, compiler_frames_wanted, user_stacklevel
-from ..compiler.ast_to_ir import build_function, scalar_param, tensor_param
+from .. import envs
+from ..backends.ascend.llvm_driver import host_identity
+from ..backends.ascend.ptoas import identity as assembler_identity
+from ..compiler.ast_to_ir import build_function
 from ..compiler.source import KernelSource
 from ..compiler.ir import CROSS_BLOCK_OPS, walk
+from ..errors import BufferOverflow, CompilationError, compiler_frames_wanted, user_stacklevel
 from ..language import dtypes as dt
-from ..language.core import constexpr
+from ..target import get_target
+from . import hooks
+from .device import current_target
+from .kernel import (REQUIRED_FILES, CompiledKernel, __version__, check_engine, compiler_hash,
+                     load_kernel, pto_override)
 from .launcher import (
     NoFastPath,
     make_caller,
@@ -42,79 +41,14 @@ from .launcher import (
     read_only,
     requires_grad_refused,
     torch_tensor_type)
-from ..layout import LayoutTensor
-from .args import as_array
-
-__version__ = "0.1.0"
+from .specialize import (dynamic_dims, is_constexpr, is_folded_constant, normalise_arg,
+                         physical, spec_key, specialise)
 
 _compile_lock = threading.Lock()
-REQUIRED_FILES = ("kernel.o", "metadata.json")
-
-
-@functools.lru_cache(maxsize=1)
-def compiler_hash() -> str:
-    """Hash of PyPTO's own sources: any change to the compiler invalidates cached kernels."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in sorted(os.walk(root)):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                path = os.path.join(dirpath, name)
-                h.update(os.path.relpath(path, root).encode())
-                with open(path, "rb") as f:
-                    h.update(f.read())
-    return h.hexdigest()
-
-
-def _is_constexpr(annotation) -> bool:
-    if annotation is constexpr or isinstance(annotation, constexpr):
-        return True
-    return isinstance(annotation, str) and annotation.split(".")[-1] == "constexpr"
-
-
-class CompiledKernel:
-    """A kernel built for one specialisation: every stage's text in ``asm``, object code in
-    ``asm["obj"]``, and what it was built for in ``metadata``."""
-
-    def __init__(self, asm: dict, metadata: dict, runtime_params: list):
-        self.asm = asm
-        self.metadata = metadata
-        self.runtime_params = runtime_params       # [(name, kind, rank)]
-        runtime.pool()             # kernels link against the pool's launch routine
-        self._object = LoadedObject(asm["obj"])
-        ctypes_params = [ctypes.c_double if kind == "float" else ctypes.c_int64
-                         for _, kind, _ in runtime_params]
-        signature = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                                     ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                                     *ctypes_params)
-        self.entry = signature(self._object.address(f"{metadata['name']}_py"))
-        self.pointer_entry = signature(self._object.address(f"{metadata['name']}_ptr")) \
-            if metadata.get("pointer_entry") else None
-        # blocks lo..hi-1 on the calling thread (codegen._range_function): the Execution
-        # Graph's runtime (graph/mpmd_run.py); absent for kernels whose blocks sync
-        try:
-            address = self._object.address(f"{metadata['name']}_range")
-        except KeyError:
-            self.range_entry = None
-        else:
-            self.range_entry = ctypes.CFUNCTYPE(
-                ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                ctypes.c_int64, ctypes.c_int64, *ctypes_params)(address)
 
 
 class LaunchWarning(UserWarning):
     """A launch that ran, but probably not as the author meant (pypto.LaunchWarning)."""
-
-
-ENGINES = ("native", "pto-isa")
-
-
-def _check_engine(engine, where: str) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"{where}: engine must be one of {', '.join(map(repr, ENGINES))}, "
-                         f"got {engine!r}")
-    return engine
 
 
 class JITFunction:
@@ -125,17 +59,17 @@ class JITFunction:
         self.fn = fn
         self.sanitize = bool(sanitize)
         self.auto_sync = bool(auto_sync)
-        self.engine = engine and _check_engine(engine, f"@pypto.jit({fn.__name__})")
+        self.engine = engine and check_engine(engine, f"@pypto.jit({fn.__name__})")
         functools.update_wrapper(self, fn)
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
         self.constexprs = {n for n, p in self.signature.parameters.items()
-                           if _is_constexpr(p.annotation)}
+                           if is_constexpr(p.annotation)}
         self.do_not_specialize = set(do_not_specialize)
         unknown = self.do_not_specialize - set(self.arg_names)
         if unknown:
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
-        self.dynamic = _dynamic_dims(dynamic, self.arg_names)
+        self.dynamic = dynamic_dims(dynamic, self.arg_names)
         self.target_name = target
         self.opt_level = opt_level
         self._source = None
@@ -164,7 +98,7 @@ class JITFunction:
                 other = self.source.closure.get(node.id, self.source.globals.get(node.id))
                 if isinstance(other, JITFunction) and id(other) not in seen:
                     h.update(other.source_hash(seen).encode())
-                elif _is_folded_constant(other):
+                elif is_folded_constant(other):
                     h.update(f"{node.id}={type(other).__name__}:{other!r}".encode())
         return h.hexdigest()
 
@@ -226,7 +160,7 @@ class JITFunction:
                         value, np.ndarray) and not np.isscalar(value):
                     bound[name] = dt.from_any(value)
                 continue
-            bound[name] = _normalise_arg(self.__name__, name, value)
+            bound[name] = normalise_arg(self.__name__, name, value)
         return bound
 
     def _slow_run(self, grid, args, kwargs):
@@ -257,7 +191,7 @@ class JITFunction:
 
     def _refuse_grad_writes(self, kernel, given):
         """What the torch caller checks, for calls that mix torch and other tensors."""
-        import torch
+        import torch  # lazy: only calls that pass torch tensors load it
         for name in kernel.metadata["written_tensors"]:
             value = given.get(name)
             if isinstance(value, torch.Tensor) and value.requires_grad and \
@@ -290,7 +224,7 @@ class JITFunction:
 
     def _engine(self) -> str:
         """This kernel's engine: its own ``engine=``, else ``PYPTO_ENGINE``."""
-        return self.engine or _check_engine(envs.PYPTO_ENGINE.get() or "native", "PYPTO_ENGINE")
+        return self.engine or check_engine(envs.PYPTO_ENGINE.get() or "native", "PYPTO_ENGINE")
 
     def _simulator_caller(self, kernel, target):
         """The call through pto-isa's CPU simulator (``backends/ptoisa``), built on first use."""
@@ -299,22 +233,22 @@ class JITFunction:
             return caller
         simulated = getattr(kernel, "simulated", None)
         if simulated is None:             # (a batch build may have made it already)
-            from ..backends.ptoisa.engine import load
+            from ..backends.ptoisa.engine import load  # lazy: pto-isa's engine loads on first use
             simulated = kernel.simulated = load(kernel, kernel.cache_key)
         written = kernel.metadata["written_tensors"]
 
         def caller(grid, *values):
-            bound = {n: _normalise_arg(self.__name__, n, v) if n not in self.constexprs else v
+            bound = {n: normalise_arg(self.__name__, n, v) if n not in self.constexprs else v
                      for n, v in zip(self.arg_names, values)}
             grid = self._grid(grid, bound, kernel.metadata, target)
             for name in written:
-                if not _physical(bound[name]).flags.writeable:
+                if not physical(bound[name]).flags.writeable:
                     raise read_only(self.__name__, name)
-            args = {n: _physical(bound[n]) for n, _, _ in kernel.runtime_params}
+            args = {n: physical(bound[n]) for n, _, _ in kernel.runtime_params}
             t0 = time.perf_counter()
             simulated.launch(grid, args)
-            if profile.ACTIVE:
-                profile.record_compiled(kernel, grid, list(args.values()), t0, "pto-isa")
+            if hooks.ACTIVE:
+                hooks.record_compiled(kernel, grid, list(args.values()), t0, "pto-isa")
 
         kernel.simulator_caller = caller
         return caller
@@ -322,10 +256,10 @@ class JITFunction:
     def _interpret(self, grid, bound, sanitized=False):
         """Debug mode: the kernel's Tile IR runs in the reference interpreter (watched by the
         sanitizer when ``sanitized``)."""
-        from ..backends.interpreter.run import run_function
+        from ..backends.interpreter.run import run_function  # lazy: loads on first interpreted launch
         target = self.target()
-        spec = self._spec(bound)
-        spec_args, _, runtime_params = self._specialise(spec, bound)
+        spec = spec_key(self, bound)
+        spec_args, _, runtime_params = specialise(self, spec, bound)
         fn = build_function(self.source, spec_args, self.source.node.name)
         uses_cube = any(op.name == "tile.matmul" for op in walk(fn.body))
         grid = self._grid(grid, bound, {"uses_cube": uses_cube}, target)
@@ -335,11 +269,11 @@ class JITFunction:
             raise ValueError(f"{self.__name__}: grid {tuple(grid)!r} has more blocks than the "
                              f"{cores} cores of {target.name}; a kernel that uses "
                              "pl.barrier/pl.wait needs every block running at once")
-        args = {name: _physical(bound[name]) for name, _, _ in runtime_params}
+        args = {name: physical(bound[name]) for name, _, _ in runtime_params}
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         watch = None
         if sanitized:
-            from ..backends.interpreter import sanitizer
+            from ..backends.interpreter import sanitizer  # lazy: as the interpreter
             tensors = {n: v for n, v in args.items() if isinstance(v, np.ndarray)}
             watch = sanitizer.Watch(self.__name__, tensors, grid3)
         t0 = time.perf_counter()
@@ -348,8 +282,8 @@ class JITFunction:
             stored = sorted({op.operands[0].hint for op in walk(fn.body)
                              if op.name == "tile.store"})
             sanitizer.report(watch.finish(stored))
-        if profile.ACTIVE:
-            profile.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
+        if hooks.ACTIVE:
+            hooks.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
 
 
     def _grid(self, grid, bound, metadata, target) -> tuple:
@@ -386,30 +320,6 @@ class JITFunction:
             stacklevel=user_stacklevel())
 
     # -- specialisation and caching ---------------------------------------------------------
-    def _spec(self, bound: dict) -> tuple:
-        key = []
-        for name in self.arg_names:
-            v = bound[name]
-            if name in self.constexprs:
-                key.append(("c", _hashable(v)))
-            elif isinstance(v, LayoutTensor):
-                if name in self.dynamic:
-                    raise ValueError(f"{self.__name__}(): argument '{name}' is a "
-                                     f"{v.layout} layout tensor, whose shape is always "
-                                     "specialised; remove it from dynamic=")
-                key.append(("l", _dtype_of(v.data).name, v.layout, v.shape))
-            elif isinstance(v, np.ndarray):
-                dynamic = self.dynamic.get(name, ())
-                shape = tuple(None if i in dynamic else s for i, s in enumerate(v.shape))
-                key.append(("t", _dtype_of(v).name, shape, v.flags.c_contiguous))
-            elif isinstance(v, float):
-                key.append(("f",))
-            elif name in self.do_not_specialize:
-                key.append(("i",))
-            else:
-                key.append(("i", v == 1, v % 16 == 0))
-        return tuple(key)
-
     def target(self):
         """The target this kernel compiles for: its own (``@jit(target=...)``), else the
         current one (``pypto.set_target`` / ``PTO_TARGET``)."""
@@ -418,8 +328,8 @@ class JITFunction:
     def _get_kernel(self, bound: dict):
         target = self.target()
         opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
-        spec = self._spec(bound)
-        override = _pto_override(self.__name__)
+        spec = spec_key(self, bound)
+        override = pto_override(self.__name__)
         mem_key = (spec, target.name, opt, envs.code_changing_environment(),
                    override and override[2])
         kernel = self._kernels.get(mem_key)
@@ -442,7 +352,7 @@ class JITFunction:
         self._last_spec = spec
 
     def _load_or_compile(self, spec, bound, target, opt, override=None) -> CompiledKernel:
-        spec_args, tensor_specs, runtime_params = self._specialise(spec, bound)
+        spec_args, tensor_specs, runtime_params = specialise(self, spec, bound)
         key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 envs.code_changing_environment(), override and override[2],
@@ -450,17 +360,16 @@ class JITFunction:
         files = cache_mod.fetch_or_build(
             key, REQUIRED_FILES,
             lambda: self._compile(spec_args, tensor_specs, target, opt, override))
-        return _kernel_from_files(files, runtime_params, key)
+        return load_kernel(files, runtime_params, key)
 
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
-        import json
         cache_mod.STATS["compiles"] += 1
-        from ..backends.ascend.compile import compile_kernel   # the compiler loads on first compile
+        from ..backends.ascend.compile import compile_kernel  # lazy: the compiler loads on first compile
         try:
             asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
                                            override and override[:2], auto_sync=self.auto_sync)
         except BufferOverflow as e:
-            from ..compiler.pipeline import with_fitting_sizes
+            from ..compiler.pipeline import with_fitting_sizes  # lazy: as compile_kernel
             raise with_fitting_sizes(e, self.source, spec_args, target) from None
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
@@ -469,157 +378,6 @@ class JITFunction:
         files["kernel.o"] = asm["obj"]
         files["metadata.json"] = json.dumps(metadata, sort_keys=True).encode()
         return files
-
-    def _specialise(self, spec, bound):
-        """Frontend bindings: constants for constexprs and ints equal to 1, IR values for the
-        rest; plus the tensor dims/strides the backend may treat as constants."""
-        spec_args, tensor_specs, runtime_params = {}, {}, []
-        for name, s in zip(self.arg_names, spec):
-            v = bound[name]
-            if s[0] == "c":
-                spec_args[name] = v
-            elif s[0] == "l":
-                arr = v._data                 # the physical array as the kernel receives it
-                dtype = dt.int4 if v.layout == "INT4" else _dtype_of(arr)
-                spec_args[name] = tensor_param(name, dtype, len(v.shape), v.layout, v.shape)
-                tensor_specs[name] = (arr.shape, _layout_strides(v.layout, arr.shape))
-                runtime_params.append((name, "tensor", arr.ndim))
-            elif s[0] == "t":
-                dtype = _dtype_of(v)
-                spec_args[name] = tensor_param(name, dtype, v.ndim)
-                tensor_specs[name] = (s[2], _static_strides(s[2], s[3]))
-                runtime_params.append((name, "tensor", v.ndim))
-            elif s[0] == "f":
-                spec_args[name] = scalar_param(name, dt.float32)
-                runtime_params.append((name, "float", 0))
-            elif len(s) > 1 and s[1]:
-                spec_args[name] = 1
-            else:
-                spec_args[name] = scalar_param(name, dt.int64)
-                runtime_params.append((name, "int", 0))
-        return spec_args, tensor_specs, runtime_params
-
-
-def _is_folded_constant(value) -> bool:
-    """A global or closure value the frontend folds into the code as a constant."""
-    if isinstance(value, constexpr):
-        return _is_folded_constant(value.value)
-    if isinstance(value, tuple):
-        return all(_is_folded_constant(v) for v in value)
-    return value is None or isinstance(value, (int, float, str, dt.dtype, np.integer,
-                                               np.floating))
-
-
-def _pto_override(name: str):
-    """(path, text, sha256) of ``$PYPTO_OVERRIDE_DIR/<name>.pto`` if that file exists, else
-    None. The hash joins both cache keys, so an edited file is compiled again; it is read
-    when a kernel is looked up (first call of a specialisation, ``compile``), not on warm
-    launches."""
-    directory = envs.PYPTO_OVERRIDE_DIR.get()
-    if not directory:
-        return None
-    path = os.path.join(directory, f"{name}.pto")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None
-    return path, data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-
-
-def _static_strides(shape: tuple, contiguous: bool) -> tuple:
-    """Element strides known at compile time: those of a C-contiguous tensor that do not depend
-    on a dynamic dimension. The rest are read from the arguments."""
-    if not contiguous:
-        return (None,) * len(shape)
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step = None if step is None or extent is None else step * extent
-    return tuple(reversed(strides))
-
-
-def _layout_strides(layout: str, shape: tuple) -> tuple:
-    """A layout tensor's element strides as the compiled code knows them: all constants
-    (the array is C-contiguous), except an NZ tensor's outermost one, which is read at run
-    time so that PTOAS does not infer (wrongly) the layout of its view (docs/pto.md)."""
-    strides = _static_strides(shape, True)
-    return (None,) + strides[1:] if layout == "NZ" else strides
-
-
-def _dynamic_dims(dynamic, arg_names) -> dict:
-    """``dynamic=["x"]`` (every dimension of x) or ``{"x": (0,)}`` → {name: set of dims}."""
-    if isinstance(dynamic, (list, tuple, set)):
-        dynamic = {name: None for name in dynamic}
-    out = {}
-    for name, dims in dict(dynamic).items():
-        if name not in arg_names:
-            raise ValueError(f"dynamic names an unknown parameter: {name!r}")
-        out[name] = set(range(8)) if dims is None else {dims} if isinstance(dims, int) \
-            else set(dims)
-    return out
-
-
-def _kernel_from_files(files: dict, runtime_params, key: str) -> CompiledKernel:
-    import json
-    metadata = json.loads(files["metadata.json"])
-    asm = {name[:-4]: data.decode() for name, data in files.items() if name.endswith(".txt")}
-    asm["obj"] = files["kernel.o"]
-    kernel = CompiledKernel(asm, metadata, runtime_params)
-    kernel.cache_key = key            # the pto-isa engine's key extends it
-    return kernel
-
-
-def _physical(value):
-    """What a launch passes for an argument: a layout tensor's physical array."""
-    return value._data if isinstance(value, LayoutTensor) else value
-
-
-def _hashable(v):
-    if isinstance(v, list):
-        return tuple(_hashable(x) for x in v)
-    try:
-        hash(v)
-    except TypeError:
-        raise TypeError(f"constexpr value {v!r} is not hashable") from None
-    return (type(v).__name__, v)
-
-
-def _dtype_of(arr: np.ndarray) -> dt.dtype:
-    return dt.from_any(arr.dtype)
-
-
-def _normalise_arg(fn_name: str, name: str, value):
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, (int, np.integer)):
-        if not -(1 << 63) <= int(value) < (1 << 63):
-            raise ValueError(f"{fn_name}(): argument '{name}' = {int(value)} does not fit in "
-                             "int64, the scalar unit's integer type")
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value)
-    if isinstance(value, LayoutTensor):
-        return value
-    try:
-        arr = as_array(value)
-    except TypeError as e:
-        raise TypeError(f"{fn_name}(): argument '{name}': {e}") from None
-    if arr is None:
-        raise TypeError(f"{fn_name}(): argument '{name}' must be a tensor (numpy array, "
-                        f"DLPack or __array_interface__ object), an int, a float or a bool; "
-                        f"got {type(value).__name__} {value!r:.60}")
-    try:
-        _dtype_of(arr)
-    except TypeError as e:
-        raise TypeError(f"{fn_name}(): argument '{name}': {e}") from None
-    if arr.ndim == 0:
-        raise TypeError(f"{fn_name}(): argument '{name}' is a 0-d array; pass a Python "
-                        "number for scalars")
-    if any(s % arr.itemsize for s in arr.strides):
-        raise ValueError(f"{fn_name}(): argument '{name}' has strides {arr.strides} that are "
-                         "not multiples of its element size")
-    return arr
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
@@ -634,7 +392,8 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     hazard checker rejects it with the racing instructions named if it missed one.
     ``engine="pto-isa"`` runs the kernel's ``.pto`` on pto-isa's CPU simulator instead of
     PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md).
-    ``sanitize=True`` runs every launch of this kernel sanitized (``pypto/backends/interpreter/sanitizer.py``)."""
+    ``sanitize=True`` runs every launch of this kernel sanitized
+    (``pypto/backends/interpreter/sanitizer.py``)."""
     def wrap(f):
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
                            opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,

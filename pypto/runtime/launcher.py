@@ -20,12 +20,11 @@ import time
 import numpy as np
 
 from .. import envs
-from ..tools import profiler as profile
+from . import hooks
 from . import pool as runtime
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
-from ..layout import LayoutTensor
-from .args import as_array
+from ..layout import LayoutTensor, as_array
 
 
 _RESERVED = {"_nd", "_T", "_L", "_TT", "_other", "_target", "_env", "_table", "_slow", "_stats", "_entry",
@@ -161,7 +160,7 @@ def requires_grad_refused(kernel_name: str, arg: str, tensor) -> RuntimeError:
 def _grad_mode(torch_tensors: bool):
     if not torch_tensors:
         return None
-    import torch
+    import torch  # lazy: only callers of torch tensors load it
     return torch.is_grad_enabled
 
 
@@ -241,7 +240,7 @@ def call(_pypto_grid, {", ".join(names)}):
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
     def profiled(grid, values, raw_values):
-        """The launch while a profiler is active (``profile.ACTIVE`` non-empty): timed, then
+        """The launch while a profiler is active (``hooks.ACTIVE`` non-empty): timed, then
         recorded with the arguments' shapes and scalar values."""
         t0 = time.perf_counter()
         try:
@@ -250,12 +249,12 @@ def call(_pypto_grid, {", ".join(names)}):
             raise explain(error, grid) from None
         if status:
             raise status_error(status, grid)
-        profile.record_compiled(kernel, grid, raw_values, t0)
+        hooks.record_compiled(kernel, grid, raw_values, t0)
 
     scope = {"_entry": entry, "_status_error": status_error, "_read_only": read_only,
              "_requires_grad": requires_grad_refused, "_as_array": as_array,
              "_grad_enabled": _grad_mode(torch_tensors),
-             "_prof": profile.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
+             "_prof": hooks.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray, "_L": LayoutTensor,
              "_ctypes_error": ctypes.ArgumentError}

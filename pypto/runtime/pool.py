@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import envs
 from ..backends.ascend.entry import scratch_layout
+from ..backends.ascend.host_pool import HostPool
 from ..target import TARGETS
 
 SCRATCH_BYTES = max(scratch_layout(t)[1] for t in TARGETS.values())
@@ -64,7 +65,6 @@ def set_num_threads(n: int) -> None:
 
 
 def _start_pool(threads: int):
-    from ..backends.ascend.host_pool import HostPool
     p = HostPool(threads, SCRATCH_BYTES)
     _state["pool"] = p
     return p

@@ -18,14 +18,25 @@ import time
 
 import numpy as np
 
-from .. import envs
-from ..tools import profiler as profile
-from . import pool as runtime
-from ..target import get_target
 from .. import cache as cache_mod
+from .. import envs
+from ..backends.ascend import ptoas
+from ..backends.ascend.codegen import generate_llvm_ir
+from ..backends.ascend.llvm_driver import compile_to_object, host_identity
+from ..backends.ascend.compile import program_metadata
+from ..compiler.pto import Inst, TensorArg, walk_insts
+from ..compiler.pto.passes.hazards import check_program
+from ..compiler.pto.printer import print_program
+from ..compiler.pto.reader import PtoParseError
+from ..compiler.pto.reader_ptoas import needs_level2, read
 from ..errors import CompilationError, InternalError, SourceLoc
-from ..compiler.pto import TensorArg
-from .args import as_array
+from ..language import dtypes as dt
+from ..layout import as_array
+from ..target import get_target
+from . import hooks
+from . import pool as runtime
+from .device import current_target
+from .kernel import __version__, check_engine, compiler_hash, load_kernel
 
 REQUIRED = ("kernel.o", "metadata.json")
 
@@ -49,13 +60,7 @@ class PtoKernel:
     ``CompiledKernel``, ``asm["pto"]`` the text as read back)."""
 
     def __init__(self, text: str, path: str, target=None, engine=None):
-        from ..compiler.pto.passes.hazards import check_program
-        from ..compiler.pto.printer import print_program
-        from ..compiler.pto.reader import PtoParseError
-        from ..compiler.pto.reader_ptoas import read
-        from .device import current_target
-        from .jit import _check_engine
-        self.engine = engine and _check_engine(engine, "load_pto")
+        self.engine = engine and check_engine(engine, "load_pto")
         try:
             program = read(text, get_target(target) if target else None, current_target)
         except PtoParseError as e:
@@ -68,26 +73,18 @@ class PtoKernel:
                        (p.name, "float" if p.dtype.is_floating else "int", 0)
                        for p in program.params if not (isinstance(p, TensorArg) and
                                                        p.workspace)]
-        from ..backends.ascend import ptoas
         self.compiled = self._compile(print_program(program, ptoas.dialect()), text)
 
     def _compile(self, pto: str, text: str):
-        from ..backends.ascend import ptoas
-        from ..backends.ascend.llvm_driver import host_identity
-        from .jit import __version__, _kernel_from_files, compiler_hash
         opt = envs.PTO_OPT_LEVEL.get().upper()
         # the text itself too: its C++ (the pto-isa engine's) is PTOAS's reading of it
         key = cache_mod.digest(("load_pto", pto, text, self.program.target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 ptoas.identity()))
         files = cache_mod.fetch_or_build(key, REQUIRED, lambda: self._build(pto, opt))
-        return _kernel_from_files(files, self.params, key)
+        return load_kernel(files, self.params, key)
 
     def _build(self, pto: str, opt: str) -> dict:
-        from ..backends.ascend.codegen import generate_llvm_ir
-        from ..backends.ascend.llvm_driver import compile_to_object
-        from ..backends.ascend.compile import program_metadata
-        from ..compiler.pto import Inst, walk_insts
         program = self.program
         try:
             llir = generate_llvm_ir(program)
@@ -118,12 +115,11 @@ class PtoKernel:
     def _launch(self, grid, args, kwargs) -> None:
         values = self._bind(args, kwargs)
         grid = self._grid(grid)
-        from .jit import _check_engine
-        engine = self.engine or _check_engine(envs.PYPTO_ENGINE.get() or "native",
+        engine = self.engine or check_engine(envs.PYPTO_ENGINE.get() or "native",
                                               "PYPTO_ENGINE")
         t0 = time.perf_counter()
         if engine == "pto-isa":
-            from ..backends.ptoisa.engine import load
+            from ..backends.ptoisa.engine import load  # lazy: pto-isa's engine loads on first use
             simulated = getattr(self, "_simulated", None) or load(self.compiled,
                                                                   self.compiled.cache_key)
             self._simulated = simulated
@@ -137,8 +133,8 @@ class PtoKernel:
                                  "(2: more blocks than cores for a kernel that syncs blocks; "
                                  "3: its blocks deadlocked)")
             mode = "compiled"
-        if profile.ACTIVE:
-            profile.record_compiled(self.compiled, grid, values, t0, mode)
+        if hooks.ACTIVE:
+            hooks.record_compiled(self.compiled, grid, values, t0, mode)
 
     def _bind(self, args, kwargs) -> list:
         names = [n for n, _, _ in self.params]
@@ -158,7 +154,6 @@ class PtoKernel:
     def _tensor(self, name, value, param: TensorArg) -> np.ndarray:
         """The array for ``param``, refused unless it is what the program's constants assume:
         the code reads exactly the declared extents and strides."""
-        from ..language import dtypes as dt
         arr = as_array(value)
         if arr is None:
             raise TypeError(f"{self.__name__}(): argument '{name}' must be an array")
@@ -203,8 +198,6 @@ def _at_line(message: str, text: str, needle: str, path: str) -> CompilationErro
 def _assemble(text: str, path: str):
     """The assembler's C++ for ``text`` when PTOAS is installed (else None); its rejection is
     the user's error, at the line it names."""
-    from ..backends.ascend import ptoas
-    from ..compiler.pto.reader_ptoas import needs_level2
     try:
         return ptoas.lower(text, level3=not needs_level2(text))
     except InternalError as e:

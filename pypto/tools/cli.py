@@ -16,7 +16,11 @@ import re
 import sys
 import time
 
-from pypto.cache import admin as cache_admin      # absolute: `python -m pypto.cli` runs it as pypto.cli
+# absolute imports: `python -m pypto.cli` runs this file as pypto.cli
+from pypto.cache import admin as cache_admin
+from pypto.errors import CompilationError
+from pypto.runtime.args import standin
+from pypto.runtime.jit import JITFunction
 
 STAGES = ("source_ir", "tile_ir", "pto", "cpp", "llir", "llir_opt")
 DTYPE_ALIASES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8",
@@ -26,7 +30,6 @@ DTYPE_ALIASES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    from pypto.errors import CompilationError
     try:
         return args.run(args)
     except (ValueError, TypeError, LookupError, OSError, CompilationError) as e:
@@ -131,7 +134,6 @@ def _asm(args) -> int:
 
 
 def _load_kernel(path: str, name: str):
-    from pypto.runtime.jit import JITFunction
     if not os.path.isfile(path):
         raise OSError(f"no such file: {path}")
     spec = importlib.util.spec_from_file_location(f"_pypto_asm_{os.getpid()}", path)
@@ -150,7 +152,6 @@ _TENSOR = re.compile(r"^([a-z0-9_]+)\[([0-9, ]*)\]$")
 
 def _argument(text: str):
     """``x=f32[64,128]`` → a stand-in array; ``n=1000`` → 1000; ``a=0.5`` → 0.5."""
-    from pypto.runtime.args import standin
     name, eq, value = text.partition("=")
     if not eq or not name.isidentifier():
         raise ValueError(f"arguments are name=value, got {text!r}")

@@ -29,7 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.interpreter import handlers as interpreter_handlers
+from ..graph.graph import TensorGraph
+from ..graph.module import DEBUG, Module, _check_options
 from ..language.core import breakpoint  # noqa: A004 - the kernel builtin, as the seed spells it
+from ..target import get_target
 
 __all__ = ["enable", "disable", "is_enabled", "breakpoint", "run", "snapshots", "Snapshot",
            "set_hook", "default_hook", "clear"]
@@ -68,11 +71,15 @@ def enable(hook=None) -> None:
     if hook is not None:
         set_hook(hook)
     interpreter_handlers.BREAKPOINT_HOOK = _on_breakpoint
+    if interpret not in DEBUG:
+        DEBUG.append(interpret)             # Module.run interprets while it is there
 
 
 def disable() -> None:
     """Debug mode off: graphs run compiled again and breakpoints do nothing."""
     interpreter_handlers.BREAKPOINT_HOOK = None
+    if interpret in DEBUG:
+        DEBUG.remove(interpret)
 
 
 def is_enabled() -> bool:
@@ -96,9 +103,6 @@ def run(graph, inputs, ctx=None, target="ascend910b", options=None):
     """Run ``graph`` (a ``TensorGraph`` or a compiled ``Module``) once on ``inputs`` in the
     reference interpreter with breakpoints active; returns what ``Module.run`` returns.
     Snapshots of this run replace earlier ones."""
-    from ..target import get_target
-    from ..graph.graph import TensorGraph
-    from ..graph.module import Module, _check_options
     if isinstance(graph, Module):
         module = graph
     elif isinstance(graph, TensorGraph):
@@ -141,7 +145,7 @@ def default_hook(snapshot: Snapshot) -> None:
         tiles = snapshot.tiles  # noqa: F841 - what the pdb session is for
         print("[pypto.debug] pdb: the tiles are in `tiles` (name -> numpy array); "
               "'c' goes on to the next breakpoint")
-        import pdb
+        import pdb  # lazy: only interactive sessions open it
         pdb.Pdb().set_trace(sys._getframe())
 
 

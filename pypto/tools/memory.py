@@ -21,12 +21,24 @@ check of the Tile IR plan alone.
 """
 from __future__ import annotations
 
-import sys
-
 import math
 from collections.abc import Mapping
 
 import numpy as np
+
+from ..compiler.ast_to_ir import build_function
+from ..backends.ascend.compile import program_metadata
+from ..compiler.pipeline import build_program, plan_layout, with_fitting_sizes
+from ..compiler.pto import TensorArg
+from ..errors import BufferOverflow
+from ..graph import Module, TensorGraph, compile as compile_graph
+from ..layout import as_array
+from ..runtime.device import current_target
+from ..runtime.hooks import pto_program
+from ..runtime.jit import JITFunction
+from ..runtime.kernel import CompiledKernel
+from ..runtime.specialize import spec_key, specialise
+from ..target import get_target
 
 __all__ = ["analyze", "budget", "BudgetReport", "MemoryReport", "GraphMemoryReport",
            "PeakMemory", "BUFFER_NAMES"]
@@ -154,12 +166,7 @@ def analyze(kernel_or_compiled, *args, grid=None, **kwargs):
     ``analyze(compiled)`` reads a ``CompiledKernel`` (arguments optional: without them the
     tensors' sizes come from the program's static shapes). ``grid`` (default: as a launch
     would choose) decides how many GM workspace slots a cube/vector kernel uses."""
-    from ..target import get_target
-    from ..runtime.jit import CompiledKernel, JITFunction
-    from .profiler import pto_program
-
-    graph = sys.modules.get("pypto.graph")      # a graph exists only once the API is imported
-    if graph is not None and isinstance(kernel_or_compiled, (graph.TensorGraph, graph.Module)):
+    if isinstance(kernel_or_compiled, (TensorGraph, Module)):
         if args or kwargs or grid is not None:
             raise TypeError("pypto.memory.analyze(graph) takes no other arguments: the "
                             "placeholders give the shapes and each kernel has its own grid")
@@ -188,9 +195,6 @@ def _analyze_source(jitfn, args, kwargs, grid):
     """``analyze(jit_fn, ...)``: the plan first (``budget``'s); when it fits, the PTO program
     built without generating code (nothing compiled for real, nothing cached) gives the
     report, the plan kept as ``report.plan``; when it does not, the plan's report itself."""
-    from ..compiler.ast_to_ir import build_function
-    from ..backends.ascend.compile import program_metadata
-    from ..compiler.pipeline import build_program
     kernel = _Specialised(jitfn, args, kwargs)
     plan = kernel.plan()
     if not plan.fits:
@@ -235,8 +239,6 @@ def _union_bytes(intervals) -> int:
 
 
 def _global_bytes(program, bound, running_blocks) -> dict:
-    from ..compiler.pto import TensorArg
-    from ..runtime.args import as_array
     out, seen = {}, set()
     for p in program.params:
         if not isinstance(p, TensorArg):
@@ -310,8 +312,6 @@ class GraphMemoryReport:
 def _analyze_graph(graph_or_module) -> GraphMemoryReport:
     """Compile the graph for the current target (or read a compiled Module) and analyse
     each kernel with its launch grid; nothing runs."""
-    from ..runtime.device import current_target
-    from ..graph import Module, compile as compile_graph
     module = graph_or_module if isinstance(graph_or_module, Module) else \
         compile_graph(graph_or_module, target=current_target().name)
     reports = [analyze(k.compiled, grid=k.grid) for k in module.kernels]
@@ -373,14 +373,12 @@ class _Specialised:
     def __init__(self, jitfn, args, kwargs):
         self.jitfn = jitfn
         self.bound = jitfn._bind(args, kwargs)
-        self.spec_args, self.tensor_specs, _ = jitfn._specialise(jitfn._spec(self.bound),
-                                                                 self.bound)
+        self.spec_args, self.tensor_specs, _ = specialise(jitfn, spec_key(jitfn, self.bound),
+                                                          self.bound)
         self.target = jitfn.target()
 
     def plan(self) -> BudgetReport:
         """The frontend and Tile IR passes only; an overflow is reported, not raised."""
-        from ..errors import BufferOverflow
-        from ..compiler.pipeline import plan_layout, with_fitting_sizes
         source, target = self.jitfn.source, self.target
         try:
             used, layout = plan_layout(source, self.spec_args, target)

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from ..target import get_target
 from ..language import dtypes as dt
-from ..runtime.args import device_hint, standin
+from ..layout import device_hint
+from ..runtime.args import standin, to_torch
 
 DEVICE_RUNTIMES: dict = {}       # torch device type -> runtime
 
@@ -51,7 +52,7 @@ def register_device_runtime(device_type: str, runtime) -> None:
 def current_stream(device_type: str):
     """torch's current stream for ``device_type`` (``torch.npu.current_stream()`` under
     torch_npu), or None where the device module has none."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     module = getattr(torch, device_type, None)
     stream = getattr(module, "current_stream", None)
     return stream() if callable(stream) else None
@@ -103,8 +104,7 @@ def device_of(named: dict, op_name: str) -> str:
 def run_module_on_device(module, inputs: dict, outs: list, device_type: str) -> None:
     """A compiled graph's kernels in order on the device: intermediates allocated there,
     every launch handed to the device runtime."""
-    import torch
-    from .dtypes import to_torch
+    import torch  # lazy: torch loads on first use, never with pypto
     values = {id(t): inputs[t.name] for t in module.placeholders}
     given = dict(zip((id(t) for t in module.outputs), outs))
     device = next(iter(inputs.values())).device

@@ -13,6 +13,8 @@ from __future__ import annotations
 import inspect
 import warnings
 
+from ..graph import TileOp
+from ..runtime.jit import JITFunction
 from . import devices
 from .devices import device_of
 from .sources import EMPTY, OpSource, call_with, make_source
@@ -43,7 +45,7 @@ def register_op(name, fn, *, outputs=None, grid=None, args=None, tile_size=None,
     it runs compiled and traces under torch.compile too; a jit kernel's launch rule is
     ``backward_launch`` (a dict of this function's ``outputs``/``grid``/``args``), and its
     outputs, in order, are the gradients."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     qualname = _qualified_name(name, namespace)
     if qualname in _REGISTERED:
         raise ValueError(f"register_op: {qualname} is already registered (torch cannot "
@@ -104,7 +106,7 @@ def _bind(source: OpSource, values) -> dict:
 def _implementation(source: OpSource):
     """The op's kernel: outputs allocated by torch on the inputs' device, computed by PyPTO in
     place (on the host: the simulated cores; elsewhere: the device runtime, ``devices``)."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
 
     def implementation(*values):
         args = _bind(source, values)
@@ -134,8 +136,6 @@ def _backward_op(backward, launch, name, namespace, target):
     """(the function the formula calls, the names it takes) for ``backward``: a tile op or jit
     kernel is registered as the op ``<name>_backward`` (compiled, traceable); a function is
     called as it is."""
-    from ..graph import TileOp
-    from ..runtime.jit import JITFunction
     kernel = isinstance(backward, JITFunction) and not isinstance(backward, TileOp)
     if kernel and launch is None:
         raise TypeError(f"register_op({name!r}, backward=...): a @pypto.jit kernel backward "
@@ -203,7 +203,7 @@ def _set_bare_alias(name, packet) -> None:
     """``torch.ops.<name>`` → the op, as the seed writes it. ``torch.ops`` makes a namespace
     for any attribute it does not have, so an attribute set on it wins; one that exists
     already (a namespace in use) is left alone, with a warning naming the spelling to use."""
-    import torch
+    import torch  # lazy: torch loads on first use, never with pypto
     existing = torch.ops.__dict__.get(name)
     if existing is None or existing is packet or _is_pypto_alias(existing):
         setattr(torch.ops, name, packet)

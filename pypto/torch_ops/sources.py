@@ -21,12 +21,16 @@ import inspect
 import math
 from dataclasses import dataclass
 
+from ..compiler.ir import TileType
 from ..errors import CompilationError
-from ..runtime.jit import JITFunction, _is_constexpr
+from ..graph import Module, TensorGraph, TileOp, compile as compile_graph, tile_map
+from ..graph.trace import trace
+from ..runtime.jit import JITFunction
+from ..runtime.specialize import is_constexpr
 from ..language import dtypes as dt
-from ..runtime.args import as_array
+from ..layout import as_array
+from ..runtime.args import to_torch
 from .devices import device_of, launch_on_device, run_module_on_device
-from .dtypes import hint, to_torch
 
 EMPTY = inspect.Parameter.empty
 TILE_ELEMENTS = 4096       # a default tile's size: what one vector-unit pass handles well
@@ -53,6 +57,16 @@ class OpSource:
     def run(self, args: dict, outs: list) -> None:
         """Compute the outputs into ``outs`` (torch tensors of ``outputs(args)``)."""
         raise NotImplementedError
+
+
+def hint(n) -> int:
+    """A concrete size for ``n``: itself if an int, else the value a symbolic size (torch's
+    SymInt under dynamic shapes) was traced with. PyPTO's kernels are compiled for concrete
+    shapes; the symbolic output dims are rebuilt from the input dims they follow."""
+    if isinstance(n, int):
+        return n
+    value = getattr(getattr(n, "node", None), "hint", None)
+    return int(value) if value is not None else int(n)
 
 
 def call_with(fn, values: dict):
@@ -140,9 +154,6 @@ class TileOpSource(OpSource):
         return built
 
     def _compile(self, shapes, dtypes) -> _Built:
-        from ..graph import TensorGraph, compile as compile_graph, tile_map
-        from ..graph.trace import trace
-        from ..compiler.ir import TileType
         whole = trace(self.op, [TileType(d, s) for d, s in zip(dtypes, shapes)],
                       f"while finding the output shape of op {self.name!r} for inputs "
                       f"{list(shapes)}")
@@ -296,7 +307,7 @@ def _kernel_param(kernel_name: str, p) -> Param:
              "bool": "bool"}
     if annotation in kinds:
         return Param(p.name, kinds[annotation], p.default)
-    if _is_constexpr(annotation):
+    if is_constexpr(annotation):
         if type(p.default) in kinds:
             return Param(p.name, kinds[type(p.default)], p.default)
         raise TypeError(f"register_op({kernel_name!r}): constexpr parameter {p.name!r} has no "
@@ -311,7 +322,6 @@ def _kernel_param(kernel_name: str, p) -> Param:
 
 def make_source(fn, outputs=None, grid=None, args=None, tile_size=None, target="ascend910b"):
     """The ``OpSource`` for what ``register_op`` was given."""
-    from ..graph import Module, TileOp
     if isinstance(fn, TileOp):
         _no_rule(fn, outputs, grid, args, "a @pypto.tile_op (its output comes from tracing it)")
         return TileOpSource(fn, tile_size, target)

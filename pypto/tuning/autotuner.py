@@ -23,11 +23,12 @@ import inspect
 import sys
 
 from .. import envs
-from ..runtime.jit import JITFunction, __version__
+from ..runtime.jit import JITFunction
+from ..runtime.kernel import __version__
 from ..target import get_target
 from ..runtime.launcher import ENV_KEY, ENVIRON
 from ..runtime.device import _current_target
-from ..runtime.args import as_array
+from ..layout import as_array
 from . import results
 from .config import Config
 from .objectives import host_time_ms, npu_time_ms

@@ -42,7 +42,7 @@ def progress(items: list, desc: str, show=None):
         show = setting != "0" if setting else sys.stderr.isatty()
     if not show or len(items) < 2:
         return items
-    from tqdm import tqdm
+    from tqdm import tqdm  # lazy: the progress bar only on a terminal
     return tqdm(items, desc=desc, unit="config", leave=False, file=sys.stderr)
 
 
@@ -144,7 +144,7 @@ class TuningReport:
     def plot(self, path: str) -> str:
         """A bar chart of the configs' times to ``path`` (needs matplotlib)."""
         try:
-            import matplotlib
+            import matplotlib  # lazy: an optional dependency, for plots only
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError as e:

@@ -2,6 +2,7 @@
 import pytest
 
 import pypto
+from pypto.runtime.specialize import spec_key, specialise
 
 from .mpmd_graphs import add, add_then_colsum, three_node
 
@@ -114,7 +115,7 @@ def _interpret(step, args):
     from pypto.backends.interpreter.run import run_function
     jitfn = step.jit
     bound = jitfn._bind(step.arguments(args[:-1], args[-1:]), {})
-    spec_args, _, params = jitfn._specialise(jitfn._spec(bound), bound)
+    spec_args, _, params = specialise(jitfn, spec_key(jitfn, bound), bound)
     fn = build_function(jitfn.source, spec_args, jitfn.source.node.name)
     grid = tuple(step.grid) + (1,) * (3 - len(step.grid))
     rec = _Accesses(grid)

@@ -7,7 +7,7 @@ import pytest
 import pypto
 from pypto.backends.ascend.model.costs import dispatch_cycles
 from pypto.backends.ascend.model.launch import model_launch
-from pypto.tools.profiler import pto_program
+from pypto.runtime.hooks import pto_program
 
 from .mpmd_graphs import three_node
 

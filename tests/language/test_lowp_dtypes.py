@@ -304,7 +304,7 @@ def test_torch_float8_and_unsigned_tensors_pass_without_copies():
     """torch.float8_* have no numpy dtype: the kernel sees their bytes through ml_dtypes (a
     view, so the kernel's stores land in the torch tensor); torch.uint16/uint32 map by name."""
     torch = pytest.importorskip("torch")
-    from pypto.torch_ops.dtypes import to_torch
+    from pypto.runtime.args import to_torch
 
     assert [to_torch(d) for d in (pl.uint16, pl.uint32, pl.float8_e4m3fn, pl.float8_e5m2)] \
         == [torch.uint16, torch.uint32, torch.float8_e4m3fn, torch.float8_e5m2]

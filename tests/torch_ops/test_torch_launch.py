@@ -90,7 +90,7 @@ def test_cuda_and_npu_tensors_name_the_argument_and_what_to_do():
     with pytest.raises(TypeError, match=r"argument 'out': it is a torch tensor on device "
                                         r"'cuda:0'.*pass a CPU tensor \(tensor.cpu\(\)\)"):
         _launch(torch.randn(64), torch.randn(64), on_cuda)
-    from pypto.runtime.args import device_hint
+    from pypto.layout import device_hint
     assert "needs the CANN runtime" in device_hint("npu") and device_hint("cuda") == ""
 
 

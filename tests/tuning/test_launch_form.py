@@ -5,7 +5,7 @@ import pytest
 
 import pypto
 from pypto.graph.plan import AUTO_TILES_PER_CORE
-from pypto.tuning.objectives import kernel_time_ms
+from pypto.graph.launch_form import kernel_time_ms
 
 
 @pypto.tile_op

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.tuning.tile_size import candidates
+from pypto.graph.autotile import candidates
 
 
 @pypto.tile_op

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import packed_int4
 from ...errors import InternalError
 from ...compiler.ir import Op
 from ...language import dtypes as dt
-from ...layout import load_window
+from ...layout import load_window, store_int4_window
 from .numerics import (INDEX_REDUCTIONS, REDUCE, UNARY, apply_binary, compute_dtype, convert,
                        dtype_of, to_compute, window)
 
@@ -36,9 +35,7 @@ def _load(run, op, ins):
         if run.watch is not None:
             run.watch.access("load", op, run.pid, tensor, offsets, ty.shape, layout=layout)
         try:
-            where, values = packed_int4.load_window(tensor, layout.shape, offsets, ty.shape) \
-                if layout.layout == packed_int4.LAYOUT else \
-                load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
+            where, values = load_window(layout.layout, tensor, layout.shape, offsets, ty.shape)
         except IndexError as e:
             raise IndexError(f"pl.load: {e}") from None
         out[where] = convert(values, ty.dtype)
@@ -71,8 +68,7 @@ def _store(run, op, ins):
         run.watch.access("store", op, run.pid, tensor, offsets, tile.shape,
                          op.attrs.get("atomic"))
     if op.operands[0].type.layout == "INT4":
-        packed_int4.store_window(tensor, op.operands[0].type.shape, offsets,
-                                 convert(tile, dt.int8))
+        store_int4_window(tensor, op.operands[0].type.shape, offsets, convert(tile, dt.int8))
         return []
     w = window(tensor.shape, offsets, tile.shape)
     if w is None:

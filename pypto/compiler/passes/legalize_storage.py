@@ -15,7 +15,7 @@
   rounds float32 bits to nearest even in int32 (subnormals through a scaled ``rint``) and
   saturates as ml_dtypes does (e4m3fn overflows to NaN, e5m2 to inf). Anything else on a
   float8 tile is refused, naming the target.
-* int4 (pypto/packed_int4.py): an int4 tile is an int8 tile of the values; a packed tensor is
+* int4 (pypto/layout.py, INT4): an int4 tile is an int8 tile of the values; a packed tensor is
   loaded and stored as its bytes, each byte becoming (or made from) an int16 pair of
   sign-extended nibbles, which is the two int8 values seen as one int16. Storage only, as
   float8.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import packed_int4
+from ...layout import INT4, packed_shape
 from ...language import dtypes as dt
 from ...errors import NotOnChip
 from ..ir import Module, Op, ScalarType, TensorType, TileType, Value
@@ -200,7 +200,7 @@ def _layout(op: Op, target):
 
 
 def _load(op: Op, target):
-    if op.operands[0].type.layout == packed_int4.LAYOUT:
+    if op.operands[0].type.layout == INT4:
         return _load_int4(op)
     e = Emitter(op.loc)
     ttype = op.result.type
@@ -293,7 +293,7 @@ def _store_int4(op: Op):
 
 def _store(op: Op, target):
     *tensor_and_offsets, value = op.operands
-    if tensor_and_offsets[0].type.layout == packed_int4.LAYOUT:
+    if tensor_and_offsets[0].type.layout == INT4:
         return _store_int4(op)
     e = Emitter(op.loc)
     e.ops.append(Op("tile.store", tensor_and_offsets + [_bits(e, value)], [], dict(op.attrs),
@@ -465,7 +465,7 @@ def _rule(op: Op, target):
         return _fold_bitcast(op, target)
     if op.name in ("tile.load", "tile.store") and not op.attrs.get("_packed") and \
             op.operands[0].type.dtype == _I4:
-        if op.operands[0].type.layout != packed_int4.LAYOUT:
+        if op.operands[0].type.layout != INT4:
             raise NotOnChip("an int4 tensor is packed bytes (ml_dtypes.int4 arrays keep one "
                             "value per byte): pass pypto.int4_tensor("
                             "pypto.packed_int4.pack(x), x.shape)", op.loc)
@@ -487,7 +487,7 @@ def legalize_storage(module: Module) -> Module:
     while rewrite_block(body, body, lambda op: _rule(op, target)):
         pass
     for p in module.kernel.params:      # the loads and stores now move the packed bytes
-        if p.is_tensor and p.type.layout == packed_int4.LAYOUT:
-            shape = packed_int4.packed_shape(p.type.shape)
+        if p.is_tensor and p.type.layout == INT4:
+            shape = packed_shape(p.type.shape)
             p.type = TensorType(_I8, len(shape), "ND", shape)
     return dead_code_elimination(module)      # the bitcasts that folded away

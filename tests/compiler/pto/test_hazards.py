@@ -29,6 +29,7 @@ from pypto.compiler.pto import (
 )
 from pypto.compiler.pto.lower import lower_to_pto
 from pypto.language import dtypes as dt
+from pypto.runtime.specialize import spec_key, specialise
 
 TARGET = get_target("ascend910b1")
 F32, I64 = dt.float32, dt.int64
@@ -346,7 +347,7 @@ def epilogue_kernel(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexp
 def compiled_program(kernel, *args, **kwargs) -> Program:
     """The PTO Program of a kernel: the pipeline's stages, called one by one."""
     bound = kernel._bind(args, kwargs)
-    spec_args, tensor_specs, _ = kernel._specialise(kernel._spec(bound), bound)
+    spec_args, tensor_specs, _ = specialise(kernel, spec_key(kernel, bound), bound)
     fn = build_function(kernel.source, spec_args, kernel.source.node.name)
     return lower_to_pto(run_pipeline(Module(fn, TARGET)), tensor_specs)
 

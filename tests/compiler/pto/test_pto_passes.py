@@ -19,6 +19,7 @@ from pypto.compiler.pto.verifier import verify_program
 from pypto.errors import InternalError
 from pypto.language import dtypes as dt
 from pypto.target import get_target
+from pypto.runtime.specialize import spec_key, specialise
 
 TARGET = get_target("ascend910b1")
 
@@ -35,7 +36,7 @@ def specialised():
     """(the frontend's function, tensor specs) of ``scale_kernel`` on 64 floats."""
     args = (np.zeros(64, np.float32), np.zeros(16, np.float32), 4)
     bound = scale_kernel._bind(args, {"BLOCK": 16})
-    spec_args, tensor_specs, _ = scale_kernel._specialise(scale_kernel._spec(bound), bound)
+    spec_args, tensor_specs, _ = specialise(scale_kernel, spec_key(scale_kernel, bound), bound)
     return build_function(scale_kernel.source, spec_args, "scale_kernel"), tensor_specs
 
 

@@ -31,6 +31,7 @@ from pypto.compiler.pto.reader import PtoParseError, parse_program
 from pypto.compiler.pto.printer import print_program
 from pypto.compiler.pto.dialect import Dialect
 from pypto.language import dtypes as dt
+from pypto.runtime.specialize import spec_key, specialise
 from tests.quick import quick_cases
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -322,7 +323,7 @@ def program_of(case: Case) -> Program:
     (before any LLVM work, which is not needed here)."""
     kernel = case.kernel()
     bound = kernel._bind(case.args(), case.constexprs)
-    spec_args, tensor_specs, _ = kernel._specialise(kernel._spec(bound), bound)
+    spec_args, tensor_specs, _ = specialise(kernel, spec_key(kernel, bound), bound)
 
     def capture(program):
         raise _Captured(program)

@@ -23,6 +23,7 @@ import heapq
 import json
 from dataclasses import dataclass, field
 
+from ..chrome_trace import task_chrome_trace
 from .costs import dispatch_cycles
 from ....target import Target
 
@@ -78,7 +79,6 @@ class DagModel:
         return bubble_report(self)
 
     def chrome_trace(self) -> dict:
-        from ....tools.profiler import task_chrome_trace
         return task_chrome_trace(self)
 
     def export_chrome_trace(self, path) -> str:

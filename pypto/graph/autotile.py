@@ -5,15 +5,21 @@ Each candidate is compiled as the node alone (a graph of its inputs and one tile
 modelled NPU time of its kernels summed; candidates that do not tile (an axis the op
 combines would be cut) or do not compile (a buffer overflows) are skipped with the reason,
 as the jit autotuner does. The sweep is remembered per tile op source, input shapes and
-dtypes, strategy and target, in memory and on disk (``results``).
+dtypes, strategy and target, in memory and on disk (``tuning.results``). The graph's, like
+``launch_form``: it builds graphs, and the tuner sits below the graph.
 """
 from __future__ import annotations
 
+from ..compiler.ir import TileType
 from ..runtime.device import current_target
-from ..runtime.jit import __version__
-from . import results
-from .objectives import kernel_time_ms
-from .report import TuningReport, compiling, sweep
+from ..runtime.kernel import __version__
+from ..tuning import results
+from ..tuning.report import TuningReport, compiling, sweep
+from .graph import TensorGraph
+from .launch_form import kernel_time_ms
+from .module import compile as compile_graph
+from .tile_map import tile_map
+from .trace import trace
 
 ELEMENTS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # tile sizes tried, in elements
 FORMS = ("data_parallel", "grid_stride")
@@ -33,8 +39,6 @@ def candidates(out_shape: tuple) -> list:
 
 def tune(op, inputs, strategy, input_tiles=None, out_shape=None):
     """(tile_size, strategy, TuningReport) for ``tile_map(op, inputs, "auto", strategy)``."""
-    from ..graph.trace import trace
-    from ..compiler.ir import TileType
     target = current_target()
     shape = out_shape
     if shape is None:
@@ -71,7 +75,6 @@ def _sweep(op, inputs, points, input_tiles, out_shape, target, fields) -> dict:
 def _node_time(op, inputs, tile, form, input_tiles, out_shape, target, spent) -> float:
     """Modelled NPU time of the node alone, tiled by ``tile`` and launched as ``form``
     (the seconds spent compiling it added to ``spent["compile"]``)."""
-    from ..graph import TensorGraph, compile as compile_graph, tile_map
     graph = TensorGraph(f"{op.__name__}_tuning")
     placeholders = {}              # one per distinct input: tile_map(op, [a, a]) reads a twice
     for t in inputs:

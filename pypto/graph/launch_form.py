@@ -2,21 +2,21 @@
 ``"tile"`` (one block per tile, ``"data_parallel"``) or ``"stride"`` (a block per core looping
 over tiles, ``"grid_stride"``) -- that the cycle model ranks fastest on the compile's target.
 
-The tuner of ``tile_size="auto"`` and ``@pypto.autotune`` (``report.sweep``), applied where the
-form matters: to the kernel as fused and launched, when ``pypto.compile`` builds it, so a
-chain of "auto" nodes still fuses and the target is the compile's. Each form's kernel is
-compiled (the winner's compile is the one ``pypto.compile`` then uses) and modelled;
-the ranking is remembered per kernel sources, tile ops' sources, grids and target, in memory
-and on disk
-(``results``). ``pypto.compile(options={"autotune": False})`` keeps ``plan.choose_form``'s
-tile-count rule instead.
+The tuner of ``tile_size="auto"`` and ``@pypto.autotune`` (``tuning.report.sweep``), applied
+where the form matters: to the kernel as fused and launched, when ``pypto.compile`` builds it,
+so a chain of "auto" nodes still fuses and the target is the compile's. Each form's kernel is
+compiled (the winner's compile is the one ``pypto.compile`` then uses) and modelled; the
+ranking is remembered per kernel sources, tile ops' sources, grids and target, in memory and on
+disk (``tuning.results``). ``pypto.compile(options={"autotune": False})`` keeps
+``plan.choose_form``'s tile-count rule instead. It is the graph's (the tuner knows nothing of
+graphs): the graph imports the tuner, not the other way.
 """
 from __future__ import annotations
 
-from ..runtime.jit import __version__
-from . import results
-from .objectives import kernel_time_ms
-from .report import AutotuneError, TuningReport, compiling, sweep
+from ..runtime.kernel import __version__
+from ..tuning import results
+from ..tuning.objectives import npu_time_ms
+from ..tuning.report import AutotuneError, TuningReport, compiling, sweep
 
 STRATEGY_OF = {"tile": "data_parallel", "stride": "grid_stride"}
 _MEMO: dict = {}
@@ -50,7 +50,13 @@ def _sweep(kernels, fields) -> dict:
 
 
 def _time(kernel, spent) -> float:
-    from ..graph.module import _standins
     with compiling(spent):
-        kernel.compiled = kernel.jit.compile(*_standins(kernel))
+        kernel.compiled = kernel.jit.compile(*kernel.standins())
     return kernel_time_ms(kernel)
+
+
+def kernel_time_ms(kernel) -> float:
+    """The cycle model's time for a graph's generated kernel (``module.Kernel``), on stand-in
+    arrays of its arguments' shapes: the model reads shapes, not data."""
+    values = dict(zip(kernel.jit.arg_names, kernel.standins()))
+    return npu_time_ms(kernel.jit, kernel.grid, values)
