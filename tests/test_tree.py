@@ -24,9 +24,9 @@ ROOMS = (
     ("tuning", ("tuning",)),
     ("ascend_c", ("ascend_c",)),
     ("graph", ("graph",)),
+    ("tools", ("tools",)),               # the CANN front end writes the profiler's output
     ("frontend", ("frontend",)),
     ("torch_ops", ("torch_ops",)),
-    ("tools", ("tools",)),
 )
 RANK = {top: rank for rank, (_, tops) in enumerate(ROOMS) for top in tops}
 
@@ -35,9 +35,6 @@ UPWARD: dict[tuple[str, str], str] = {
     ("pypto.runtime.device", "pypto.frontend.annotations"):
         "CANN's pypto.Tensor(shape, dtype) is both the device tensor and the front end's "
         "annotation, a subclass over CANN's DT_* types; imported only for an annotation call",
-    ("pypto.frontend.sim_output", "pypto.tools.profiler"):
-        "CANN's RunMode.SIM writes the profiler's Chrome trace and summary as its swim lane "
-        "and report: the front end uses a tool there",
 }
 
 MAX_LINES = 600
@@ -116,7 +113,7 @@ def test_imports_run_downward():
 
 
 def test_upward_allowlist_is_short_and_current():
-    assert len(UPWARD) <= 3
+    assert len(UPWARD) <= 1             # the issue allows one cycle, labelled
     live = {(m, t) for m, p in MODULES.items() for t, _ in _imports(m, p)}
     assert set(UPWARD) <= live, f"stale UPWARD entries: {set(UPWARD) - live}"
 
