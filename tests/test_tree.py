@@ -132,3 +132,24 @@ def test_line_budget():
 def test_few_loose_modules():
     loose = [m for m, p in MODULES.items() if m.count(".") == 1 and p.name != "__init__.py"]
     assert len(loose) <= MAX_LOOSE, f"modules loose in pypto/: {sorted(loose)}"
+
+
+def test_public_modules_keep_their_first_names():
+    """Modules users import by name stay importable there after moving into their rooms:
+    the same module objects, loaded on first use."""
+    import importlib
+    import subprocess
+    import sys
+
+    import pypto
+    for short, real in pypto._PUBLIC_MODULES.items():
+        assert importlib.import_module(f"pypto.{short}") is importlib.import_module(f"pypto.{real}")
+    from pypto.compiler.errors import NotOnChip
+    from pypto.profile import Profiler
+    assert NotOnChip is pypto.errors.NotOnChip and Profiler is pypto.Profiler
+    assert pypto.packed_int4.pack is pypto.layout.pack
+    torch_names = ("register_op", "registered_ops")      # torch is optional
+    assert all(hasattr(pypto, n) for n in pypto.__all__ if n not in torch_names)
+    done = subprocess.run([sys.executable, "-m", "pypto.cli", "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "usage: pypto" in done.stdout, done.stderr
