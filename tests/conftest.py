@@ -36,7 +36,7 @@ HEAVY_MODULES = {
     "engines/test_engine_selection.py", "test_matmul.py", "test_vector_add.py",
     "language/test_differential.py", "language/test_elementwise.py",
     "language/test_dtype_promotion.py", "compiler/test_target_model.py",
-    "tuning/test_tile_size.py", "backends/ascend/test_fusion.py",
+    "graph/test_autotile.py", "backends/ascend/test_fusion.py",
     "backends/ascend/test_forwarding.py", "graph/test_tiling.py", "graph/test_hypothesis.py",
     "language/test_casts.py", "language/test_shapes.py", "language/test_reductions.py",
     "compiler/pto/test_conformance.py", "torch_ops/", "ascend_c/test_run.py",
@@ -67,7 +67,7 @@ QUICK_IN_HEAVY = {
     "backends/ascend/test_forwarding.py": {"test_softmax_in_place"},
     "compiler/test_target_model.py": {"test_flags_balance_in_every_block_of_the_text",
                                       "test_ub_overflow_names_the_buffer_sizes_and_tiles"},
-    "tuning/test_tile_size.py": {"test_candidates_and_bad_values"},
+    "graph/test_autotile.py": {"test_candidates_and_bad_values"},
     "language/test_int_division.py": {"test_no_integer_tile_reaches_a_float_only_division[int32]",
                                       "test_int32_by_a_runtime_scalar[-2147483648]"},
 }

@@ -7,7 +7,7 @@ tensors' shapes and dtypes (specialised from stand-in arrays: no data is copied 
 handed to the NPU runtime with the tensors' device pointers and torch_npu's current stream.
 That runtime is what CANN provides (``.pto`` → ``ptoas`` → pto-isa C++ → bisheng → a kernel
 binary launched on the stream); this PyPTO has none, so ``DEVICE_RUNTIMES`` is empty unless a
-runtime is registered, and an NPU tensor gets the clear error ``tensor_args`` gives.
+runtime is registered, and an NPU tensor gets the clear error ``runtime/args.py`` gives.
 
 ``register_device_runtime("npu", runtime)`` installs one. A runtime is any object with
 
@@ -59,7 +59,7 @@ def current_stream(device_type: str):
 
 
 def standin_of(tensor):
-    """A host stand-in with ``tensor``'s shape, dtype and strides (``tensor_args.standin``)."""
+    """A host stand-in with ``tensor``'s shape, dtype and strides (``runtime.args.standin``)."""
     return standin(tensor.shape, tensor.dtype, tensor.stride())
 
 

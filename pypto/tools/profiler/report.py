@@ -3,7 +3,7 @@
 * **host time** (``host_time_ms``): the measured wall time of the launch on this machine, where
   host threads simulate the AI Cores. It says how long *the simulation* took, not the chip.
 * **NPU time** (``npu_time_ms``, ``cycles``): what the cycle model
-  (``backends/ascend/cycle_model.py``) predicts for the launch on the kernel's target, from the
+  (``backends/ascend/model/``) predicts for the launch on the kernel's target, from the
   kernel's PTO program, the grid and the arguments' shapes and scalar values.
 
 The launches come from ``runtime/hooks.py``; a report reads their models when first asked.
