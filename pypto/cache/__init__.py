@@ -93,6 +93,17 @@ def warn_untrusted(error: Exception) -> None:
     _log(text)
 
 
+def warn_unwritable(root: str, error: OSError) -> None:
+    """Say once per cache directory that new kernels are compiled in memory there: it cannot
+    be written (a read-only mount, ``chmod a-w``); its existing entries are still read."""
+    if ("unwritable", root) not in _WARNED:
+        _WARNED.add(("unwritable", root))
+        warnings.warn(f"PyPTO cannot write its disk cache {root} ({error}); new kernels are "
+                      "compiled in memory and not kept. Point PYPTO_CACHE_DIR at a writable "
+                      "directory to keep them", RuntimeWarning, stacklevel=user_stacklevel())
+    _log(f"cache directory {root} is not writable: {error}")
+
+
 def _log(msg: str) -> None:
     if envs.log_enabled("cache"):
         print(f"[pypto cache] {msg}", file=sys.stderr)
@@ -139,6 +150,15 @@ class DiskCache:
         except UntrustedCache as e:
             warn_untrusted(e)
             _count(stats, "disk_misses")
+            return None
+        except FileNotFoundError as e:
+            if not os.path.exists(os.path.join(path, MANIFEST)):   # removed while read: by
+                _count(stats, "disk_misses")                       # another process's prune
+                _log(f"{key} was removed while it was read: {e}")
+                return None
+            _count(stats, "corrupt")                 # a file of a present entry is missing
+            _log(f"discarding corrupt entry {key}: {e}")
+            self.discard(key)
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             _count(stats, "corrupt")
@@ -226,13 +246,21 @@ def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, 
     if lock is None:
         return build()
     files = disk.get(key, required, record)
-    if files is None:
-        with lock:
-            files = disk.get(key, required, record)
-            if files is None:
-                files = build()
-                disk.put(key, files)
-                _enforce_size_limit()
+    if files is not None:
+        return files
+    try:
+        lock.acquire()
+    except OSError as e:           # a read-only cache (mount, chmod): cannot create the lock
+        warn_unwritable(disk.root, e)
+        return build()
+    try:
+        files = disk.get(key, required, record)
+        if files is None:
+            files = build()
+            disk.put(key, files)
+            _enforce_size_limit()
+    finally:
+        lock.release()
     return files
 
 

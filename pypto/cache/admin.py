@@ -61,18 +61,27 @@ def entries() -> list:
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and ".trash-" not in d
                        and d != "locks"]
         if cache.MANIFEST in filenames:
-            found.append(_dir_entry(dirpath, filenames, top))
+            found.append(_vanishing(_dir_entry, dirpath, filenames, top))
             dirnames[:] = []
             continue
         for f in filenames:
             if f.endswith((".json", ".pch")) and not f.startswith("."):
-                found.append(_file_entry(os.path.join(dirpath, f)))
-    return found
+                found.append(_vanishing(_file_entry, os.path.join(dirpath, f)))
+    return [e for e in found if e is not None]
+
+
+def _vanishing(read, *args):
+    """``read(*args)``, or None for an entry that another process removed (pruned, cleared,
+    discarded) while it was being listed."""
+    try:
+        return read(*args)
+    except FileNotFoundError:
+        return None
 
 
 def _dir_entry(path, filenames, top) -> Entry:
-    size = sum(os.path.getsize(os.path.join(path, f)) for f in filenames)
     used = os.path.getmtime(os.path.join(path, cache.MANIFEST))
+    size = sum(os.path.getsize(os.path.join(path, f)) for f in filenames)
     name, kind = "?", "kernel"
     if "metadata.json" in filenames:
         try:
