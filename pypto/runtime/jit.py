@@ -6,7 +6,6 @@ a file lock so concurrent processes compile a key once.
 """
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import inspect
@@ -41,8 +40,9 @@ from .launcher import (
     read_only,
     requires_grad_refused,
     torch_tensor_type)
-from .specialize import (dynamic_dims, is_constexpr, is_folded_constant, normalise_arg,
-                         physical, spec_key, specialise)
+from .dependencies import Dependencies, changed
+from .specialize import (dynamic_dims, is_constexpr, normalise_arg, physical, spec_key,
+                         specialise)
 
 _compile_lock = threading.Lock()
 
@@ -84,23 +84,26 @@ class JITFunction:
             self._source = KernelSource(self.fn)
         return self._source
 
-    def source_hash(self, seen=None) -> str:
+    def source_hash(self, seen=None, parent=None) -> str:
         """Hash of this kernel's source, of the constants it reads from its closure and
-        globals (the compiled code folds them, so a new value must not reuse a cached binary:
-        tile ops made by a factory differ only there), and of every jit function it calls,
-        transitively."""
+        globals, module attributes among them (``cfg.FACTOR``: the compiled code folds them,
+        so a new value must not reuse a cached binary: tile ops made by a factory differ only
+        there), and of every jit function and plain Python helper it calls, transitively
+        (``dependencies.py``)."""
+        return self._dependencies(seen, parent)[0]
+
+    def _dependencies(self, seen=None, parent=None):
+        """(source hash, the ``Read``s of module globals it folds); a jit callee's reads
+        join its ``parent``'s (a ``Dependencies``)."""
         seen = seen if seen is not None else set()
         seen.add(id(self))
         h = hashlib.sha256(self.source.text.encode())
         h.update(str(self.source.first_line).encode())
-        for node in ast.walk(self.source.node):
-            if isinstance(node, ast.Name):
-                other = self.source.closure.get(node.id, self.source.globals.get(node.id))
-                if isinstance(other, JITFunction) and id(other) not in seen:
-                    h.update(other.source_hash(seen).encode())
-                elif is_folded_constant(other):
-                    h.update(f"{node.id}={type(other).__name__}:{other!r}".encode())
-        return h.hexdigest()
+        deps = Dependencies(h, seen)
+        if parent is not None:
+            deps.reads = parent.reads
+        deps.kernel(self.source)
+        return h.hexdigest(), deps.reads
 
     # -- calling ---------------------------------------------------------------------------
     def __getitem__(self, grid):
@@ -218,7 +221,8 @@ class JITFunction:
         caller = getattr(kernel, attr, None)
         if caller is None:
             normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
-            caller = make_caller(self, kernel, kernel.runtime_params, normalise, torch_tensors)
+            caller = make_caller(self, kernel, kernel.runtime_params, normalise, torch_tensors,
+                                 lambda grid, values: self._slow_run(grid, values, {}))
             setattr(kernel, attr, caller)
         return caller
 
@@ -333,6 +337,8 @@ class JITFunction:
         mem_key = (spec, target.name, opt, envs.code_changing_environment(),
                    override and override[2])
         kernel = self._kernels.get(mem_key)
+        if kernel is not None and kernel.reads and self._globals_changed(kernel):
+            kernel = None
         if kernel is not None:
             cache_mod.STATS["memory_hits"] += 1
             return kernel, target
@@ -344,23 +350,49 @@ class JITFunction:
                 self._kernels[mem_key] = kernel
         return kernel, target
 
+    def _globals_changed(self, kernel) -> bool:
+        """Has a module global the compile of ``kernel`` folded been rebound since (a launch
+        found one of its ``reads`` not the object it was)? If so the kernel is dropped, to be
+        compiled again with the new value under its new key. Either way the warm callers,
+        which hold the objects they compare, are rebuilt."""
+        if all(r.current() is r.value for r in kernel.reads):
+            return False
+        self._fast.clear()
+        kernel.__dict__.pop("caller", None)
+        kernel.__dict__.pop("torch_caller", None)
+        stale = changed(kernel.reads)
+        if not stale:                    # rebound to equal values: remember the new objects
+            kernel.reads = [r._replace(value=r.current()) for r in kernel.reads]
+            return False
+        for key in [k for k, v in self._kernels.items() if v is kernel]:
+            del self._kernels[key]
+        if envs.log_enabled("recompile"):
+            print(f"[pypto recompile] {self.__name__}: global "
+                  f"{', '.join(r.name() for r in stale)} changed since it was compiled",
+                  file=sys.stderr)
+        return True
+
     def _log_recompile(self, spec):
         if self._last_spec is not None and envs.log_enabled("recompile"):
-            changed = [n for n, a, b in zip(self.arg_names, self._last_spec, spec) if a != b]
-            print(f"[pypto recompile] {self.__name__}: new specialisation because of "
-                  f"{', '.join(changed)}", file=sys.stderr)
+            args = [n for n, a, b in zip(self.arg_names, self._last_spec, spec) if a != b]
+            if args:          # (else a global changed: _globals_changed said which)
+                print(f"[pypto recompile] {self.__name__}: new specialisation because of "
+                      f"{', '.join(args)}", file=sys.stderr)
         self._last_spec = spec
 
     def _load_or_compile(self, spec, bound, target, opt, override=None) -> CompiledKernel:
         spec_args, tensor_specs, runtime_params = specialise(self, spec, bound)
-        key = cache_mod.digest((spec, self.source_hash(), self.source.filename, target.name, opt,
+        source_hash, reads = self._dependencies()
+        key = cache_mod.digest((spec, source_hash, self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 envs.code_changing_environment(), override and override[2],
                                 self.auto_sync, assembler_identity()))
         files = cache_mod.fetch_or_build(
             key, REQUIRED_FILES,
             lambda: self._compile(spec_args, tensor_specs, target, opt, override))
-        return load_kernel(files, runtime_params, key)
+        kernel = load_kernel(files, runtime_params, key)
+        kernel.reads = reads
+        return kernel
 
     def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
         cache_mod.STATS["compiles"] += 1

@@ -66,7 +66,10 @@ def pto_override(name: str):
 
 class CompiledKernel:
     """A kernel built for one specialisation: every stage's text in ``asm``, object code in
-    ``asm["obj"]``, and what it was built for in ``metadata``."""
+    ``asm["obj"]``, and what it was built for in ``metadata``. ``reads``: the module
+    globals its compile folded (``dependencies.Read``), rechecked by its warm callers."""
+
+    reads = ()
 
     def __init__(self, asm: dict, metadata: dict, runtime_params: list):
         self.asm = asm

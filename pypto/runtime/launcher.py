@@ -40,6 +40,9 @@ else:  # pragma: no cover - other platforms
     ENVIRON, ENV_KEY = os.environ, str    # pool state, g0, g1, g2, helpers, own scratch
 
 
+_MISSING = object()
+
+
 class NoFastPath:
     """Key part for arguments the fast path does not handle: never equal to a stored key."""
 
@@ -164,13 +167,33 @@ def _grad_mode(torch_tensors: bool):
     return torch.is_grad_enabled
 
 
-def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=False):
+def _reads_check(reads, names) -> str:
+    """The caller's first statement when the kernel folded module globals: one identity
+    test per read (``_pypto_w<i>``: the globals dict, ``_pypto_v<i>``: the object seen); any
+    other object goes to ``_pypto_moved`` (the slow path, which recompiles if the value
+    changed)."""
+    if not reads:
+        return ""
+    tests = []
+    for i, read in enumerate(reads):
+        expr = f"_pypto_w{i}.get({read.path[0]!r}, _pypto_miss)"
+        for attr in read.path[1:]:
+            expr = f"getattr({expr}, {attr!r}, _pypto_miss)"
+        tests.append(f"{expr} is not _pypto_v{i}")
+    return (f"    if {' or '.join(tests)}:\n"
+            f"        return _pypto_moved(_pypto_grid, "
+            f"({', '.join(names)}{',' if names else ''}))\n")
+
+
+def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=False,
+                moved=None):
     """The per-specialisation call: checks written tensors, launches with object addresses.
     ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple.
     ``torch_tensors``: the call for torch CPU tensors (every tensor argument a
     ``torch.Tensor``): data pointers to the ``_ptr`` entry where the kernel has one, else
     numpy views made per call; a written tensor that requires grad is refused as torch
-    refuses in-place writes to it."""
+    refuses in-place writes to it. ``moved(grid, values)`` takes the launch when a module
+    global the kernel folded (``kernel.reads``) is no longer the object it was."""
     names = list(jitfn.signature.parameters)
     meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
     entry, views = kernel.entry, ""
@@ -197,9 +220,10 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=Fal
             f"    if {n}.requires_grad and _grad_enabled():\n"
             f"        raise _requires_grad({jitfn.__name__!r}, {n!r}, {n})\n"
             for n in kernel.metadata["written_tensors"])
+    reads = list(kernel.reads) if moved is not None else []
     source = f"""
 def call(_pypto_grid, {", ".join(names)}):
-{checks}    if type(_pypto_grid) is not tuple or not 0 < len(_pypto_grid) <= 3 or \\
+{_reads_check(reads, names)}{checks}    if type(_pypto_grid) is not tuple or not 0 < len(_pypto_grid) <= 3 or \\
             type(_pypto_grid[0]) is not int or \\
             len(_pypto_grid) > 1 and type(_pypto_grid[1]) is not int or \\
             len(_pypto_grid) > 2 and type(_pypto_grid[2]) is not int:
@@ -257,6 +281,8 @@ def call(_pypto_grid, {", ".join(names)}):
              "_prof": hooks.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray, "_L": LayoutTensor,
-             "_ctypes_error": ctypes.ArgumentError}
+             "_ctypes_error": ctypes.ArgumentError, "_pypto_moved": moved, "_pypto_miss": _MISSING}
+    for i, read in enumerate(reads):
+        scope[f"_pypto_w{i}"], scope[f"_pypto_v{i}"] = read.scope, read.value
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)
     return scope["call"]
