@@ -4,7 +4,9 @@ An entry is a directory named by the key's hash holding every stage's artifact a
 with their SHA-256 digests, written last. Entries are published atomically: written to a
 private temporary directory, then renamed into place. A file lock only keeps two processes from
 compiling the same key at once. Anything unreadable or inconsistent is a miss: the entry is
-removed and the kernel recompiled, never a crash.
+removed and the kernel recompiled, never a crash. An entry another process removes while this
+one reads it (pruning) is a plain miss; a cache that cannot be written (a read-only mount,
+``chmod a-w``) is still read, and new kernels are compiled in memory, with one warning.
 
 What the cache trusts: entries hold object code that PyPTO loads and runs, so only what the
 user alone can have written. Its directories are created 0700; a cache directory, entry or
