@@ -6,6 +6,8 @@ import pypto.language as pl
 from tests import stale_kernel_cfg as cfg
 
 SCALE = 3.0
+B = 5      # globals that plain's parameter and local shadow: not read, not rechecked
+a = 7
 
 
 def rows(b):

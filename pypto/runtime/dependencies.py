@@ -87,11 +87,15 @@ def _watched(scope, path):
         return None
     value = scope.get(path[0], _MISSING)
     for attr in path[1:]:
-        filename = getattr(value, "__file__", None)
-        if not filename or os.path.abspath(filename).startswith(_NOT_USER):
+        if not _user_module(value):
             return None
         value = getattr(value, attr, _MISSING)
     return scope
+
+
+def _user_module(module) -> bool:
+    filename = getattr(module, "__file__", None)
+    return bool(filename) and not os.path.abspath(filename).startswith(_NOT_USER)
 
 
 def _code_names(code) -> set:
@@ -126,11 +130,15 @@ class Dependencies:
     def kernel(self, source) -> None:
         """A jit function's source: every name and dotted name it reads."""
         scopes = (source.closure, source.globals)
+        args = source.node.args
+        local = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} | {
+            n.id for n in ast.walk(source.node)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
         paths = {}
         for node in ast.walk(source.node):
             if isinstance(node, (ast.Name, ast.Attribute)):
                 path = _dotted(node)
-                if path is not None:
+                if path is not None and path[0] not in local:
                     paths[path] = None
         for path in paths:
             scope, value = resolve(scopes, path)
@@ -178,6 +186,8 @@ class Dependencies:
         for name in names:
             value = fn.__globals__.get(name, _MISSING)
             if isinstance(value, types.ModuleType):
+                if not _user_module(value):       # (pl, math, numpy: fixed by versions)
+                    continue
                 for attr in names:
                     found = getattr(value, attr, _MISSING)
                     if found is not _MISSING and not isinstance(found, types.ModuleType):

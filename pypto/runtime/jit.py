@@ -242,6 +242,8 @@ class JITFunction:
         written = kernel.metadata["written_tensors"]
 
         def caller(grid, *values):
+            if kernel.reads and self._globals_changed(kernel):   # a folded global rebound
+                return self._slow_run(grid, values, {})
             bound = {n: normalise_arg(self.__name__, n, v) if n not in self.constexprs else v
                      for n, v in zip(self.arg_names, values)}
             grid = self._grid(grid, bound, kernel.metadata, target)

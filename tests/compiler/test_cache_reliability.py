@@ -72,9 +72,9 @@ def test_unwritable_lock_compiles_in_memory_and_warns_once(fresh_cache, monkeypa
         run(pypto.jit(scaled), 4.0)
         run(pypto.jit(scaled), 2.0)                  # cached before: still read
     assert delta(before)["compiles"] == 2 and delta(before)["disk_hits"] == 1
-    texts = [str(w.message) for w in caught if "cannot write its disk cache" in str(w.message)]
-    assert len(texts) == 1 and "Read-only file system" in texts[0], texts
-    assert caught[0].filename == __file__            # at the user's line
+    ours = [w for w in caught if "cannot write its disk cache" in str(w.message)]
+    assert len(ours) == 1 and "Read-only file system" in str(ours[0].message), ours
+    assert ours[0].filename == __file__              # at the user's line
     assert len(entry_dirs(fresh_cache)) == 1
 
 
