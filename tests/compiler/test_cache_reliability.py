@@ -165,3 +165,36 @@ def test_entry_removed_while_read_is_a_miss(fresh_cache, monkeypatch):
     run(pypto.jit(scaled), 2.0)
     d = delta(before)
     assert d["compiles"] == 1 and d["corrupt"] == 0 and d["disk_misses"] >= 1, d
+
+
+def test_unwritable_cache_builds_the_ptoisa_header_privately(fresh_cache, monkeypatch):
+    """The pto-isa engine's precompiled header in a cache whose lock files cannot be created:
+    built in the process's own directory (no toolchain needed: the build is faked)."""
+    import filelock
+    from types import SimpleNamespace
+    from pypto.backends.ptoisa import engine
+    tools = SimpleNamespace(cxx="c++", headers="/nonexistent", identity=lambda: "fake")
+    os.makedirs(fresh_cache / "ptoisa-pch", mode=0o700)
+    os.chmod(fresh_cache, 0o700)
+    built = []
+
+    def fake_run(cmd, what):
+        out = cmd[cmd.index("-o") + 1]
+        with open(out, "wb") as f:
+            f.write(b"pch")
+        built.append(out)
+
+    real_lock = filelock.FileLock
+
+    def lock(path, *args, **kwargs):
+        if path.startswith(str(fresh_cache)):
+            return UnwritableLock(path)
+        return real_lock(path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "_run", fake_run)
+    monkeypatch.setattr(filelock, "FileLock", lock)
+    monkeypatch.setattr(cache_mod, "_WARNED", set())
+    with pytest.warns(RuntimeWarning, match="cannot write its disk cache"):
+        path = engine.precompiled_header(tools)
+    assert not path.startswith(str(fresh_cache)) and open(path, "rb").read() == b"pch"
+    assert engine.precompiled_header(tools) == path and len(built) == 1

@@ -149,13 +149,25 @@ def precompiled_header(tools: toolchain.Toolchain) -> str:
         if _trusted_pch(path):
             return path
         from filelock import FileLock
-        with FileLock(path + ".lock"):
+        lock = FileLock(path + ".lock")
+        try:
+            lock.acquire()
+        except OSError as e:        # a read-only cache: built in this process's own directory
+            cache_mod.warn_unwritable(cache_mod.default_dir(), e)
+            path = os.path.join(_private_pch_dir(), os.path.basename(path))
+            if _trusted_pch(path):
+                return path
+            lock = FileLock(path + ".lock")
+            lock.acquire()
+        try:
             if not _trusted_pch(path):
                 tmp = f"{path}.{os.getpid()}.tmp"
                 _run(_flags(tools) + ["-x", "c++-header", PRELUDE, "-o", tmp],
                      "building the precompiled pto-isa headers")
                 os.chmod(tmp, 0o600)           # whatever the umask: only ours to write
                 os.replace(tmp, path)          # atomic: a reader never sees half a PCH
+        finally:
+            lock.release()
     return path
 
 
