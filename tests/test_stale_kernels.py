@@ -27,7 +27,7 @@ import helpers
 
 
 def rows(b):
-    return b * {ROWS}
+    return b * {ROWS} if "x" in {{"x", "y", "z", "w", "v"}} else 0     # (a frozenset constant)
 
 
 @pypto.jit
@@ -60,8 +60,9 @@ def write(tmp_path, rows=3, factor=100, base=0):
     (tmp_path / "helpers.py").write_text(HELPERS.format(BASE=base))
 
 
-def run(tmp_path, cache):
-    env = dict(os.environ, PYPTO_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1")
+def run(tmp_path, cache, seed="0"):
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED=seed)
     env.pop("PYPTO_DISABLE_CACHE", None)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path)] + sys.path)
     proc = subprocess.run([sys.executable, str(tmp_path / "kern.py")], env=env, cwd=tmp_path,
@@ -82,7 +83,8 @@ def test_new_process_sees_the_edit(tmp_path, edit):
     write(tmp_path)
     first = run(tmp_path, cache)
     assert first == {"out": expected(), "compiles": 1}
-    assert run(tmp_path, cache) == {"out": expected(), "compiles": 0}     # unchanged: a hit
+    # unchanged: a hit, whatever the order of the helper's set (string hashes differ)
+    assert run(tmp_path, cache, seed="1") == {"out": expected(), "compiles": 0}
     change = {"helper": {"rows": 5}, "module_constant": {"factor": 7},
               "helper_of_helper_module": {"base": 4}}[edit]
     write(tmp_path, **change)

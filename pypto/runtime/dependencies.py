@@ -116,7 +116,17 @@ def _hash_code(h, code) -> None:
         if isinstance(const, types.CodeType):
             _hash_code(h, const)
         else:
-            h.update(f"{type(const).__name__}:{const!r};".encode())
+            h.update(f"{type(const).__name__}:{_const_repr(const)};".encode())
+
+
+def _const_repr(const) -> str:
+    """A code constant's repr, the same in every process (a frozenset's order follows the
+    strings' hashes, which differ between processes)."""
+    if isinstance(const, frozenset):
+        return "frozenset(" + ",".join(sorted(_const_repr(c) for c in const)) + ")"
+    if isinstance(const, tuple):
+        return "(" + ",".join(_const_repr(c) for c in const) + ")"
+    return repr(const)
 
 
 class Dependencies:

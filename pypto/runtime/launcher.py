@@ -281,7 +281,8 @@ def call(_pypto_grid, {", ".join(names)}):
              "_prof": hooks.ACTIVE, "_profiled": profiled, "_normalise": normalise_grid, "_run": runtime.run,
              "_explain": explain,
              "_nd": np.ndarray, "_L": LayoutTensor,
-             "_ctypes_error": ctypes.ArgumentError, "_pypto_moved": moved, "_pypto_miss": _MISSING}
+             "_ctypes_error": ctypes.ArgumentError,
+             "_pypto_moved": moved, "_pypto_miss": _MISSING}
     for i, read in enumerate(reads):
         scope[f"_pypto_w{i}"], scope[f"_pypto_v{i}"] = read.scope, read.value
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)
