@@ -120,8 +120,14 @@ def ok(*fragments, stderr=()):
     return {"raises": None, "fragments": fragments, "stderr": stderr}
 
 
+# The rows the quick subset (-m "not slow and not heavy") keeps; the rest take two minutes on a
+# 2-core machine (a Python start and often a compile each) and are marked heavy.
+QUICK = {"launch-0d-array", "body-print", "strided-transposed-input", "graph-run-missing-input"}
+
+
 def M(mistake_id, script, expect, env=None):
-    return pytest.param(script, expect, env or {}, id=mistake_id)
+    marks = () if mistake_id in QUICK else (pytest.mark.heavy,)
+    return pytest.param(script, expect, env or {}, id=mistake_id, marks=marks)
 
 
 SCALAR_MUL = "pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(16,)) * f)"
@@ -185,6 +191,9 @@ MISTAKES = [
                            "    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(4,)))\n"
                            "x = np.arange(4, dtype=np.float32); o = np.zeros(4, np.float32)\n"
                            "k[(1,)](x, o); np.testing.assert_array_equal(o, x)\n", ok()),
+    M("jit-tensor-parameter-defaults-to-none", "@pypto.jit\ndef k(x, out=None):\n    pass\n"
+                                               "k[(1,)](np.zeros(4, np.float32))\n",
+      err("TypeError", "argument 'out' must be a tensor", "got NoneType None")),
     # -- grids ------------------------------------------------------------------------------------
     M("grid-empty-tuple", COPY + "copy[()](x, o, BLOCK=16)\n",
       err("ValueError", "grid must be a tuple of 1 to 3 ints", "got ()")),
@@ -445,6 +454,37 @@ MISTAKES = [
           at="value=h(")),
     M("body-launches-a-kernel", "@pypto.jit\ndef h(a, b):\n    pass\n" + kernel("h[(1,)](x, out)"),
       err("pypto.errors.CompilationError", "cannot call", "on runtime values", at="h[(1,)](x, out)")),
+    M("body-load-from-a-tile", kernel("t = " + LOAD16 + "\nu = pl.load(t, offsets=(0,), shape=(16,))"),
+      err("pypto.errors.CompilationError", "load(): the first argument must be a tensor parameter",
+          "got a tile", at="pl.load(t,")),
+    M("body-store-to-a-scalar", kernel("pl.store(n, offsets=(0,), value=" + LOAD16 + ")", "x, out, n",
+                                       "k[(1,)](x, o, 3)"),
+      err("pypto.errors.CompilationError", "store(): the first argument must be a tensor parameter",
+          at="pl.store(n,")),
+    M("body-padding-a-string",
+      kernel("pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(16,), padding='a'))"),
+      err("pypto.errors.CompilationError", "padding must be a compile-time number", "str 'a'",
+          at="padding='a'")),
+    M("body-arange-of-a-runtime-value", kernel("pl.store(out, offsets=(0,), value=pl.arange(0, n))",
+                                               "x, out, n", "k[(1,)](x, o, 16)"),
+      err("pypto.errors.CompilationError", "arange(): end must be a compile-time integer",
+          "pl.constexpr", at="pl.arange(0, n)")),
+    M("body-tile-in-a-conditional-expression",
+      kernel("t = " + LOAD16 + "\npl.store(out, offsets=(0,), value=t if t else -t)"),
+      err("pypto.errors.CompilationError", "must be a scalar", "pl.where(cond, a, b)",
+          at="t if t else -t")),
+    M("body-where-on-a-scalar-condition",
+      kernel("t = " + LOAD16 + "\npl.store(out, offsets=(0,), value=pl.where(n > 0, t, -t))",
+             "x, out, n", "k[(1,)](x, o, 3)"),
+      err("pypto.errors.CompilationError", "where() with a scalar condition", "x if cond else y",
+          at="pl.where(n > 0")),
+    M("body-transpose-of-a-tensor",
+      kernel("pl.store(out, offsets=(0,), value=pl.load(x.T, offsets=(0,), shape=(16,)))"),
+      err("pypto.errors.CompilationError", "has no attribute 'T'", at="x.T")),
+    M("body-cast-to-a-numpy-dtype",
+      kernel("pl.store(out, offsets=(0,), value=" + LOAD16 + ".to(np.float16))",
+             launch="k[(1,)](x + 0.3, o)\n"
+                    "np.testing.assert_array_equal(o, (x + 0.3).astype(np.float16))"), ok()),
     # -- matmul -----------------------------------------------------------------------------------
     M("matmul-inner-dimensions-differ",
       MM + "a = np.ones((16, 32), np.float16); b = np.ones((16, 16), np.float16)\n"
@@ -566,6 +606,11 @@ MISTAKES = [
       "np.testing.assert_array_equal(o, x); print([str(i.message) for i in w])\n",
       ok("PYPTO_CACHE_MAX_BYTES: 'lots' is not a size", "500M"),
       env={"PYPTO_CACHE_DIR": "{tmp}/cache", "PYPTO_CACHE_MAX_BYTES": "lots"}),
+    M("env-override-dir-holds-a-malformed-pto", "os.makedirs(os.environ['PYPTO_OVERRIDE_DIR'])\n"
+      "open(os.path.join(os.environ['PYPTO_OVERRIDE_DIR'], 'copy.pto'), 'w').write('garbage')\n"
+      + COPY + "copy[(1,)](x, o, BLOCK=16)\n",
+      err("pypto.errors.CompilationError", "{tmp}/override/copy.pto:1:1", "malformed module header"),
+      env={"PYPTO_OVERRIDE_DIR": "{tmp}/override", "PYPTO_CACHE_DIR": "{tmp}/cache"}),
     # -- the cache directory ----------------------------------------------------------------------
     M("cache-dir-is-a-file", "open(os.environ['PYPTO_CACHE_DIR'], 'w').write('not a folder')\n"
       + COPY + "copy[(1,)](x, o, BLOCK=16); np.testing.assert_array_equal(o, x)\n",
@@ -622,6 +667,11 @@ MISTAKES = [
               " key=['n'])(kk)\nt[lambda m: (1,)](x, o, 64)\n",
       err("pypto.tuning.report.AutotuneError", "no config can run", "BLOCK: 0", "BLOCK: -1",
           "positive compile-time integers")),
+    M("autotune-config-value-a-list",
+      TUNED + "t = pypto.autotune(configs=[pypto.Config({'BLOCK': [16]})], key=['n'])(kk)\n"
+              "t[lambda m: (4,)](x, o, 64)\n",
+      err("pypto.tuning.report.AutotuneError", "no config can run", "BLOCK: [16]",
+          "expected a number, got list [16]")),
     M("autotune-num-stages-3", "pypto.Config({'BLOCK': 16}, num_stages=3)\n",
       err("ValueError", "num_stages=3", "1 or 2")),
     M("autotune-config-not-a-dict", "pypto.Config(16)\n",
