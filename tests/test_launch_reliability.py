@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -27,11 +28,23 @@ def add_one(x, out, BLOCK: pl.constexpr):
     pl.store(out, offsets=(pid * BLOCK,), value=a + 1.0)
 
 
-def run_script(body: str, timeout: float = 120, **popen):
+def script_env(**extra) -> dict:
+    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                **extra)
+
+
+def run_script(body: str, timeout: float = 120, **extra_env):
     """Run ``body`` in a fresh interpreter with this checkout's pypto; returns the process."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(body)], env=env,
-                          capture_output=True, text=True, timeout=timeout, **popen)
+    return subprocess.run([sys.executable, script_file(body)], env=script_env(**extra_env),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def script_file(body: str) -> str:
+    """``body`` as a file (kernels are compiled from their source file)."""
+    fd, path = tempfile.mkstemp(suffix=".py", prefix="pypto_reliability_")
+    with os.fdopen(fd, "w") as f:
+        f.write(textwrap.dedent(body))
+    return path
 
 
 # -- 1. byte order --------------------------------------------------------------------------
@@ -79,3 +92,64 @@ def test_masked_array_is_refused():
     out = np.ma.MaskedArray(np.zeros(N, "f4"), mask=np.arange(N) % 2 == 0)
     with pytest.raises(TypeError, match=r"argument 'out'.*masked array.*mask"):
         add_one[(1,)](np.arange(N, dtype="f4"), out, BLOCK=N)
+
+
+# -- 2. empty grids --------------------------------------------------------------------------
+
+EMPTY_GRIDS = r"""
+import numpy as np, pypto, pypto.language as pl
+
+@pypto.jit
+def vector(x, out, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    pl.store(out, offsets=(pid * BLOCK,), value=pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,)) + 1.0)
+
+@pypto.jit
+def cube(a, b, c):
+    pl.store(c, offsets=(0, 0), value=pl.matmul(pl.load(a, offsets=(0, 0), shape=(16, 16)),
+                                                 pl.load(b, offsets=(0, 0), shape=(16, 16))))
+
+@pypto.jit
+def mixed(a, b, c):
+    acc = pl.matmul(pl.load(a, offsets=(0, 0), shape=(16, 16)), pl.load(b, offsets=(0, 0), shape=(16, 16)))
+    pl.store(c, offsets=(0, 0), value=pl.exp(acc.to(pl.float32)))
+
+@pypto.jit
+def barrier(x, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    a = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    pl.barrier()
+    pl.store(x, offsets=(pid * BLOCK,), value=a + 1.0)
+
+x = np.zeros(64, "f4"); m = np.ones((16, 16), "f4"); c = np.full((16, 16), 7, "f4")
+for grid in [(pl.cdiv(0, 64),), (0, 4), (4, 0, 1), (1, 1, 0)]:
+    vector[grid](x, x, BLOCK=64)
+    cube[grid](m, m, c)
+    mixed[grid](m, m, c)
+    barrier[grid](x, BLOCK=16)
+    barrier[grid](x, BLOCK=16)
+assert not x.any() and (c == 7).all(), "an empty grid wrote"
+barrier[(2,)](x, BLOCK=16)          # and a non-empty one still runs
+assert (x[:32] == 1).all() and not x[32:].any()
+print("empty grids ok")
+"""
+
+
+@pytest.mark.parametrize("mode", ["native", "interpreter"])
+def test_empty_grid_launches_nothing_for_every_kernel_kind(mode):
+    env = {"PYPTO_INTERPRET": "1"} if mode == "interpreter" else {}
+    done = run_script(EMPTY_GRIDS, **env)
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+    assert "empty grids ok" in done.stdout
+
+
+# -- 6. grids too large to number ------------------------------------------------------------
+
+@pytest.mark.parametrize("grid", [(2**32, 2**32), (2**21, 2**21, 2**21), (2**62, 2)])
+def test_grid_whose_block_count_overflows_is_refused(grid):
+    out = np.zeros(N, "f4")
+    with pytest.raises(ValueError, match=r"grid \(.*\) has \d+ blocks, more than a launch"):
+        add_one[grid](np.arange(N, dtype="f4"), out, BLOCK=N)
+    assert not out.any()
+    with pytest.raises(ValueError, match="more than a launch"):      # callable grid: _grid
+        add_one[lambda meta: grid](np.arange(N, dtype="f4"), out, BLOCK=N)

@@ -13,6 +13,7 @@ key, and launches.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 import time
@@ -157,6 +158,15 @@ def requires_grad_refused(kernel_name: str, arg: str, tensor) -> RuntimeError:
                         "pypto.register_op(..., backward=...) to make it differentiable")
 
 
+MAX_BLOCKS = (1 << 63) - 1
+
+
+def grid_too_large(kernel_name: str, grid) -> ValueError:
+    """A grid whose block count does not fit in int64 (a launch numbers its blocks so)."""
+    return ValueError(f"{kernel_name}: grid {tuple(grid)!r} has {math.prod(grid)} blocks, more "
+                      f"than a launch can number (at most 2**63 - 1 = {MAX_BLOCKS})")
+
+
 def _grad_mode(torch_tensors: bool):
     if not torch_tensors:
         return None
@@ -237,6 +247,8 @@ def call(_pypto_grid, {", ".join(names)}):
                 f"{name}: the blocks deadlocked: a pl.barrier() that not every block reaches, "
                 "or a pl.wait() whose flag is never signalled enough (no progress for "
                 "PYPTO_SYNC_TIMEOUT seconds)")
+        if status == 4:
+            return grid_too_large(name, grid)
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
     def profiled(grid, values, raw_values):

@@ -138,7 +138,13 @@ def start_function(cg, launch):
                      b.icmp_signed("<", g2, i64(0)))
     with b.if_then(negative):
         b.ret(ir.Constant(ir.IntType(32), 1))
-    total = b.mul(b.mul(g0, g1), g2)
+    empty = b.or_(b.or_(b.icmp_signed("==", g0, i64(0)), b.icmp_signed("==", g1, i64(0))),
+                  b.icmp_signed("==", g2, i64(0)))
+    with b.if_then(empty):                  # an empty grid launches nothing, of any kind
+        b.ret(ir.Constant(ir.IntType(32), 0))
+    total, overflow = _checked_product(cg, b, (g0, g1, g2))
+    with b.if_then(overflow):               # more blocks than an i64 can number
+        b.ret(ir.Constant(ir.IntType(32), 4))
     if uses_cross_core(cg.p):
         cores = cg.p.target.cores_for(cg.p.kind != "vector")
         with b.if_then(b.icmp_signed(">", total, i64(cores))):
@@ -155,6 +161,18 @@ def start_function(cg, launch):
         b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
     b.ret(ir.Constant(ir.IntType(32), 0))
     return fn
+
+
+def _checked_product(cg, b, dims):
+    """The product of non-negative ``dims`` and whether it overflowed an i64."""
+    pair_ty = ir.LiteralStructType([I64, ir.IntType(1)])
+    mul = cg.mod.declare_intrinsic("llvm.smul.with.overflow", [I64],
+                                   fnty=ir.FunctionType(pair_ty, [I64, I64]))
+    total, overflow = dims[0], ir.Constant(ir.IntType(1), 0)
+    for d in dims[1:]:
+        pair = b.call(mul, [total, d])
+        total, overflow = b.extract_value(pair, 0), b.or_(overflow, b.extract_value(pair, 1))
+    return total, overflow
 
 
 def launch_function(cg, block_fn):
