@@ -153,3 +153,94 @@ def test_grid_whose_block_count_overflows_is_refused(grid):
     assert not out.any()
     with pytest.raises(ValueError, match="more than a launch"):      # callable grid: _grid
         add_one[lambda meta: grid](np.arange(N, dtype="f4"), out, BLOCK=N)
+
+
+# -- 3. exit while a daemon thread is inside a launch ----------------------------------------
+
+DAEMON_AT_EXIT = r"""
+import threading, time
+import numpy as np, pypto, pypto.language as pl
+
+@pypto.jit
+def slow(x, out, ITERS: pl.constexpr, BLOCK: pl.constexpr):
+    pid = pl.program_id(0)
+    a = pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,))
+    for i in range(ITERS):
+        a = a * 1.0001 + 0.5
+    pl.store(out, offsets=(pid * BLOCK,), value=a)
+
+x = np.arange(4096, dtype="f4"); out = np.zeros(4096, "f4")
+slow[(64,)](x, out, ITERS=ITERS, BLOCK=64)
+
+def loop():
+    while True:
+        slow[(64,)](x, out, ITERS=ITERS, BLOCK=64)
+
+threading.Thread(target=loop, daemon=True).start()
+time.sleep(0.1)
+print("main returns", flush=True)
+"""
+
+
+@pytest.mark.parametrize("iters", [10, 1000])
+def test_exit_while_a_daemon_thread_is_inside_a_launch(iters):
+    """Segfaulted in most runs before the exit stopped launches in flight."""
+    for _ in range(4):
+        done = run_script(DAEMON_AT_EXIT.replace("ITERS=ITERS", f"ITERS={iters}"), timeout=60)
+        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+        assert "main returns" in done.stdout and "Traceback" not in done.stderr
+
+
+# -- 5. Ctrl-C stops a launch ----------------------------------------------------------------
+
+ENDLESS = r"""
+import sys, time
+import numpy as np, pypto, pypto.language as pl
+
+@pypto.jit
+def spin(x, out, n, step, BLOCK: pl.constexpr):
+    a = pl.load(x, offsets=(0,), shape=(BLOCK,))
+    i = 0
+    while i < n:                    # step 0: never ends
+        a = a * 1.0
+        i = i + step
+    pl.store(out, offsets=(0,), value=a)
+
+@pypto.jit
+def add(x, out, BLOCK: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)) + 1.0)
+
+x = np.zeros(64, "f4"); out = np.zeros(64, "f4")
+add[(1,)](x, out, BLOCK=64)
+spin[(1,)](x, out, 10, 1, BLOCK=64)            # compiled and warm
+print("ready", flush=True)
+try:
+    if sys.argv[1] == "while":
+        spin[(2,)](x, out, 10, 0, BLOCK=64)
+    else:
+        add[(2**40,)](x, out, BLOCK=64)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+out[:] = 0
+add[(1,)](x, out, BLOCK=64)                     # the next launch runs as usual
+print("after", out[0], flush=True)
+"""
+
+
+@pytest.mark.parametrize("endless", ["while", "grid"])
+def test_ctrl_c_stops_an_endless_launch(endless):
+    proc = subprocess.Popen([sys.executable, script_file(ENDLESS), endless], env=script_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert time.monotonic() - sent < 5
+    assert proc.returncode == 0, err[-2000:]
+    assert "KeyboardInterrupt" in out and "after 1.0" in out

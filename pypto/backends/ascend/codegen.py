@@ -16,6 +16,7 @@ from ...compiler.pto import For, If, Program, Tile, While
 from ...language import dtypes as dt
 from ...compiler.pto.isa import CROSS_CORE_OPS, FLAG_OPS
 from . import entry, forwarding, fusion
+from .control import stop_requested
 from .entry import has_pointer_entry, scratch_layout, uses_cross_core
 from .lowering import RULES
 from .lowering_utils import I64, PTR, counted_loop, finish_loop_ids, i64, storage_type, to_compute
@@ -202,7 +203,10 @@ class Codegen:
         phis = self._phis(node.before_args, node.inits, pre)
         self.body(node.before_body)
         forwarded = [self.get(v) for v in node.forwarded]
-        b.cbranch(self.truth(self.get(node.cond)), body, done)
+        # a while loop may never end: it leaves early when the launch is asked to stop
+        # (Ctrl-C, exit; control.py)
+        go_on = b.and_(self.truth(self.get(node.cond)), b.not_(stop_requested(b, self.sync)))
+        b.cbranch(go_on, body, done)
         b.position_at_end(body)
         for arg, value in zip(node.after_args, forwarded):
             self.vals[id(arg)] = value

@@ -15,6 +15,8 @@ from llvmlite import ir
 from ...errors import CompilationError
 from ...compiler.pto import Program, TensorArg, walk_insts
 from ...compiler.pto.isa import CROSS_CORE_OPS
+from .control import (EXIT_BIT, EXITING, IN_FLIGHT, STOP, STOP_MASK, control_slot,
+                      obeyed_bits, stop_requested, stop_status)
 from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import I64, PTR, clamp, counted_loop, i64, storage_type
 from ...target import Target
@@ -96,6 +98,16 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
     fn = ir.Function(cg.mod, fnty, name=f"{cg.p.name}_{suffix}")
     state, g0, g1, g2, helpers, own = fn.args[:6]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if not blocks:
+        # counted in flight before anything is read: at exit, once EXIT_BIT is set and no
+        # launch is in flight, no launch reads an argument or the pool again (control.py)
+        in_flight = control_slot(b, IN_FLIGHT)
+        b.atomic_rmw("add", in_flight, i64(1), "seq_cst")
+        bits = b.load_atomic(control_slot(b, STOP), "seq_cst", 8, typ=I64)
+        with b.if_then(b.icmp_unsigned("!=", b.and_(bits, i64(EXIT_BIT)), i64(0)),
+                       likely=False):
+            b.atomic_rmw("sub", in_flight, i64(1), "seq_cst")
+            b.ret(ir.Constant(ir.IntType(32), EXITING))
     nslots = max(1, sum(args_slots(p) for p in cg.p.params))
     args = b.alloca(I64, size=nslots)
     slot = 0
@@ -119,7 +131,10 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
             raw = b.bitcast(value, I64) if p.dtype.is_floating else value
             b.store(raw, b.gep(args, [i64(slot)], source_etype=I64))
         slot += args_slots(p)
-    b.ret(b.call(start, [state, g0, g1, g2, helpers, own, args]))
+    status = b.call(start, [state, g0, g1, g2, helpers, own, args])
+    if not blocks:
+        b.atomic_rmw("sub", in_flight, i64(1), "release")
+    b.ret(status)
 
 
 def start_function(cg, launch):
@@ -145,21 +160,23 @@ def start_function(cg, launch):
     total, overflow = _checked_product(cg, b, (g0, g1, g2))
     with b.if_then(overflow):               # more blocks than an i64 can number
         b.ret(ir.Constant(ir.IntType(32), 4))
+    mask = obeyed_bits(b)
     if uses_cross_core(cg.p):
         cores = cg.p.target.cores_for(cg.p.kind != "vector")
         with b.if_then(b.icmp_signed(">", total, i64(cores))):
             b.ret(ir.Constant(ir.IntType(32), 2))
         counter = counter_array(b, total)
-        _cooperative_launch(cg, b, launch, args, grid, counter, own, total)
+        b.store(mask, b.gep(counter, [i64(STOP_MASK)], source_etype=I64))
+        _cooperative_launch(cg, b, launch, args, grid, counter, own, total, mask)
         return fn
-    with b.if_then(b.icmp_signed(">", total, i64(0))):
-        spare = b.sub(total, i64(1))
-        helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
-        counter = counter_array(b, b.add(helpers, i64(1)))
-        ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
-        pool_launch = ir.Function(cg.mod, ty, name=POOL_LAUNCH_SYMBOL)
-        b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
-    b.ret(ir.Constant(ir.IntType(32), 0))
+    spare = b.sub(total, i64(1))
+    helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
+    counter = counter_array(b, b.add(helpers, i64(1)))
+    b.store(mask, b.gep(counter, [i64(STOP_MASK)], source_etype=I64))
+    ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
+    pool_launch = ir.Function(cg.mod, ty, name=POOL_LAUNCH_SYMBOL)
+    b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
+    b.ret(stop_status(b, mask, ir.Constant(ir.IntType(32), 0)))
     return fn
 
 
@@ -206,6 +223,9 @@ def launch_function(cg, block_fn):
         next_share = fn.append_basic_block("next_share")
         b.branch(claim)
         b.position_at_end(claim)
+        go_on = fn.append_basic_block("go_on")      # asked to stop: claim no more blocks
+        b.cbranch(stop_requested(b, counter), next_share, go_on)
+        b.position_at_end(go_on)
         left = b.sub(b.sub(hi, lo), b.load_atomic(cursor, "monotonic", 8, typ=I64))
         chunk = clamp(b, b.sdiv(left, b.mul(parts, i64(2))), i64(1), i64(MAX_CLAIM))
         first = b.add(lo, b.atomic_rmw("add", cursor, chunk, "monotonic"))
@@ -293,7 +313,7 @@ def counter_array(b, parts):
     return counter
 
 
-def _cooperative_launch(cg, b, launch, args, grid, counter, own, total):
+def _cooperative_launch(cg, b, launch, args, grid, counter, own, total, mask):
     """Blocks that meet at barriers or flags must all run at once, as the chip's cores
     would: one host thread per block (at most one per core of the target), each with
     its own core buffers. Status 2: the grid does not fit; 3: the blocks deadlocked."""
@@ -324,8 +344,9 @@ def _cooperative_launch(cg, b, launch, args, grid, counter, own, total):
                                  PTR)])
     b.call(free, [jobs])
     dead = b.load(b.gep(counter, [i64(3)], source_etype=I64), typ=I64)
-    b.ret(b.select(b.icmp_signed("!=", dead, i64(0)), ir.Constant(ir.IntType(32), 3),
-                   ir.Constant(ir.IntType(32), 0)))
+    b.ret(stop_status(b, mask, b.select(b.icmp_signed("!=", dead, i64(0)),
+                                        ir.Constant(ir.IntType(32), 3),
+                                        ir.Constant(ir.IntType(32), 0))))
 
 
 def _thread_trampoline(cg, launch):
