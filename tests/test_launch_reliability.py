@@ -210,13 +210,26 @@ def spin(x, out, n, step, BLOCK: pl.constexpr):
 def add(x, out, BLOCK: pl.constexpr):
     pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)) + 1.0)
 
+@pypto.jit
+def spin_then_meet(x, out, n, step, BLOCK: pl.constexpr):
+    a = pl.load(x, offsets=(0,), shape=(BLOCK,))
+    i = 0
+    while i < n * (pl.program_id(0) == 0):   # block 0 spins, the others wait at the barrier
+        a = a * 1.0
+        i = i + step
+    pl.barrier()
+    pl.store(out, offsets=(0,), value=a)
+
 x = np.zeros(64, "f4"); out = np.zeros(64, "f4")
 add[(1,)](x, out, BLOCK=64)
 spin[(1,)](x, out, 10, 1, BLOCK=64)            # compiled and warm
+spin_then_meet[(4,)](x, out, 10, 1, BLOCK=64)
 print("ready", flush=True)
 try:
     if sys.argv[1] == "while":
         spin[(2,)](x, out, 10, 0, BLOCK=64)
+    elif sys.argv[1] == "barrier":
+        spin_then_meet[(4,)](x, out, 10, 0, BLOCK=64)
     else:
         add[(2**40,)](x, out, BLOCK=64)
 except KeyboardInterrupt:
@@ -227,7 +240,7 @@ print("after", out[0], flush=True)
 """
 
 
-@pytest.mark.parametrize("endless", ["while", "grid"])
+@pytest.mark.parametrize("endless", ["while", "grid", "barrier"])
 def test_ctrl_c_stops_an_endless_launch(endless):
     proc = subprocess.Popen([sys.executable, script_file(ENDLESS), endless], env=script_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -244,3 +257,32 @@ def test_ctrl_c_stops_an_endless_launch(endless):
     assert time.monotonic() - sent < 5
     assert proc.returncode == 0, err[-2000:]
     assert "KeyboardInterrupt" in out and "after 1.0" in out
+
+
+LATE_EXIT_HANDLER = r"""
+import atexit
+
+def late():                 # registered before pypto's own exit handler, so runs after it
+    try:
+        add[(1,)](x, out, BLOCK=64)
+    except RuntimeError as e:
+        print("refused:", e, flush=True)
+    else:
+        print("launched", flush=True)
+
+atexit.register(late)
+import numpy as np, pypto, pypto.language as pl
+
+@pypto.jit
+def add(x, out, BLOCK: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)) + 1.0)
+
+x = np.zeros(64, "f4"); out = np.zeros(64, "f4")
+add[(1,)](x, out, BLOCK=64)
+"""
+
+
+def test_a_launch_after_exit_began_is_a_clear_error():
+    done = run_script(LATE_EXIT_HANDLER, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: add: not launched, the interpreter is exiting" in done.stdout
