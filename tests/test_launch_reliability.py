@@ -35,8 +35,12 @@ def script_env(**extra) -> dict:
 
 def run_script(body: str, timeout: float = 120, **extra_env):
     """Run ``body`` in a fresh interpreter with this checkout's pypto; returns the process."""
-    return subprocess.run([sys.executable, script_file(body)], env=script_env(**extra_env),
-                          capture_output=True, text=True, timeout=timeout)
+    path = script_file(body)
+    try:
+        return subprocess.run([sys.executable, path], env=script_env(**extra_env),
+                              capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.unlink(path)
 
 
 def script_file(body: str) -> str:
@@ -242,7 +246,8 @@ print("after", out[0], flush=True)
 
 @pytest.mark.parametrize("endless", ["while", "grid", "barrier"])
 def test_ctrl_c_stops_an_endless_launch(endless):
-    proc = subprocess.Popen([sys.executable, script_file(ENDLESS), endless], env=script_env(),
+    path = script_file(ENDLESS)
+    proc = subprocess.Popen([sys.executable, path, endless], env=script_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
@@ -254,6 +259,7 @@ def test_ctrl_c_stops_an_endless_launch(endless):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        os.unlink(path)
     assert time.monotonic() - sent < 5
     assert proc.returncode == 0, err[-2000:]
     assert "KeyboardInterrupt" in out and "after 1.0" in out
