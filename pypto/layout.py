@@ -409,16 +409,45 @@ def as_array(value):
     (known by its ``__pypto_device_tensor__`` mark), an ``__array_interface__`` object or a
     DLPack producer."""
     if isinstance(value, np.ndarray):
-        return value
+        return _plain(value) if type(value) is not np.ndarray else _native(value)
     if type(value).__module__.startswith("torch"):
         return _from_torch(value)
     if getattr(type(value), "__pypto_device_tensor__", False):   # pypto.Tensor: no runtime import
         return value._data
     if hasattr(value, "__array_interface__"):
-        return np.asarray(value)
+        return _native(np.asarray(value))
     if hasattr(value, "__dlpack__"):
-        return np.from_dlpack(value)
+        return _native(np.from_dlpack(value))
     return None
+
+
+def _plain(arr: np.ndarray) -> np.ndarray:
+    """An ndarray subclass (``np.memmap``, a user's subclass) as its base-class view: the
+    same memory, read and written in place. A masked array is refused: a kernel would
+    ignore its mask."""
+    if isinstance(arr, np.ma.MaskedArray):
+        raise TypeError("it is a numpy masked array, and a kernel would read and write its "
+                        "data ignoring the mask; pass arr.filled(value) (a copy with the "
+                        "masked elements set) or arr.data (the raw values, in place)")
+    return _native(arr.view(np.ndarray))
+
+
+def _native(arr: np.ndarray) -> np.ndarray:
+    """``arr`` if its elements are in the host's byte order; a big-endian (or other
+    non-native) array is refused rather than converted, since a converted output would be
+    a copy the caller never sees."""
+    if not arr.dtype.isnative:
+        return _not_native(arr)
+    return arr
+
+
+def _not_native(arr: np.ndarray):
+    native = arr.dtype.newbyteorder("=")
+    raise TypeError(f"it is an array of non-native byte order (dtype {arr.dtype.str!r}), "
+                    "which kernels would read as native; convert it with "
+                    f"x.astype({native.str!r}) or np.ascontiguousarray(x, "
+                    "dtype=x.dtype.newbyteorder('=')) (and copy an output back after the "
+                    "launch)")
 
 
 def _from_torch(t):

@@ -33,7 +33,9 @@ from .device import current_target
 from .kernel import (REQUIRED_FILES, CompiledKernel, __version__, check_engine, compiler_hash,
                      load_kernel, pto_override)
 from .launcher import (
+    MAX_BLOCKS,
     NoFastPath,
+    grid_too_large,
     make_caller,
     make_launcher,
     note_torch,
@@ -307,6 +309,8 @@ class JITFunction:
             raise ValueError(f"{self.__name__}: grid must be a tuple of 1 to 3 ints, got {grid!r}")
         if any(g < 0 for g in grid):
             raise ValueError(f"{self.__name__}: grid dimensions must be >= 0, got {tuple(grid)}")
+        if math.prod(grid) > MAX_BLOCKS:
+            raise grid_too_large(self.__name__, grid)
         return tuple(int(g) for g in grid)
 
     def _warn_gridless(self, cores, target):

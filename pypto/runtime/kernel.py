@@ -76,6 +76,7 @@ class CompiledKernel:
         self.metadata = metadata
         self.runtime_params = runtime_params       # [(name, kind, rank)]
         runtime.pool()             # kernels link against the pool's launch routine
+        runtime.interruptible()
         self._object = LoadedObject(asm["obj"])
         ctypes_params = [ctypes.c_double if kind == "float" else ctypes.c_int64
                          for _, kind, _ in runtime_params]

@@ -13,8 +13,10 @@ key, and launches.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -22,6 +24,7 @@ import numpy as np
 from .. import envs
 from . import hooks
 from . import pool as runtime
+from ..backends.ascend.control import EXITING, INTERRUPTED
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
 from ..layout import LayoutTensor, as_array
@@ -160,6 +163,26 @@ def requires_grad_refused(kernel_name: str, arg: str, tensor) -> RuntimeError:
                         "pypto.register_op(..., backward=...) to make it differentiable")
 
 
+MAX_BLOCKS = (1 << 63) - 1
+
+
+def grid_too_large(kernel_name: str, grid) -> ValueError:
+    """A grid whose block count does not fit in int64 (a launch numbers its blocks so)."""
+    return ValueError(f"{kernel_name}: grid {tuple(grid)!r} has {math.prod(grid)} blocks, more "
+                      f"than a launch can number (at most 2**63 - 1 = {MAX_BLOCKS})")
+
+
+def exiting(kernel_name: str) -> RuntimeError:
+    """A launch refused (or stopped early) because the interpreter is exiting. A thread other
+    than the main one waits here for the process to end, as Python parks daemon threads at
+    exit; the main thread (an exit handler's launch) gets the error."""
+    if threading.current_thread() is not threading.main_thread():
+        while True:
+            time.sleep(3600)
+    return RuntimeError(f"{kernel_name}: not launched, the interpreter is exiting (a launch "
+                        "from an exit handler that runs after PyPTO's)")
+
+
 def _grad_mode(torch_tensors: bool):
     if not torch_tensors:
         return None
@@ -261,6 +284,12 @@ def call(_pypto_grid, {", ".join(names)}):
                 f"{name}: the blocks deadlocked: a pl.barrier() that not every block reaches, "
                 "or a pl.wait() whose flag is never signalled enough (no progress for "
                 "PYPTO_SYNC_TIMEOUT seconds)")
+        if status == 4:
+            return grid_too_large(name, grid)
+        if status == INTERRUPTED:
+            return KeyboardInterrupt()
+        if status == EXITING:
+            return exiting(name)
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
     def profiled(grid, values, raw_values):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import envs
 from ..backends.ascend.entry import scratch_layout
-from ..backends.ascend.host_pool import HostPool
+from ..backends.ascend.host_pool import HostPool, begin_exit, chain_sigint, note_main_thread
 from ..target import TARGETS
 
 SCRATCH_BYTES = max(scratch_layout(t)[1] for t in TARGETS.values())
@@ -67,14 +67,23 @@ def set_num_threads(n: int) -> None:
 def _start_pool(threads: int):
     p = HostPool(threads, SCRATCH_BYTES)
     _state["pool"] = p
+    chain_sigint()
     return p
+
+
+def interruptible() -> None:
+    """Let Ctrl-C stop launches (again, if a handler was installed and removed since)."""
+    chain_sigint()
 
 
 @atexit.register
 def _stop_pool_at_exit() -> None:
-    """Workers must be gone before the interpreter frees the pool's state: a worker still
-    spinning on freed memory could read a changed generation there and call the last kernel
-    again with stale arguments (seen as a crash on exit after a test run)."""
+    """Nothing native may run on what the interpreter frees as it finalises: first every
+    launch in flight is stopped and later ones refused (a daemon thread looping over
+    launches crashed the interpreter at exit: its kernel read arrays and scratch already
+    freed), then the workers leave (a worker still spinning on freed memory could read a
+    changed generation there and call the last kernel again with stale arguments)."""
+    begin_exit()
     p = _state.get("pool")
     if p is not None:
         p.stop()
@@ -112,6 +121,7 @@ def _after_fork_in_child() -> None:
     """The pool's threads do not survive a fork: the child starts its own on first use."""
     _state.clear()
     _local.__dict__.clear()
+    note_main_thread()
 
 
 if hasattr(os, "register_at_fork"):

@@ -16,12 +16,14 @@ from ...compiler.pto import For, If, Program, Tile, While
 from ...language import dtypes as dt
 from ...compiler.pto.isa import CROSS_CORE_OPS, FLAG_OPS
 from . import entry, forwarding, fusion
+from .control import stop_requested
 from .entry import has_pointer_entry, scratch_layout, uses_cross_core
 from .lowering import RULES
 from .lowering_utils import I64, PTR, counted_loop, finish_loop_ids, i64, storage_type, to_compute
 
 # the host's tload pads a tile itself, so the chip's tfillpad after it is nothing here
 HOST_NOPS = FLAG_OPS + ("barrier", "tfillpad")
+WHILE_POLL = 1024           # trips of a while loop between polls of the stop bits
 
 
 class Codegen:
@@ -199,6 +201,8 @@ class Codegen:
         done = b.append_basic_block("while.done")
         b.branch(header)
         b.position_at_end(header)
+        trips = b.phi(I64, name="while.trips")
+        trips.add_incoming(i64(0), pre)
         phis = self._phis(node.before_args, node.inits, pre)
         self.body(node.before_body)
         forwarded = [self.get(v) for v in node.forwarded]
@@ -207,9 +211,20 @@ class Codegen:
         for arg, value in zip(node.after_args, forwarded):
             self.vals[id(arg)] = value
         self.body(node.after_body)
-        for phi, y in zip(phis, node.yields):
-            phi.add_incoming(self.get(y), b.block)
-        b.branch(header)
+        # a while loop may never end: every WHILE_POLL trips it leaves early when the launch
+        # is asked to stop (Ctrl-C, exit; control.py). Not every trip: an atomic load in the
+        # loop kept LLVM from keeping a tile in registers (3x slower on a small loop)
+        after = b.block
+        count = b.add(trips, i64(1))
+        poll = b.append_basic_block("while.poll")
+        due = b.icmp_unsigned("==", b.and_(count, i64(WHILE_POLL - 1)), i64(0))
+        b.cbranch(due, poll, header)
+        b.position_at_end(poll)
+        b.cbranch(stop_requested(b, self.sync), done, header)
+        for block in (after, poll):
+            trips.add_incoming(count, block)
+            for phi, y in zip(phis, node.yields):
+                phi.add_incoming(self.get(y), block)
         b.position_at_end(done)
         for res, value in zip(node.results, forwarded):
             self.vals[id(res)] = value

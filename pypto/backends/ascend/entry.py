@@ -15,6 +15,8 @@ from llvmlite import ir
 from ...errors import CompilationError
 from ...compiler.pto import Program, TensorArg, walk_insts
 from ...compiler.pto.isa import CROSS_CORE_OPS
+from .control import (EXIT_BIT, EXITING, IN_FLIGHT, STOP, STOP_MASK, control_slot,
+                      obeyed_bits, stop_requested, stop_status)
 from .lowering.crosscore import SYNC_SLOTS
 from .lowering_utils import I64, PTR, clamp, counted_loop, i64, storage_type
 from ...target import Target
@@ -24,6 +26,7 @@ WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
 MAX_CLAIM = 8               # blocks claimed at once, at most (see launch_function)
+CLAIM_POLL = 16             # claims between polls of the stop bits (control.py)
 CURSORS = -(-SYNC_SLOTS // CURSOR_STRIDE) * CURSOR_STRIDE + CURSOR_STRIDE   # first cursor slot
 JOB_FIELDS = 7              # a cooperative thread's job: args, grid, scratch, counter, me,
                             # parts, pthread handle
@@ -96,6 +99,16 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
     fn = ir.Function(cg.mod, fnty, name=f"{cg.p.name}_{suffix}")
     state, g0, g1, g2, helpers, own = fn.args[:6]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if not blocks:
+        # counted in flight before anything is read: at exit, once EXIT_BIT is set and no
+        # launch is in flight, no launch reads an argument or the pool again (control.py)
+        in_flight = control_slot(b, IN_FLIGHT)
+        b.atomic_rmw("add", in_flight, i64(1), "seq_cst")
+        bits = b.load_atomic(control_slot(b, STOP), "seq_cst", 8, typ=I64)
+        with b.if_then(b.icmp_unsigned("!=", b.and_(bits, i64(EXIT_BIT)), i64(0)),
+                       likely=False):
+            b.atomic_rmw("sub", in_flight, i64(1), "seq_cst")
+            b.ret(ir.Constant(ir.IntType(32), EXITING))
     nslots = max(1, sum(args_slots(p) for p in cg.p.params))
     args = b.alloca(I64, size=nslots)
     slot = 0
@@ -119,7 +132,10 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
             raw = b.bitcast(value, I64) if p.dtype.is_floating else value
             b.store(raw, b.gep(args, [i64(slot)], source_etype=I64))
         slot += args_slots(p)
-    b.ret(b.call(start, [state, g0, g1, g2, helpers, own, args]))
+    status = b.call(start, [state, g0, g1, g2, helpers, own, args])
+    if not blocks:
+        b.atomic_rmw("sub", in_flight, i64(1), "release")
+    b.ret(status)
 
 
 def start_function(cg, launch):
@@ -138,23 +154,43 @@ def start_function(cg, launch):
                      b.icmp_signed("<", g2, i64(0)))
     with b.if_then(negative):
         b.ret(ir.Constant(ir.IntType(32), 1))
-    total = b.mul(b.mul(g0, g1), g2)
+    empty = b.or_(b.or_(b.icmp_signed("==", g0, i64(0)), b.icmp_signed("==", g1, i64(0))),
+                  b.icmp_signed("==", g2, i64(0)))
+    with b.if_then(empty):                  # an empty grid launches nothing, of any kind
+        b.ret(ir.Constant(ir.IntType(32), 0))
+    total, overflow = _checked_product(cg, b, (g0, g1, g2))
+    with b.if_then(overflow):               # more blocks than an i64 can number
+        b.ret(ir.Constant(ir.IntType(32), 4))
+    mask = obeyed_bits(b)
     if uses_cross_core(cg.p):
         cores = cg.p.target.cores_for(cg.p.kind != "vector")
         with b.if_then(b.icmp_signed(">", total, i64(cores))):
             b.ret(ir.Constant(ir.IntType(32), 2))
         counter = counter_array(b, total)
-        _cooperative_launch(cg, b, launch, args, grid, counter, own, total)
+        b.store(mask, b.gep(counter, [i64(STOP_MASK)], source_etype=I64))
+        _cooperative_launch(cg, b, launch, args, grid, counter, own, total, mask)
         return fn
-    with b.if_then(b.icmp_signed(">", total, i64(0))):
-        spare = b.sub(total, i64(1))
-        helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
-        counter = counter_array(b, b.add(helpers, i64(1)))
-        ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
-        pool_launch = ir.Function(cg.mod, ty, name=POOL_LAUNCH_SYMBOL)
-        b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
-    b.ret(ir.Constant(ir.IntType(32), 0))
+    spare = b.sub(total, i64(1))
+    helpers = b.select(b.icmp_signed("<", spare, helpers), spare, helpers)
+    counter = counter_array(b, b.add(helpers, i64(1)))
+    b.store(mask, b.gep(counter, [i64(STOP_MASK)], source_etype=I64))
+    ty = ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, PTR, I64, PTR])
+    pool_launch = ir.Function(cg.mod, ty, name=POOL_LAUNCH_SYMBOL)
+    b.call(pool_launch, [state, launch, args, grid, counter, helpers, own])
+    b.ret(stop_status(b, mask, ir.Constant(ir.IntType(32), 0)))
     return fn
+
+
+def _checked_product(cg, b, dims):
+    """The product of non-negative ``dims`` and whether it overflowed an i64."""
+    pair_ty = ir.LiteralStructType([I64, ir.IntType(1)])
+    mul = cg.mod.declare_intrinsic("llvm.smul.with.overflow", [I64],
+                                   fnty=ir.FunctionType(pair_ty, [I64, I64]))
+    total, overflow = dims[0], ir.Constant(ir.IntType(1), 0)
+    for d in dims[1:]:
+        pair = b.call(mul, [total, d])
+        total, overflow = b.extract_value(pair, 0), b.or_(overflow, b.extract_value(pair, 1))
+    return total, overflow
 
 
 def launch_function(cg, block_fn):
@@ -186,8 +222,19 @@ def launch_function(cg, block_fn):
         claim = fn.append_basic_block("claim")
         run = fn.append_basic_block("run")
         next_share = fn.append_basic_block("next_share")
+        before = b.block
         b.branch(claim)
         b.position_at_end(claim)
+        # asked to stop (Ctrl-C, exit: control.py)? then claim no more blocks. Polled every
+        # CLAIM_POLL claims: a poll per claim cost 6 % on 16384 one-tile blocks
+        claims = b.phi(I64, name="claims")
+        claims.add_incoming(i64(0), before)
+        poll, go_on = fn.append_basic_block("poll"), fn.append_basic_block("go_on")
+        b.cbranch(b.icmp_unsigned("==", b.and_(claims, i64(CLAIM_POLL - 1)), i64(0)),
+                  poll, go_on)
+        b.position_at_end(poll)
+        b.cbranch(stop_requested(b, counter), next_share, go_on)
+        b.position_at_end(go_on)
         left = b.sub(b.sub(hi, lo), b.load_atomic(cursor, "monotonic", 8, typ=I64))
         chunk = clamp(b, b.sdiv(left, b.mul(parts, i64(2))), i64(1), i64(MAX_CLAIM))
         first = b.add(lo, b.atomic_rmw("add", cursor, chunk, "monotonic"))
@@ -200,6 +247,7 @@ def launch_function(cg, block_fn):
             rest = b.udiv(blk, n[0])
             pid1, pid2 = b.urem(rest, n[1]), b.udiv(rest, n[1])
             b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + n)
+        claims.add_incoming(b.add(claims, i64(1)), b.block)
         b.branch(claim)
         b.position_at_end(next_share)
     b.ret_void()
@@ -275,7 +323,7 @@ def counter_array(b, parts):
     return counter
 
 
-def _cooperative_launch(cg, b, launch, args, grid, counter, own, total):
+def _cooperative_launch(cg, b, launch, args, grid, counter, own, total, mask):
     """Blocks that meet at barriers or flags must all run at once, as the chip's cores
     would: one host thread per block (at most one per core of the target), each with
     its own core buffers. Status 2: the grid does not fit; 3: the blocks deadlocked."""
@@ -306,8 +354,9 @@ def _cooperative_launch(cg, b, launch, args, grid, counter, own, total):
                                  PTR)])
     b.call(free, [jobs])
     dead = b.load(b.gep(counter, [i64(3)], source_etype=I64), typ=I64)
-    b.ret(b.select(b.icmp_signed("!=", dead, i64(0)), ir.Constant(ir.IntType(32), 3),
-                   ir.Constant(ir.IntType(32), 0)))
+    b.ret(stop_status(b, mask, b.select(b.icmp_signed("!=", dead, i64(0)),
+                                        ir.Constant(ir.IntType(32), 3),
+                                        ir.Constant(ir.IntType(32), 0))))
 
 
 def _thread_trampoline(cg, launch):

@@ -16,15 +16,19 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import signal
 import threading
+import time
 
 import numpy as np
 
 import llvmlite.binding as llvm
 
+from .control import (CONTROL_SLOTS, CONTROL_SYMBOL, EXIT_BIT, IN_FLIGHT, MAIN_THREAD,
+                      PREVIOUS, SIGINT_BIT, STOP)
 from .entry import POOL_LAUNCH_SYMBOL
 from .lowering.crosscore import SYS_FUTEX
-from .llvm_driver import LoadedObject, compile_to_object, host_identity
+from .llvm_driver import LoadedObject, compile_to_object, host_identity, keep_all_loaded
 
 # State block layout: int64 slots, hot fields on separate cache lines.
 GEN, FUTEX, FN, ARGS, GRID, COUNTER, SCRATCH, PARTICIPANTS, DONE, JOINED, SHUTDOWN, SPIN, \
@@ -241,6 +245,8 @@ out:
 
 KEEP_OFF_WORKERS
 
+CONTROL_IR
+
 declare i32 @pthread_join(i64, ptr)
 
 ; wait for workers 1..%n to leave (after pool_stop)
@@ -325,6 +331,37 @@ define void @pool_keep_off_workers(ptr %state) {
 """
 
 
+# The control block (control.py) and who writes it: the chained SIGINT handler and the exit.
+_CONTROL = f"""
+@{CONTROL_SYMBOL} = global [{CONTROL_SLOTS} x i64] zeroinitializer, align 64
+
+define void @pool_on_sigint(i32 %sig) {{
+entry:
+  %stop = getelementptr [{CONTROL_SLOTS} x i64], ptr @{CONTROL_SYMBOL}, i64 0, i64 {STOP}
+  %was = atomicrmw or ptr %stop, i64 {SIGINT_BIT} seq_cst
+  %pp = getelementptr [{CONTROL_SLOTS} x i64], ptr @{CONTROL_SYMBOL}, i64 0, i64 {PREVIOUS}
+  %prev = load atomic i64, ptr %pp acquire, align 8
+  %real = icmp ugt i64 %prev, 1
+  br i1 %real, label %chain, label %done
+chain:
+  %f = inttoptr i64 %prev to ptr
+  call void %f(i32 %sig)
+  br label %done
+done:
+  ret void
+}}
+
+; set EXIT_BIT; returns the launches in flight
+define i64 @pool_begin_exit() {{
+  %stop = getelementptr [{CONTROL_SLOTS} x i64], ptr @{CONTROL_SYMBOL}, i64 0, i64 {STOP}
+  %was = atomicrmw or ptr %stop, i64 {EXIT_BIT} seq_cst
+  %fp = getelementptr [{CONTROL_SLOTS} x i64], ptr @{CONTROL_SYMBOL}, i64 0, i64 {IN_FLIGHT}
+  %n = load atomic i64, ptr %fp seq_cst, align 8
+  ret i64 %n
+}}
+"""
+
+
 def _pool_ir() -> str:
     machine = platform.machine()
     pause = "call void @llvm.x86.sse2.pause()" if machine in ("x86_64", "AMD64") else \
@@ -341,7 +378,8 @@ def _pool_ir() -> str:
         wait = "%r = call i32 @sched_yield()"
         wake = "%r = call i32 @sched_yield()"
     keep_off = _KEEP_OFF_WORKERS if platform.system() == "Linux" else _STAY
-    text = _IR.replace("KEEP_OFF_WORKERS", keep_off).replace("PAUSE", pause) \
+    text = _IR.replace("KEEP_OFF_WORKERS", keep_off).replace("CONTROL_IR", _CONTROL) \
+        .replace("PAUSE", pause) \
         .replace("FUTEX_WAIT", wait).replace("FUTEX_WAKE", wake)
     for name, value in (("GEN", GEN), ("FUTEX", FUTEX), ("FN", FN), ("ARGS", ARGS),
                         ("GRID", GRID), ("COUNTER", COUNTER), ("SCRATCH", SCRATCH),
@@ -445,8 +483,77 @@ def _pool_code() -> LoadedObject:
         if code is None:
             code = LoadedObject(_cached_object(_pool_ir()))
             llvm.add_symbol(POOL_LAUNCH_SYMBOL, code.address("pool_launch"))
+            address = code.global_address(CONTROL_SYMBOL)
+            llvm.add_symbol(CONTROL_SYMBOL, address)
+            # never freed, even at exit: a SIGINT or a late launch may still run it
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(code))
+            _code["control"] = np.ctypeslib.as_array(
+                (ctypes.c_int64 * CONTROL_SLOTS).from_address(address))
+            _code["control"][MAIN_THREAD] = threading.main_thread().ident
             _code["object"] = code
         return code
+
+
+def note_main_thread() -> None:
+    """This thread is the main thread now (a forked child's): its launches stop on Ctrl-C."""
+    control = _code.get("control")
+    if control is not None:
+        control[MAIN_THREAD] = threading.get_ident()
+
+
+class _Sigaction(ctypes.Structure):
+    """glibc's struct sigaction on Linux (x86_64 and aarch64)."""
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_uint64 * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+
+_SA_SIGINFO = 4
+
+
+def chain_sigint() -> None:
+    """Let Ctrl-C stop a launch: while Python's own handler is the C-level SIGINT handler and
+    the Python-level one is ``signal.default_int_handler``, put ours in front of it (it sets
+    SIGINT_BIT, then calls Python's). Launches poll the bit (control.py); Python still sees
+    the signal and raises KeyboardInterrupt. A handler installed later with ``signal.signal``
+    replaces ours: launches then run to their end, as before."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
+        return
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        sigaction = libc.sigaction
+    except (OSError, AttributeError, ValueError):
+        return
+    sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    ours = _pool_code().address("pool_on_sigint")
+    old = _Sigaction()
+    if sigaction(signal.SIGINT, None, ctypes.byref(old)) != 0:
+        return
+    current = old.handler or 0
+    if current == ours or current <= 1 or old.flags & _SA_SIGINFO:
+        return
+    _code["control"][PREVIOUS] = current
+    new = _Sigaction()
+    ctypes.pointer(new)[0] = old
+    new.handler = ours
+    sigaction(signal.SIGINT, ctypes.byref(new), None)
+
+
+def begin_exit(wait_seconds: float = 10.0) -> None:
+    """At exit: every launch in flight stops early (EXIT_BIT) and later ones are refused;
+    wait (at most ``wait_seconds``) until no launch is inside a kernel's entry, and keep
+    every loaded kernel's code, so that nothing native runs on memory the interpreter frees
+    as it finalises."""
+    code = _code.get("object")
+    if code is None:
+        return
+    in_flight = ctypes.CFUNCTYPE(ctypes.c_int64)(code.address("pool_begin_exit"))()
+    deadline = time.monotonic() + wait_seconds
+    while in_flight > 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+        in_flight = int(_code["control"][IN_FLIGHT])
+    keep_all_loaded()
 
 
 def _aligned(buf: np.ndarray) -> int:

@@ -6,7 +6,9 @@ freed crashed the process on this host), kept alive with the kernel.
 """
 from __future__ import annotations
 
+import ctypes
 import threading
+import weakref
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -81,9 +83,27 @@ class LoadedObject:
                                                       _target_machine(0))
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
+            _loaded.add(self)
+
+    def global_address(self, name: str) -> int:
+        """The address of the global variable ``name``."""
+        addr = self._engine.get_global_value_address(name)
+        if not addr:
+            raise KeyError(f"global {name} not found in the object")
+        return addr
 
     def address(self, name: str) -> int:
         addr = self._engine.get_function_address(name)
         if not addr:
             raise KeyError(f"symbol {name} not found in the kernel object")
         return addr
+
+
+_loaded: "weakref.WeakSet[LoadedObject]" = weakref.WeakSet()
+
+
+def keep_all_loaded() -> None:
+    """Never free the code loaded so far (called at exit: a thread that entered a kernel's
+    code just before the interpreter began to exit must not find it unmapped)."""
+    for obj in list(_loaded):
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))

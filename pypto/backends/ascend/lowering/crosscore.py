@@ -18,6 +18,7 @@ import platform
 from llvmlite import ir
 
 from ....compiler.pto.isa import CROSS_CORE_FLAGS
+from ..control import stop_requested
 from ..lowering_utils import I64, PTR, i64
 
 ARRIVED, GENERATION, DEAD, FLAGS = 1, 2, 3, 4
@@ -78,8 +79,8 @@ def _wait_until(cg, ready, watch, name: str):
     b.cbranch(b.icmp_signed("!=", gone, i64(0)), dead, alive)
     b.position_at_end(alive)
     _futex(cg, watch, FUTEX_WAIT_PRIVATE, seen)
-    b.cbranch(b.icmp_signed(">", b.call(now, [ir.Constant(PTR, None)]), deadline),
-              timed_out, head)
+    late = b.icmp_signed(">", b.call(now, [ir.Constant(PTR, None)]), deadline)
+    b.cbranch(b.or_(late, stop_requested(b, sync)), timed_out, head)   # or asked to stop
     b.position_at_end(timed_out)
     b.atomic_rmw("xchg", _slot(b, sync, DEAD), i64(1), "release")
     b.branch(dead)
