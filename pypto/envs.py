@@ -26,6 +26,18 @@ class EnvVar:
     def get(self) -> str:
         return os.environ.get(self.name, self.default)
 
+    def number(self, minimum: float = 0) -> float:
+        """The variable as a number of at least ``minimum``, or a ValueError that names it."""
+        raw = self.get()
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if not value >= minimum:            # also NaN
+            raise ValueError(f"{self.name}={raw!r}: expected a number >= {minimum:g} "
+                             f"({self.doc}); unset it for the default, {self.default}")
+        return value
+
 
 _REGISTRY: dict[str, EnvVar] = {}
 
@@ -68,7 +80,7 @@ PYPTO_OVERRIDE_DIR = register("PYPTO_OVERRIDE_DIR", "", True,
 
 PYPTO_SYNC_TIMEOUT = register("PYPTO_SYNC_TIMEOUT", "10", True,
                               "seconds a barrier or pl.wait may make no progress before the "
-                              "launch is reported as deadlocked")
+                              "launch is reported as deadlocked; at least 1")
 
 PYPTO_PTOAS = register("PYPTO_PTOAS", "", True,
                       "path of PTOAS's ptoas; default: ptoas on PATH. When found, every compile "

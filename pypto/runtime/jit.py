@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import cache as cache_mod
 from .. import envs
-from ..backends.ascend.llvm_driver import host_identity
+from ..backends.ascend.llvm_driver import OPT_LEVELS, host_identity
 from ..backends.ascend.ptoas import identity as assembler_identity
 from ..compiler.ast_to_ir import build_function
 from ..compiler.source import KernelSource
@@ -73,6 +73,9 @@ class JITFunction:
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
         self.dynamic = dynamic_dims(dynamic, self.arg_names)
         self.target_name = target
+        if opt_level is not None and str(opt_level).upper() not in OPT_LEVELS:
+            raise ValueError(f"@pypto.jit({fn.__name__}, opt_level={opt_level!r}): one of "
+                             f"{', '.join(OPT_LEVELS)} (the host code's optimisation level)")
         self.opt_level = opt_level
         self._source = None
         self._kernels: dict = {}

@@ -55,6 +55,10 @@ def pto_override(name: str):
     directory = envs.PYPTO_OVERRIDE_DIR.get()
     if not directory:
         return None
+    if not os.path.isdir(directory):
+        raise ValueError(f"PYPTO_OVERRIDE_DIR={directory!r} is not a directory: point it at "
+                         f"the folder that holds the hand-edited <kernel name>.pto files, or "
+                         f"unset it")
     path = os.path.join(directory, f"{name}.pto")
     try:
         with open(path, "rb") as f:

@@ -17,6 +17,9 @@ class Config:
         if num_stages not in (1, 2):
             raise ValueError(f"pypto.Config(num_stages={num_stages!r}): 1 or 2 (double "
                              "buffering) on this chip")
+        if pre_hook is not None and not callable(pre_hook):
+            raise TypeError(f"pypto.Config(pre_hook={pre_hook!r}) must be a function taking "
+                            "the launch's arguments by name, or None")
         self.kwargs = dict(kwargs)
         self.num_stages = num_stages
         self.pre_hook = pre_hook

@@ -31,7 +31,7 @@ class Codegen:
 
     def __init__(self, program: Program):
         self.p = program
-        self.sync_timeout = int(envs.PYPTO_SYNC_TIMEOUT.get())
+        self.sync_timeout = int(envs.PYPTO_SYNC_TIMEOUT.number(minimum=1))
         self.mod = ir.Module(name=program.name)
         self.space_base, _ = scratch_layout(program.target)
         self.vals: dict[int, object] = {}

@@ -265,7 +265,7 @@ class PtoIsaKernel:
         error = ctypes.create_string_buffer(ERROR_BYTES)
         bounds, names = self.tensors(args)
         status = self._run(self.slots(grid, args), bounds, len(names), blocks, threads,
-                           float(envs.PYPTO_SYNC_TIMEOUT.get()), error, ERROR_BYTES)
+                           envs.PYPTO_SYNC_TIMEOUT.number(minimum=1), error, ERROR_BYTES)
         if status == STATUS_BLOCK_FAILED:
             text = re.sub(r"tensor #(\d+)", lambda m: f"tensor {names[int(m.group(1))]!r}",
                           error.value.decode(errors="replace"))
