@@ -599,6 +599,8 @@ MISTAKES = [
     M("env-override-dir-is-a-file", COPY + "copy[(1,)](x, o, BLOCK=16)\n",
       err("ValueError", "PYPTO_OVERRIDE_DIR='{tmp}/mistake.py' is not a directory"),
       env={"PYPTO_OVERRIDE_DIR": "{tmp}/mistake.py"}),
+    M("jit-no-parameters", "@pypto.jit\ndef k():\n    pl.static_print('compiled')\n"
+      "k[(1,)](); k[(1,)](); print('ran')\n", ok("compiled", "ran")),
     M("jit-opt-level-argument", "@pypto.jit(opt_level='O7')\ndef k(x):\n    pass\n",
       err("ValueError", "@pypto.jit(k, opt_level='O7')", "O0, O1, O2, O3")),
     M("env-num-threads-not-a-number", COPY + "copy[(1,)](x, o, BLOCK=16)\n",

@@ -126,17 +126,18 @@ def make_launcher(jitfn, slow_path):
                         "launcher; rename them")
     defaults = {f"_d_{n}": p.default for n, p in params.items() if p.default is not p.empty}
     signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
-    key = ", ".join(_param_key(n, jitfn) for n in names)
     env_key = ", ".join(f"_env.get({ENV_KEY(v.name)!r})" for v in envs.registry().values()
                         if v.in_launch_key) + ", _target.get('name')"
+    # per parameter, then the environment (a kernel may have no parameters)
+    key = ", ".join([_param_key(n, jitfn) for n in names] + [env_key])
     call_args = ", ".join(names)
     kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
     source = f"""
 def key({signature}):
-    return ({key}, {env_key})
+    return ({key})
 
 def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
-    _pypto_k = _table.get(({key}, {env_key}))
+    _pypto_k = _table.get(({key}))
     if _pypto_k is None:
         return _slow(_pypto_grid, ({call_args}{"," if names else ""}), {{}})
     _stats["memory_hits"] += 1
