@@ -599,6 +599,10 @@ MISTAKES = [
     M("env-override-dir-is-a-file", COPY + "copy[(1,)](x, o, BLOCK=16)\n",
       err("ValueError", "PYPTO_OVERRIDE_DIR='{tmp}/mistake.py' is not a directory"),
       env={"PYPTO_OVERRIDE_DIR": "{tmp}/mistake.py"}),
+    M("env-disable-cache-writes-nothing", COPY + "copy[(1,)](x, o, BLOCK=16)\n"
+      "import os; assert not os.path.exists(os.environ['PYPTO_CACHE_DIR']), "
+      "list(os.walk(os.environ['PYPTO_CACHE_DIR']))\n",
+      ok(), env={"PYPTO_DISABLE_CACHE": "1", "PYPTO_CACHE_DIR": "{tmp}/cache"}),
     M("jit-no-parameters", "@pypto.jit\ndef k():\n    pl.static_print('compiled')\n"
       "k[(1,)](); k[(1,)](); print('ran')\n", ok("compiled", "ran")),
     M("jit-opt-level-argument", "@pypto.jit(opt_level='O7')\ndef k(x):\n    pass\n",

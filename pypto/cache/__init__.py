@@ -237,13 +237,15 @@ def _write_private(path: str, data: bytes) -> None:
         f.write(data)
 
 
-def fetch_or_build(key: str, required, build, record: bool = True) -> dict[str, bytes]:
-    """The entry ``key``'s files from the disk cache, else ``build()``'s, stored under a file
-    lock so that concurrent processes build a key once. Without a usable cache directory, or
-    with ``PYPTO_DISABLE_CACHE``, it just builds. ``record`` as in ``DiskCache.get``."""
+def fetch_or_build(key: str, required, build, record: bool = True,
+                   root: str | None = None) -> dict[str, bytes]:
+    """The entry ``key``'s files from the disk cache (or the cache folder ``root``), else
+    ``build()``'s, stored under a file lock so that concurrent processes build a key once.
+    Without a usable cache directory, or with ``PYPTO_DISABLE_CACHE``, it just builds.
+    ``record`` as in ``DiskCache.get``."""
     if envs.PYPTO_DISABLE_CACHE.get() not in ("", "0"):
         return build()
-    disk = DiskCache()
+    disk = DiskCache(root)
     lock = disk.lock(key)
     if lock is None:
         return build()

@@ -463,11 +463,8 @@ def _cached_object(text: str) -> bytes:
     compile it before its first launch)."""
     from ... import cache
     key = cache.digest(("host-pool", text, host_identity()))
-    disk = cache.DiskCache(os.path.join(cache.default_dir(), "host"))  # apart from kernels
-    files = disk.get(key, ("pool.o",), record=False) if disk.lock(key) is not None else None
-    if files is None:
-        files = {"pool.o": compile_to_object(text, "O3")[0]}
-        disk.put(key, files)
+    files = cache.fetch_or_build(key, ("pool.o",), lambda: {"pool.o": compile_to_object(
+        text, "O3")[0]}, record=False, root=os.path.join(cache.default_dir(), "host"))
     return files["pool.o"]
 
 
