@@ -603,6 +603,12 @@ MISTAKES = [
       "import os; assert not os.path.exists(os.environ['PYPTO_CACHE_DIR']), "
       "list(os.walk(os.environ['PYPTO_CACHE_DIR']))\n",
       ok(), env={"PYPTO_DISABLE_CACHE": "1", "PYPTO_CACHE_DIR": "{tmp}/cache"}),
+    M("jit-keyword-only-parameter", "@pypto.jit\ndef k(x, *, out, B: pl.constexpr = 4):\n"
+      "    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(B,)) + 1)\n"
+      "o = np.zeros(4, np.float32)\nfor _ in range(2): k[(1,)](np.ones(4, np.float32), out=o)\n"
+      "np.testing.assert_array_equal(o, 2)\n", ok()),
+    M("jit-positional-only-parameter", "@pypto.jit\ndef k(x, /, out):\n    pass\n",
+      err("TypeError", "'x' (positional-only)", "remove the /")),
     M("jit-no-parameters", "@pypto.jit\ndef k():\n    pl.static_print('compiled')\n"
       "k[(1,)](); k[(1,)](); print('ran')\n", ok("compiled", "ran")),
     M("jit-opt-level-argument", "@pypto.jit(opt_level='O7')\ndef k(x):\n    pass\n",

@@ -118,28 +118,38 @@ def make_launcher(jitfn, slow_path):
     for p in params.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
             raise TypeError(f"@pypto.jit kernels take plain named parameters; "
-                            f"{jitfn.__name__} has {p}")
+                            f"{jitfn.__name__} has {str(p)!r} ({p.kind.description}): "
+                            f"{'remove the /' if p.kind is p.POSITIONAL_ONLY else 'name each'}"
+                            f" parameter")
     names = list(params)
     reserved = [n for n in names if n.startswith("_pypto_") or n in _RESERVED]
     if reserved:
         raise TypeError(f"@pypto.jit: parameter names {reserved} are reserved by PyPTO's "
                         "launcher; rename them")
     defaults = {f"_d_{n}": p.default for n, p in params.items() if p.default is not p.empty}
-    signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in names)
+    keyword_only = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    positional = [n for n in names if n not in keyword_only]
+    signature = ", ".join(f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in positional)
+    if keyword_only:
+        signature += (", " if positional else "") + "*, " + ", ".join(
+            f"{n}=_d_{n}" if f"_d_{n}" in defaults else n for n in keyword_only)
     env_key = ", ".join(f"_env.get({ENV_KEY(v.name)!r})" for v in envs.registry().values()
                         if v.in_launch_key) + ", _target.get('name')"
     # per parameter, then the environment (a kernel may have no parameters)
     key = ", ".join([_param_key(n, jitfn) for n in names] + [env_key])
     call_args = ", ".join(names)
+    grid_param = ("" if not names else ", ") + ("" if keyword_only else "*, ") + "_pypto_grid"
+    slow_args = "".join(f"{n}, " for n in positional)
+    slow_kwargs = ", ".join(f"{n!r}: {n}" for n in keyword_only)
     kernel = jitfn.__name__ if jitfn.__name__.isidentifier() else "kernel"
     source = f"""
 def key({signature}):
     return ({key})
 
-def {kernel}({signature}{", " if names else ""}*, _pypto_grid):
+def {kernel}({signature}{grid_param}):
     _pypto_k = _table.get(({key}))
     if _pypto_k is None:
-        return _slow(_pypto_grid, ({call_args}{"," if names else ""}), {{}})
+        return _slow(_pypto_grid, ({slow_args}), {{{slow_kwargs}}})
     _stats["memory_hits"] += 1
     return _pypto_k(_pypto_grid, {call_args})
 """
