@@ -609,6 +609,8 @@ MISTAKES = [
       "np.testing.assert_array_equal(o, 2)\n", ok()),
     M("jit-positional-only-parameter", "@pypto.jit\ndef k(x, /, out):\n    pass\n",
       err("TypeError", "'x' (positional-only)", "remove the /")),
+    M("constexpr-numpy-integer", COPY + "copy[(1,)](x, o, BLOCK=np.int64(x.size))\n"
+      "copy[(1,)](x, o, BLOCK=16)\nnp.testing.assert_array_equal(o, x)\n", ok()),
     M("jit-no-parameters", "@pypto.jit\ndef k():\n    pl.static_print('compiled')\n"
       "k[(1,)](); k[(1,)](); print('ran')\n", ok("compiled", "ran")),
     M("jit-opt-level-argument", "@pypto.jit(opt_level='O7')\ndef k(x):\n    pass\n",

@@ -164,7 +164,9 @@ class JITFunction:
         bound = dict(ba.arguments)
         for name, value in bound.items():
             if name in self.constexprs:
-                if type(value).__module__.startswith(("numpy", "torch")) and not isinstance(
+                if isinstance(value, np.generic) and not isinstance(value, np.void):
+                    bound[name] = value.item()       # np.int64(16) is the constexpr 16
+                elif type(value).__module__.startswith(("numpy", "torch")) and not isinstance(
                         value, np.ndarray) and not np.isscalar(value):
                     bound[name] = dt.from_any(value)
                 continue
