@@ -611,6 +611,10 @@ MISTAKES = [
       err("TypeError", "'x' (positional-only)", "remove the /")),
     M("constexpr-numpy-integer", COPY + "copy[(1,)](x, o, BLOCK=np.int64(x.size))\n"
       "copy[(1,)](x, o, BLOCK=16)\nnp.testing.assert_array_equal(o, x)\n", ok()),
+    M("jit-on-a-class", "@pypto.jit\nclass K:\n    pass\n",
+      err("TypeError", "@pypto.jit compiles a function written with def", "got type")),
+    M("jit-on-a-lambda", "k = pypto.jit(lambda x: x)\n",
+      err("TypeError", "@pypto.jit compiles a function written with def", "got a lambda")),
     M("jit-no-parameters", "@pypto.jit\ndef k():\n    pl.static_print('compiled')\n"
       "k[(1,)](); k[(1,)](); print('ran')\n", ok("compiled", "ran")),
     M("jit-opt-level-argument", "@pypto.jit(opt_level='O7')\ndef k(x):\n    pass\n",

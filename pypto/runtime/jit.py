@@ -438,6 +438,10 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     ``sanitize=True`` runs every launch of this kernel sanitized
     (``pypto/backends/interpreter/sanitizer.py``)."""
     def wrap(f):
+        if not inspect.isfunction(f) or f.__name__ == "<lambda>":
+            what = "a lambda" if inspect.isfunction(f) else f"{type(f).__name__} {f!r}"
+            raise TypeError(f"@pypto.jit compiles a function written with def (its source is "
+                            f"the kernel), got {what}")
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
                            opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,
                            engine=engine, sanitize=sanitize)
