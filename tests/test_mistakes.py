@@ -210,6 +210,13 @@ MISTAKES = [
                                "np.testing.assert_array_equal(o, x)\n", ok()),
     M("grid-plain-int", COPY + "copy[2](x, o, BLOCK=8); np.testing.assert_array_equal(o, x)\n",
       ok()),
+    M("grid-callable-takes-no-argument", COPY + "copy[lambda: (1,)](x, o, BLOCK=16)\n",
+      err("TypeError", "a callable grid takes one argument", "lambda meta:")),
+    M("jit-do-not-specialize-a-constexpr", "@pypto.jit(do_not_specialize=['B'])\n"
+      "def k(x, B: pl.constexpr):\n    pass\n",
+      err("ValueError", "do_not_specialize=", "pl.constexpr parameters ['B']")),
+    M("jit-dynamic-a-constexpr", "@pypto.jit(dynamic=['B'])\ndef k(x, B: pl.constexpr):\n"
+      "    pass\n", err("ValueError", "dynamic=", "pl.constexpr parameters ['B']")),
     M("grid-callable-raises", COPY + "copy[lambda m: (m['NOPE'],)](x, o, BLOCK=16)\n",
       err("KeyError", "NOPE", user_frame=True)),
     M("program-id-axis-3", kernel("pl.store(out, offsets=(pl.program_id(3),), value=" + LOAD16 + ")"),
@@ -586,7 +593,8 @@ MISTAKES = [
       "np.testing.assert_array_equal(o1, o2); np.testing.assert_array_equal(o1, 2 * x)\n", ok()),
     # -- the environment --------------------------------------------------------------------------
     M("env-unknown-target", COPY + "copy[(1,)](x, o, BLOCK=16)\n",
-      err("ValueError", "unknown target 'ascend999'", "ascend910b1"), env={"PTO_TARGET": "ascend999"}),
+      err("ValueError", "PTO_TARGET='ascend999'", "unknown target", "ascend910b1"),
+      env={"PTO_TARGET": "ascend999"}),
     M("env-opt-level-o9", COPY + "copy[(1,)](x, o, BLOCK=16)\n",
       err("ValueError", "PTO_OPT_LEVEL must be one of O0, O1, O2, O3", "'O9'"),
       env={"PTO_OPT_LEVEL": "O9"}),

@@ -24,8 +24,13 @@ def set_target(name: str) -> None:
 
 
 def current_target():
-    return get_target(os.environ.get(PTO_TARGET.name) or _current_target.get("name")
-                      or PTO_TARGET.default)
+    from_env = os.environ.get(PTO_TARGET.name)
+    try:
+        return get_target(from_env or _current_target.get("name") or PTO_TARGET.default)
+    except ValueError as e:
+        if from_env:
+            raise ValueError(f"{PTO_TARGET.name}={from_env!r}: {e}") from None
+        raise
 
 
 class Backend:

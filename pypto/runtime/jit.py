@@ -72,6 +72,13 @@ class JITFunction:
         if unknown:
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
         self.dynamic = dynamic_dims(dynamic, self.arg_names)
+        for option, names in (("do_not_specialize", self.do_not_specialize),
+                              ("dynamic", self.dynamic)):
+            if self.constexprs & set(names):
+                raise ValueError(f"@pypto.jit({fn.__name__}, {option}=...) names pl.constexpr "
+                                 f"parameters {sorted(self.constexprs & set(names))}: a "
+                                 f"constexpr is always compiled in; name int or tensor "
+                                 f"parameters")
         self.target_name = target
         if opt_level is not None and str(opt_level).upper() not in OPT_LEVELS:
             raise ValueError(f"@pypto.jit({fn.__name__}, opt_level={opt_level!r}): one of "
@@ -306,6 +313,14 @@ class JITFunction:
                 self._warn_gridless(cores, target)
             return (cores,)
         if callable(grid):
+            try:
+                takes_one = _takes_one_argument(grid)
+            except (TypeError, ValueError):      # no signature to read (a builtin): call it
+                takes_one = True
+            if not takes_one:
+                raise TypeError(f"{self.__name__}[grid]: a callable grid takes one argument, "
+                                f"the launch's arguments by name, as in Triton: "
+                                f"lambda meta: (pl.cdiv(meta['n'], meta['BLOCK']),)")
             grid = grid(dict(bound))
         if isinstance(grid, (int, np.integer)):
             grid = (grid,)
@@ -421,6 +436,14 @@ class JITFunction:
         files["kernel.o"] = asm["obj"]
         files["metadata.json"] = json.dumps(metadata, sort_keys=True).encode()
         return files
+
+
+def _takes_one_argument(fn) -> bool:
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        return False
+    return True
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
