@@ -130,7 +130,10 @@ def _index_tile(indices, tensor, fn):
     if not is_tile(indices):
         raise TypeError(f"{fn}(): indices must be an integer tile, got {describe(indices)}")
     d = indices.type.dtype
-    if not d.is_int or d.bits > 32:
+    if d.bits > 32:
+        raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got "
+                        + dt.wide_tile_advice(d if d.is_int else dt.int64))
+    if not d.is_int:
         raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got a {d} tile; "
                         f"convert them with indices.to(pl.int32)")
     if len(indices.type.shape) != tensor.type.rank:
