@@ -11,4 +11,4 @@ def test_the_ci_sitecustomize_hides_torch():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".ci", "no-torch"))
     done = subprocess.run([sys.executable, "-c", "import torch"], env=env,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "ImportError" in done.stderr
+    assert done.returncode != 0 and "import of torch halted" in done.stderr   # ImportError
