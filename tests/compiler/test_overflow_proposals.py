@@ -40,6 +40,16 @@ def streamed(x, out, n, BM: pl.constexpr, BN: pl.constexpr):
     pl.store(out, offsets=(pl.program_id(0) * BM, 0), value=pl.sum(acc, axis=1, keepdims=True))
 
 
+@pypto.jit
+def k_loop(a, b, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    acc = pl.zeros((BM, BN), dtype=pl.float32)                                   # +2
+    for k in range(0, K, BK):
+        x = pl.load(a, offsets=(pl.program_id(0) * BM, k), shape=(BM, BK))
+        y = pl.load(b, offsets=(k, pl.program_id(1) * BN), shape=(BK, BN))
+        acc = pl.matmul(x, y, acc=acc)
+    pl.store(c, offsets=(pl.program_id(0) * BM, pl.program_id(1) * BN), value=acc)
+
+
 def _overflow(call) -> BufferOverflow:
     with pytest.raises(BufferOverflow) as got:
         call()
@@ -76,3 +86,15 @@ def test_the_second_buffer_of_double_buffering_names_the_load_and_what_fits():
     assert "double buffering (num_stages=2)" in str(error)
     assert error.proposal
     streamed.compile(x, out, 4096, **{**dict(BM=64, BN=256), **error.proposal})
+
+
+def test_the_zero_operand_of_an_accumulator_names_its_line_and_what_fits():
+    """A full L0A leaves no room for the zero operand that starts the accumulator when the K
+    loop may not run: that error (the PTO pass's) had no line and no proposal."""
+    a = np.zeros((1024, 1024), np.float16)
+    c = np.zeros((1024, 1024), np.float32)
+    sizes = dict(BM=256, BN=128, BK=128)
+    error = _overflow(lambda: k_loop.compile(a, a, c, 1024, **sizes))
+    assert error.loc.line == k_loop.fn.__code__.co_firstlineno + 2
+    assert "zeroing the accumulator" in str(error) and error.proposal
+    k_loop.compile(a, a, c, 1024, **{**sizes, **error.proposal})
