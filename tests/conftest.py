@@ -68,6 +68,12 @@ QUICK_IN_HEAVY = {
     "compiler/test_target_model.py": {"test_flags_balance_in_every_block_of_the_text",
                                       "test_ub_overflow_names_the_buffer_sizes_and_tiles"},
     "graph/test_autotile.py": {"test_candidates_and_bad_values"},
+    # what a machine without ptoas / pto-isa / clang++ is told (.ci/run runs the quick subset
+    # without them too): the two variables, and every missing tool at once
+    "engines/test_engine_selection.py": {
+        "test_a_missing_tool_names_the_variable_to_set[PYPTO_CXX-/nonexistent/clang++-PYPTO_CXX]",
+        "test_a_missing_tool_names_the_variable_to_set[PYPTO_PTOAS-/nonexistent/ptoas-"
+        "PYPTO_PTOAS]", "test_every_missing_tool_is_named_at_once"},
     "language/test_int_division.py": {"test_no_integer_tile_reaches_a_float_only_division[int32]",
                                       "test_int32_by_a_runtime_scalar[-2147483648]"},
 }

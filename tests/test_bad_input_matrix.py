@@ -198,7 +198,7 @@ MATRIX = [
     ("dtype", "object array", lambda: copy[(1,)](np.zeros(16, object), x16, BLOCK=16),
      TypeError, "numpy dtype object is not supported"),
     ("dtype", "float64 tiles", lambda: copy[(1,)](np.zeros(16), x16, BLOCK=16),
-     CompilationError, "no 64-bit arithmetic; give the tile a 32-bit type"),
+     CompilationError, "no 64-bit arithmetic and cannot convert out of 64 bits"),
     ("dtype", "an int64 matmul", lambda: matmul16[(1,)](
         m16.astype(np.int64), m16.astype(np.int64), m16),
      CompilationError, "not a legal cube pair"),

@@ -182,3 +182,52 @@ def test_reading_a_buffer_its_runtime_branch_did_not_fill_is_reported():
     assert f"buf (pl.alloc_buffer at line {_line(fills_in_a_loop, 2)})" in text
     assert not _findings(lambda: fills_only_if_asked[(1,)](x, out, 1))
     assert not _findings(lambda: fills_in_a_loop[(1,)](x, out, 3))
+
+
+@pypto.jit
+def add_rows(x, out, BM: pl.constexpr, BN: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BM, 0), shape=(BM, BN), padding=0.0)
+    pl.store(out, offsets=(pl.program_id(0) * BM, 0), value=t + 1.0)
+
+
+@pypto.jit
+def shifted(x, out, BLOCK: pl.constexpr, SHIFT: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BLOCK - SHIFT,), shape=(BLOCK,))
+    pl.store(out, offsets=(pl.program_id(0) * BLOCK,), value=t)
+
+
+@pypto.jit
+def unpadded(x, out, BLOCK: pl.constexpr):
+    t = pl.load(x, offsets=(pl.program_id(0) * BLOCK,), shape=(BLOCK,), padding=None)
+    pl.store(out, offsets=(pl.program_id(0) * BLOCK,), value=t)
+
+
+def test_the_ragged_tail_idiom_is_quiet():
+    """The documented idiom (docs/language.md, tutorial 01): a grid of cdiv(n, BLOCK) blocks,
+    the last one's padded load and store running past the end. Nothing to report (issue 34:
+    every such launch was reported as out of range)."""
+    n = 1000
+    x, y, out = _arrays(n)
+    assert not _findings(lambda: add[(pl.cdiv(n, 64),)](x, y, out, BLOCK=64))
+    np.testing.assert_array_equal(out, 2)
+    x2 = np.ones((100, 48), np.float32)
+    out2 = np.zeros_like(x2)
+    assert not _findings(lambda: add_rows[(pl.cdiv(100, 16),)](x2, out2, BM=16, BN=64))
+    np.testing.assert_array_equal(out2, 2)
+    x, _, out = _arrays(40)                                  # one block larger than the data
+    assert not _findings(lambda: add[(1,)](x, x, out, BLOCK=64))
+
+
+def test_real_out_of_range_access_is_still_reported():
+    """What is not the idiom stays loud: windows wholly past the end (load and store), a
+    window that starts before the tensor, and a padding=None load crossing the edge."""
+    n = 1000
+    x, y, out = _arrays(n)
+    [w] = _findings(lambda: add[(pl.cdiv(n, 64) + 1,)](x, y, out, BLOCK=64))
+    text = str(w.message)
+    assert "pl.load of x[1024:1088] reaches outside x's extent (1000,)" in text
+    assert "pl.store of out[1024:1088] reaches outside out's extent (1000,)" in text
+    [w] = _findings(lambda: shifted[(n // 100,)](x, out, BLOCK=100, SHIFT=3))
+    assert "pl.load of x[-3:97] reaches outside x's extent (1000,)" in str(w.message)
+    with pytest.raises(IndexError, match="padding=None"):
+        _findings(lambda: unpadded[(pl.cdiv(n, 64),)](x, out, BLOCK=64))

@@ -24,6 +24,7 @@ from .elementwise import PY_BINOPS, PY_CMPOPS, PY_UNARYOPS
 from .ir import Block, Function, ScalarType, TensorType, Value
 from .semantics import BUILTINS, PY_BUILTINS, BoundMethod, call_method, sync, value_attribute
 from .semantics.arithmetic import binary, compare, unary
+from .semantics.memory import TRITON_KEYWORDS
 from .semantics.scalar import FLOAT, INDEX, scalar_cast, scalar_operand, to_bool
 from .semantics.tile import getitem
 from .source import KernelSource, is_jit_function
@@ -390,6 +391,10 @@ def _check_global(b, name, value, what):
 
 
 def _call_checked(b: Builder, handler, name, args, kwargs):
+    triton = TRITON_KEYWORDS.get(name, {})
+    for keyword in kwargs:
+        if keyword in triton:                  # Triton's mask=/other=: say what to write
+            raise b.error(triton[keyword])
     try:
         inspect.signature(handler).bind(b, *args, **kwargs)
     except TypeError as e:

@@ -110,3 +110,17 @@ def from_any(x) -> dtype:
     if npd.name in BY_NAME:
         return BY_NAME[npd.name]
     raise TypeError(f"numpy dtype {npd} is not supported by PyPTO")
+
+
+def wide_tile_advice(dtype: "dtype") -> str:
+    """What to do with a 64-bit tile, the same words in every message that meets one: A2/A3's
+    vector unit has no 64-bit arithmetic and no conversion out of 64 bits either, so
+    ``x.to(pl.int32)`` of such a tile is refused too. What works: 32-bit tensors from the host,
+    and a 32-bit dtype for tiles made in the kernel."""
+    narrow = "float32" if dtype.is_floating else "int32"
+    article = "an" if dtype.name[0] in "aeiou" else "a"
+    return (f"{article} {dtype.name} tile: A2/A3 has no 64-bit arithmetic and cannot convert "
+            f"out of 64 bits either (x.to(pl.{narrow}) is refused as well): pass the tensor "
+            f"as {narrow} (x.astype(np.{narrow}), or x.to(torch.{narrow}), before the launch) "
+            f"and give tiles made in the kernel a 32-bit dtype (pl.full(shape, n, "
+            f"dtype=pl.{narrow}))")

@@ -428,7 +428,7 @@ class JITFunction:
                                            override and override[:2], auto_sync=self.auto_sync)
         except BufferOverflow as e:
             from ..compiler.pipeline import with_fitting_sizes  # lazy: as compile_kernel
-            raise with_fitting_sizes(e, self.source, spec_args, target) from None
+            raise with_fitting_sizes(e, self.source, spec_args, target, tensor_specs) from None
         if envs.log_enabled("compile"):
             print(f"[pypto compile] {self.__name__} in {metadata['compile_seconds']} s",
                   file=sys.stderr)

@@ -48,6 +48,19 @@ def test_a_missing_tool_names_the_variable_to_set(monkeypatch, variable, value, 
         _run(pypto.jit(scale.fn, engine="pto-isa"))
 
 
+def test_every_missing_tool_is_named_at_once(monkeypatch, tmp_path):
+    """With none of the three tools, one error names each variable to set (it once named only
+    the first missing tool, so the PYPTO_CXX case above failed on a machine without ptoas)."""
+    monkeypatch.setenv("PYPTO_PTOAS", "/nonexistent/ptoas")
+    monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
+    monkeypatch.setenv("PYPTO_CXX", "/nonexistent/clang++")
+    monkeypatch.delenv("PTO_ORACLE", raising=False)
+    with pytest.raises(toolchain.ToolMissing) as caught:
+        toolchain.find()
+    for variable in ("PYPTO_PTOAS", "PTO_ISA_ROOT", "PYPTO_CXX"):
+        assert variable in str(caught.value)
+
+
 def test_missing_headers_name_pto_isa_root(monkeypatch, tmp_path):
     monkeypatch.setenv("PTO_ISA_ROOT", str(tmp_path))
     monkeypatch.delenv("PTO_ORACLE", raising=False)

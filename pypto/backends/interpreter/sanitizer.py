@@ -4,9 +4,12 @@
 ``@pypto.jit(sanitize=True)`` runs the kernel in the reference interpreter with every
 ``pl.load`` and ``pl.store`` watched, and reports, per launch:
 
-- **out of range**: a load or store whose window leaves the tensor (loads read the padding
-  value there, stores drop those elements: defined, but rarely what was meant), with the
-  kernel, the block, the source line, the window and the tensor's extent;
+- **out of range**: a load or store whose window starts outside the tensor (before it, or
+  past its end: loads read only the padding value, stores write nothing: defined, but rarely
+  what was meant), with the kernel, the block, the source line, the window and the tensor's
+  extent. The ragged tail (a window that starts inside and runs past the end, the last
+  block's when the data is not a multiple of the block) is the documented idiom and is not
+  reported (``ragged_tail``); a ``padding=None`` load that crosses the edge raises;
 - **unwritten outputs**: elements of a tensor the kernel stores to that no block wrote (a
   grid too small, a forgotten ``[grid]``);
 - **races**: an element written by two blocks without ``atomic=``;
@@ -117,6 +120,7 @@ class Watch:
             extent = f"{layout.layout} {layout.shape}"
         else:
             outside = any(o < 0 or o + s > n for o, s, n in zip(offsets, shape, tensor.shape))
+            outside = outside and not ragged_tail(offsets, tensor.shape)
             extent = tuple(tensor.shape)
         with self._lock:
             if outside:
@@ -184,6 +188,17 @@ class Watch:
                                              f"{self.kernel}: {n - REPORT_LIMIT} more {kind} "
                                              f"finding(s) like the above, of the {at}"))
         return self.findings
+
+
+def ragged_tail(offsets, extent) -> bool:
+    """Whether a window that leaves the tensor is the documented ragged tail (docs/language.md,
+    ``pl.load``/``pl.store``; tutorial 01): it starts inside the tensor on every axis and only
+    its far end runs past the extent, as the last block's window does when the data is not a
+    multiple of the block. A padded load reads the padding there and a store drops those
+    elements, by definition, so the sanitizer says nothing. A window that starts before the
+    tensor or past its end (a grid too large, a wrong offset) is reported, and a load with
+    ``padding=None`` that crosses the edge is an ``IndexError`` before it gets here."""
+    return all(0 <= o < n for o, n in zip(offsets, extent))
 
 
 def report(findings: list) -> None:

@@ -82,7 +82,17 @@ def find_cxx() -> str:
 
 
 def find() -> Toolchain:
-    return Toolchain(find_ptoas(), find_headers(), find_cxx())
+    """All three tools, or one ``ToolMissing`` that names every missing one (and so every
+    variable to set): a machine with none of them learns about each at once, not one per run."""
+    found, missing = [], []
+    for finder in (find_ptoas, find_headers, find_cxx):
+        try:
+            found.append(finder())
+        except ToolMissing as e:
+            missing.append(str(e))
+    if missing:
+        raise ToolMissing("; ".join(missing))
+    return Toolchain(*found)
 
 
 @functools.lru_cache(maxsize=8)

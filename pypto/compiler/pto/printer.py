@@ -286,9 +286,7 @@ class _Printer:
         wide = next((x for x in i.ins + i.outs if isinstance(x, Tile) and x.dtype.bits == 64),
                     None)
         if wide is not None and op not in ("tmov",):
-            raise NotOnChip(f"a {wide.dtype} tile: A2/A3's vector unit has no 64-bit "
-                            f"arithmetic; give the tile a 32-bit type (for example "
-                            f"pl.full(shape, n, dtype=pl.int32))", i.attrs.get("_loc"))
+            raise NotOnChip(dt.wide_tile_advice(wide.dtype), i.attrs.get("_loc"))
         if op == "texpands" and not i.ins:
             print_views.fill(self, i.outs[0], i.attrs["value"], depth)
             return

@@ -56,7 +56,9 @@ def _tile_binary(b, name, lhs, rhs) -> Value:
         rhs = broadcast_to(b, cast(b, rhs, dtype), shape)
     else:
         if isinstance(rhs, Value) and rhs.is_tensor:
-            raise TypeError("a whole tensor cannot be an operand; pl.load a tile of it first")
+            raise TypeError("a whole tensor cannot be an operand; pl.load a tile of it first "
+                            "(there are no pointers: Triton's x + offs is pl.load(x, "
+                            "offsets=(start,), shape=(BLOCK,)))")
         dtype = weak_scalar_dtype(lhs.type.dtype, rhs)
         if op.promote_to_float and not dtype.is_floating:
             dtype = dt.float32

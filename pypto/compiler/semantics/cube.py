@@ -36,9 +36,13 @@ def matmul(b, a, c, acc=None, out_dtype=None, a_trans=False, b_trans=False):
                          "broadcast together") from None
     check_rank(batch + (m, n), "matmul result shape")
     if a.type.dtype != c.type.dtype or a.type.dtype not in MATMUL_ACC:
+        wide = next((d for d in (a.type.dtype, c.type.dtype) if d.bits == 64), None)
         raise TypeError(f"matmul(): operand dtypes ({a.type.dtype}, {c.type.dtype}) are not a "
                         "legal cube pair: (float16, float16), (bfloat16, bfloat16), "
-                        "(float32, float32) or (int8, int8)")
+                        "(float32, float32) or (int8, int8)"
+                        + ("; A2/A3 cannot convert a 64-bit tile either (x.to(...) is refused): "
+                           "pass the tensors in one of these dtypes (x.astype(np.float16), or "
+                           "x.to(torch.float16), before the launch)" if wide is not None else ""))
     acc_dtype = MATMUL_ACC[a.type.dtype]
     if batch:               # explicit batch axes below: a broadcast plane is reused
         a = broadcast_to(b, a, batch + a.type.shape[-2:])

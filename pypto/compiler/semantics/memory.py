@@ -43,6 +43,32 @@ def _offsets(b, tensor, offsets, fn):
     return [to_index(b, o, f"{fn}() offset") for o in offsets]
 
 
+# Triton's keywords of tl.load / tl.store, and what PyPTO has instead: a window's offsets and
+# shape, masked by the tensor's own extent (docs/language.md, "Memory")
+_WINDOW = ("give the window as offsets=(...) (one per tensor dimension, ints or runtime "
+           "scalars) and shape=(...) (the tile's: positive compile-time ints, one per tensor "
+           "dimension), e.g. pl.load(x, offsets=(pid * BLOCK,), shape=(BLOCK,), padding=0.0)")
+TRITON_KEYWORDS = {
+    "load": {
+        "mask": "pl.load() has no mask= (Triton's): the tensor's own shape is the mask. "
+                "Elements of the window past the tensor's edge read the padding= value "
+                "(padding=0 by default, e.g. padding=float('-inf') before a max; padding=None "
+                "promises the window lies inside). G" + _WINDOW[1:] + ". For any other condition, "
+                "load and then pl.where(cond, t, value)",
+        "other": "pl.load() has no other= (Triton's): padding= is the value read past the "
+                 "tensor's edge (a compile-time number, 0 by default); " + _WINDOW,
+    },
+    "store": {
+        "mask": "pl.store() has no mask= (Triton's): the tensor's own shape is the mask, and "
+                "elements of the value tile past the tensor's edge are not written. Give the "
+                "window as offsets=(...) with value= a tile (its shape is the window's: "
+                "positive compile-time ints, one per tensor dimension), e.g. pl.store(out, "
+                "offsets=(pid * BLOCK,), value=t). To leave elements inside the tensor "
+                "unchanged, load them and store pl.where(cond, t, old)",
+    },
+}
+
+
 def load(b, tensor, offsets, shape, padding=0):
     tensor = _tensor(tensor, "load")
     shape = tile_shape(shape)
@@ -130,7 +156,10 @@ def _index_tile(indices, tensor, fn):
     if not is_tile(indices):
         raise TypeError(f"{fn}(): indices must be an integer tile, got {describe(indices)}")
     d = indices.type.dtype
-    if not d.is_int or d.bits > 32:
+    if d.bits > 32:
+        raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got "
+                        + dt.wide_tile_advice(d if d.is_int else dt.int64))
+    if not d.is_int:
         raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got a {d} tile; "
                         f"convert them with indices.to(pl.int32)")
     if len(indices.type.shape) != tensor.type.rank:

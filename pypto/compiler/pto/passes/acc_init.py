@@ -15,7 +15,7 @@ by what comes next:
 """
 from __future__ import annotations
 
-from ....errors import CompilationError, InternalError, NotOnChip
+from ....errors import BufferOverflow, InternalError, NotOnChip, overflow_summary
 from ....language import dtypes as dt
 from ..isa import place_above
 from ..program import (For, If, Inst, Program, Scalar, Tile, While, fractal_box, nested_bodies,
@@ -35,6 +35,7 @@ class _Rewriter:
         self.consts = consts
         self.zero_operands: dict[tuple, tuple] = {}
         self.n = 0
+        self.loc = None
 
     def block(self, body: list) -> None:
         k = 0
@@ -51,6 +52,7 @@ class _Rewriter:
     def replace(self, fill: Inst, body: list, at: int) -> None:
         """Make what ``fill`` did (it stood at ``body[at]``) happen otherwise."""
         acc = fill.outs[0]
+        self.loc = fill.attrs.get("_loc")      # the pl.zeros line, for an overflow
         if fill.ins or fill.attrs.get("value") != 0:
             raise NotOnChip(
                 "on A2/A3 an accumulator (L0C) can start only from zeros: start it with "
@@ -118,10 +120,18 @@ class _Rewriter:
                                 f"{box[0]}x{box[1]} fractal boxes")
         tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, 0, rows, cols,
                     alloc=None if alloc == (rows, cols) else alloc)
-        return place_above(self.p, tile, lambda end: CompilationError(
-            f"zeroing a {rows}x{cols} accumulator needs {end} bytes of {loc}, but "
-            f"{target.name} has {target.buffers[loc]}; use smaller tiles or start the "
-            f"accumulator with the first matmul"))
+
+        def overflow(end):
+            # at the accumulator's line; ``late``: found after memory planning
+            # (compiler.pipeline.with_fitting_sizes checks proposals with whole builds)
+            error = BufferOverflow(
+                f"{overflow_summary(loc, target.name, end, target.buffers[loc])}: zeroing the "
+                f"accumulator needs a {rows}x{cols} zero operand there; use smaller tiles or "
+                f"start the accumulator with the first matmul", self.loc,
+                space=loc, asked=end, capacity=target.buffers[loc], target=target.name)
+            error.late = True
+            return error
+        return place_above(self.p, tile, overflow)
 
 
 def _overwrite(mm: Inst) -> None:

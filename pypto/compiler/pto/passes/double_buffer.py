@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from ....errors import CompilationError
+from ....errors import BufferOverflow, overflow_summary
 from ..isa import is_scalar, place_above, tile_extent
 from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
 from ....language import dtypes as dt
@@ -102,14 +102,23 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
 
 # -- buffers ----------------------------------------------------------------------------------
 
-def _fresh_tile(program: Program, like: Tile) -> Tile:
+def _fresh_tile(program: Program, like: Tile, load: Inst) -> Tile:
     target = program.target
     tile = Tile(f"{like.name}_pong{_next()}", like.loc, like.dtype, like.rows, like.cols, 0,
                 like.v_row, like.v_col, like.pad, like.alloc)
-    return place_above(program, tile, lambda end: CompilationError(
-        f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
-        f"{like.dtype} buffer in {like.loc}: {end} bytes in all, but {target.name} has "
-        f"{target.buffers[like.loc]}. Use smaller tiles or num_stages=1."))
+
+    def overflow(end):
+        # at the load's line; ``late``: found after memory planning, so the jit checks its
+        # proposals with whole builds (compiler.pipeline.with_fitting_sizes)
+        error = BufferOverflow(
+            f"{overflow_summary(like.loc, target.name, end, target.buffers[like.loc])}: "
+            f"double buffering (num_stages=2) needs a second {like.rows}x{like.cols} "
+            f"{like.dtype} buffer for this load. Use smaller tiles or num_stages=1.",
+            load.attrs.get("_loc"), space=like.loc, asked=end,
+            capacity=target.buffers[like.loc], target=target.name)
+        error.late = True
+        return error
+    return place_above(program, tile, overflow)
 
 
 def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
@@ -208,9 +217,9 @@ def _pipeline(loop: For, program: Program) -> list:
     loop.stages = 1
     if not loads:
         return [loop]
-    ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0]) if _shares_space(
+    ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0], l) if _shares_space(
         l.outs[0], loop, program) else l.outs[0]) for l, _ in loads}
-    pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0]) for l, _ in loads}
+    pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l) for l, _ in loads}
     dropped = {id(l) for l, _ in loads}
     rest = [n for n in loop.body if id(n) not in dropped]
     _unfuse(rest, {l.attrs.get("_fuse") for l, _ in loads} - {None})
