@@ -215,6 +215,13 @@ def add(x, out, BLOCK: pl.constexpr):
     pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(BLOCK,)) + 1.0)
 
 @pypto.jit
+def count(x, out, n, BLOCK: pl.constexpr):
+    a = pl.load(x, offsets=(0,), shape=(BLOCK,))
+    for _ in range(n):              # n = 2**62: a for loop that outlives anyone
+        a = a + 1.0
+    pl.store(out, offsets=(0,), value=a)
+
+@pypto.jit
 def spin_then_meet(x, out, n, step, BLOCK: pl.constexpr):
     a = pl.load(x, offsets=(0,), shape=(BLOCK,))
     i = 0
@@ -228,12 +235,15 @@ x = np.zeros(64, "f4"); out = np.zeros(64, "f4")
 add[(1,)](x, out, BLOCK=64)
 spin[(1,)](x, out, 10, 1, BLOCK=64)            # compiled and warm
 spin_then_meet[(4,)](x, out, 10, 1, BLOCK=64)
+count[(1,)](x, out, 10, BLOCK=64)
 print("ready", flush=True)
 try:
     if sys.argv[1] == "while":
         spin[(2,)](x, out, 10, 0, BLOCK=64)
     elif sys.argv[1] == "barrier":
         spin_then_meet[(4,)](x, out, 10, 0, BLOCK=64)
+    elif sys.argv[1] == "for":
+        count[(1,)](x, out, 2**62, BLOCK=64)
     else:
         add[(2**40,)](x, out, BLOCK=64)
 except KeyboardInterrupt:
@@ -244,7 +254,7 @@ print("after", out[0], flush=True)
 """
 
 
-@pytest.mark.parametrize("endless", ["while", "grid", "barrier"])
+@pytest.mark.parametrize("endless", ["while", "grid", "barrier", "for"])
 def test_ctrl_c_stops_an_endless_launch(endless):
     path = script_file(ENDLESS)
     proc = subprocess.Popen([sys.executable, path, endless], env=script_env(),

@@ -23,7 +23,9 @@ from .lowering_utils import I64, PTR, counted_loop, finish_loop_ids, i64, storag
 
 # the host's tload pads a tile itself, so the chip's tfillpad after it is nothing here
 HOST_NOPS = FLAG_OPS + ("barrier", "tfillpad")
-WHILE_POLL = 1024           # trips of a while loop between polls of the stop bits
+POLL_TRIPS = 1024           # trips of a long loop between polls of the stop bits
+QUIET_TRIPS = 1 << 16       # a for loop with at most this many trips, known when compiled,
+                            # ends soon enough unpolled
 
 
 class Codegen:
@@ -151,6 +153,7 @@ class Codegen:
     def _for(self, f: For):
         b = self.b
         lb, ub, step = self.get(f.lb), self.get(f.ub), self.get(f.step)
+        polled = not _few_trips(lb, ub, step)
         ub = b.select(b.icmp_signed(">", step, i64(0)), ub, lb)   # a non-positive step: no trip
         pre = b.block
         header = b.append_basic_block("for.head")
@@ -163,14 +166,21 @@ class Codegen:
         phis = self._phis(f.iter_args, f.inits, pre)
         for res, phi in zip(f.results, phis):
             self.vals[id(res)] = phi
+        trips = b.phi(I64, name="for.trips") if polled else None
+        if polled:
+            trips.add_incoming(i64(0), pre)
         b.cbranch(b.icmp_signed("<", iv, ub), body, done)
         b.position_at_end(body)
         self.vals[id(f.iv)] = iv
         self.body(f.body)
-        iv.add_incoming(b.add(iv, step), b.block)
-        for phi, y in zip(phis, f.yields):
-            phi.add_incoming(self.get(y), b.block)
-        b.branch(header)
+        next_iv, yields = b.add(iv, step), [self.get(y) for y in f.yields]
+        latches = self._poll(trips, header, done) if polled else [b.block]
+        for block in latches:
+            iv.add_incoming(next_iv, block)
+            for phi, y in zip(phis, yields):
+                phi.add_incoming(y, block)
+        if not polled:
+            b.branch(header)
         b.position_at_end(done)
 
     def _if(self, node: If):
@@ -193,6 +203,23 @@ class Codegen:
                 phi.add_incoming(values[i], block)
             self.vals[id(res)] = phi
 
+    def _poll(self, trips, header, done) -> list:
+        """The latch of a loop that may run long: every POLL_TRIPS trips it leaves for
+        ``done`` when the launch is asked to stop (Ctrl-C, exit; control.py). Not every trip:
+        an atomic load in the loop kept LLVM from keeping a tile in registers (3x slower on a
+        small loop). Returns the blocks that branch back to ``header``."""
+        b = self.b
+        after = b.block
+        count = b.add(trips, i64(1))
+        poll = b.append_basic_block("loop.poll")
+        due = b.icmp_unsigned("==", b.and_(count, i64(POLL_TRIPS - 1)), i64(0))
+        b.cbranch(due, poll, header)
+        b.position_at_end(poll)
+        b.cbranch(stop_requested(b, self.sync), done, header)
+        for block in (after, poll):
+            trips.add_incoming(count, block)
+        return [after, poll]
+
     def _while(self, node: While):
         b = self.b
         pre = b.block
@@ -211,23 +238,21 @@ class Codegen:
         for arg, value in zip(node.after_args, forwarded):
             self.vals[id(arg)] = value
         self.body(node.after_body)
-        # a while loop may never end: every WHILE_POLL trips it leaves early when the launch
-        # is asked to stop (Ctrl-C, exit; control.py). Not every trip: an atomic load in the
-        # loop kept LLVM from keeping a tile in registers (3x slower on a small loop)
-        after = b.block
-        count = b.add(trips, i64(1))
-        poll = b.append_basic_block("while.poll")
-        due = b.icmp_unsigned("==", b.and_(count, i64(WHILE_POLL - 1)), i64(0))
-        b.cbranch(due, poll, header)
-        b.position_at_end(poll)
-        b.cbranch(stop_requested(b, self.sync), done, header)
-        for block in (after, poll):
-            trips.add_incoming(count, block)
-            for phi, y in zip(phis, node.yields):
-                phi.add_incoming(self.get(y), block)
+        yields = [self.get(y) for y in node.yields]
+        for block in self._poll(trips, header, done):
+            for phi, y in zip(phis, yields):
+                phi.add_incoming(y, block)
         b.position_at_end(done)
         for res, value in zip(node.results, forwarded):
             self.vals[id(res)] = value
+
+
+def _few_trips(lb, ub, step) -> bool:
+    """Is a for loop's trip count a compile-time constant of at most QUIET_TRIPS?"""
+    if not all(isinstance(v, ir.Constant) for v in (lb, ub, step)):
+        return False
+    lo, hi, st = (int(v.constant) for v in (lb, ub, step))
+    return st <= 0 or (hi - lo + st - 1) // st <= QUIET_TRIPS
 
 
 def generate_llvm_ir(program: Program) -> str:
