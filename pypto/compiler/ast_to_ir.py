@@ -40,7 +40,8 @@ SYNTAX_NAMES = {"ListComp": "a list comprehension", "SetComp": "a set comprehens
                 "Delete": "del", "Import": "import", "ImportFrom": "import",
                 "FunctionDef": "a nested def", "ClassDef": "a class definition",
                 "List": "a list", "Dict": "a dict", "Set": "a set", "Match": "match",
-                "JoinedStr": "an f-string", "Starred": "*unpacking", "Assert": "assert"}
+                "JoinedStr": "an f-string", "Starred": "*unpacking", "Assert": "assert",
+                "NamedExpr": "an assignment expression (:=)"}
 _LISTS = ("kernels have no lists: write a tuple (a, b, c), or unroll with "
           "`for i in pl.static_range(n):`")
 UNSUPPORTED_HINTS = {
@@ -50,6 +51,7 @@ UNSUPPORTED_HINTS = {
            "definition; choose values with pl.where, or test scalars with if",
     "TryStar": "a kernel cannot raise or catch",
     "Raise": "check compile-time facts with pl.static_assert(cond, msg)",
+    "NamedExpr": "assign on a line of its own first (m = n), then use the name",
     "Assert": "check compile-time facts with pl.static_assert(cond, msg)",
     "Break": "a PyPTO for loop runs its whole range: use `while cond:` with the exit "
              "condition as a variable, or put the body under `if`",
@@ -78,6 +80,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         self.b = builder
         self.env = env
         self.returned = None
+        self.return_node = None         # where the kernel returns (its line, for the error)
 
     # -- plumbing ---------------------------------------------------------------------------
     def visit(self, node):
@@ -146,6 +149,7 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
 
     def visit_Return(self, node):
         self.returned = self.visit(node.value) if node.value is not None else ()
+        self.return_node = node
 
     def visit_Assert(self, node):
         cond = self.visit(node.test)
@@ -190,7 +194,10 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise self.b.error(f"{self._describe(base)} has no attribute '{node.attr}'") from None
+            hint = ("; kernels have no lists (a [...] display is a tuple): build a new "
+                    "tuple, ts = ts + (t,)") if isinstance(base, tuple) else ""
+            raise self.b.error(f"{self._describe(base)} has no attribute "
+                               f"'{node.attr}'{hint}") from None
 
     def visit_Subscript(self, node):
         base = self.visit(node.value)
@@ -202,7 +209,13 @@ class CodeGenerator(ControlFlow, ast.NodeVisitor):
             return getitem(self.b, base, index)
         if isinstance(index, Value):
             raise self.b.error("indexing a compile-time sequence needs a compile-time index")
-        return base[index]
+        try:
+            return base[index]
+        except IndexError:
+            what = f"a tuple of {len(base)}" if isinstance(base, tuple) else \
+                f"{type(base).__name__} of length {len(base)}"
+            raise self.b.error(f"index {index!r} is out of range for {what} (x.shape has one "
+                               f"entry per axis)") from None
 
     def visit_Slice(self, node):
         parts = [None if p is None else self.visit(p) for p in (node.lower, node.upper, node.step)]
@@ -432,7 +445,7 @@ def build_function(source: KernelSource, spec_args: dict, name: str) -> Function
     if gen.returned not in (None, ()):
         builder.loc = None
         raise CompilationError("a launched kernel cannot return a value; store it to a tensor",
-                               source.loc(source.node))
+                               source.loc(gen.return_node or source.node))
     return Function(name, params, body)
 
 

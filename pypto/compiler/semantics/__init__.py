@@ -91,5 +91,17 @@ TILE_METHODS = {
 }
 
 
+def python_len(b, x):
+    """``len(t)``: a tile's or tensor's first extent, as Python gives an array's."""
+    if isinstance(x, Value) and (x.is_tile or x.is_tensor):
+        shape = value_attribute(b, x, "shape")
+        if not shape:
+            raise TypeError(f"len() of {describe(x)}, which has no axes")
+        return shape[0]
+    if isinstance(x, Value):
+        raise TypeError(f"len() takes a tile, a tensor or a tuple, got {describe(x)}")
+    return len(x)
+
+
 PY_BUILTINS = {min: min_or_max("min"), max: min_or_max("max"), range: python_range,
-               int: python_int, float: python_float, abs: python_abs, len: lambda b, x: len(x)}
+               int: python_int, float: python_float, abs: python_abs, len: python_len}

@@ -4,15 +4,19 @@ running sum, with the dtypes they accumulate in (small integers sum in int32).
 from __future__ import annotations
 
 from ...language import dtypes as dt
-from ..ir import TileType
+from ..ir import TileType, Value
 from .arithmetic import binary
 from .tile import cast, reshape
-from .values import tile_type
+from .values import describe, tile_type
 
 
 def _axis_of(t: TileType, axis):
     rank = len(t.shape)
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        got = "a value known only at run time" if isinstance(axis, Value) else describe(axis)
+        raise TypeError(f"axis must be a compile-time int (a literal or a pl.constexpr), "
+                        f"got {got}")
+    if not -rank <= axis < rank:
         raise ValueError(f"axis {axis!r} out of range for a tile of shape {t.shape}")
     return axis % rank
 
