@@ -210,6 +210,8 @@ MISTAKES = [
                                "np.testing.assert_array_equal(o, x)\n", ok()),
     M("grid-plain-int", COPY + "copy[2](x, o, BLOCK=8); np.testing.assert_array_equal(o, x)\n",
       ok()),
+    M("grid-passed-as-the-first-argument", COPY + "copy((1,), x, o, BLOCK=16)\n",
+      err("TypeError", "looks like a grid", "copy[grid](...)")),
     M("grid-callable-takes-no-argument", COPY + "copy[lambda: (1,)](x, o, BLOCK=16)\n",
       err("TypeError", "a callable grid takes one argument", "lambda meta:")),
     M("jit-do-not-specialize-a-constexpr", "@pypto.jit(do_not_specialize=['B'])\n"

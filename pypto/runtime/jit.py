@@ -133,7 +133,11 @@ class JITFunction:
         try:
             return self._launch(*args, _pypto_grid=None, **kwargs)
         except TypeError as e:
-            raise self._call_error(e, args, kwargs) from None
+            error = self._call_error(e, args, kwargs)
+            if args and isinstance(args[0], tuple) and all(type(g) is int for g in args[0]):
+                error = TypeError(f"{error}; the first argument looks like a grid: launch on "
+                                  f"it as {self.__name__}[grid](...)")
+            raise error from None
 
     def _call_error(self, error: TypeError, args, kwargs) -> TypeError:
         """The launcher's own TypeErrors in the kernel's terms: Python's message for too many
