@@ -26,17 +26,10 @@ from pypto.compiler.ir import Module
 from pypto.compiler.passes import run_pipeline
 from pypto.runtime.specialize import spec_key, specialise
 from tests.engines.tools import needs_tools, retarget
+from tests.language.test_int_division import divmod_kernel
 
 R, C = 2, 32
 DTYPES = ["int8", "int16", "int32"]
-
-
-@pypto.jit
-def divmod_kernel(x, y, q, r, R: pl.constexpr, C: pl.constexpr):
-    a = pl.load(x, offsets=(0, 0), shape=(R, C))
-    b = pl.load(y, offsets=(0, 0), shape=(R, C))
-    pl.store(q, offsets=(0, 0), value=a // b)
-    pl.store(r, offsets=(0, 0), value=a % b)
 
 
 @pypto.jit
