@@ -676,8 +676,14 @@ MISTAKES = [
     # -- the cache directory ----------------------------------------------------------------------
     M("cache-dir-is-a-file", "open(os.environ['PYPTO_CACHE_DIR'], 'w').write('not a folder')\n"
       + COPY + "copy[(1,)](x, o, BLOCK=16); np.testing.assert_array_equal(o, x)\n",
-      ok(stderr=("cache directory {tmp}/afile is unusable",)),
+      ok(stderr=("cache directory {tmp}/afile is unusable",
+                 "RuntimeWarning: PyPTO cannot write its disk cache {tmp}/afile")),
       env={"PYPTO_CACHE_DIR": "{tmp}/afile", "PYPTO_LOG": "cache"}),
+    M("cache-dir-is-a-file-warns", "open(os.environ['PYPTO_CACHE_DIR'], 'w').write('x')\n"
+      + COPY + "copy[(1,)](x, o, BLOCK=16)\n",
+      ok(stderr=("RuntimeWarning: PyPTO cannot write its disk cache {tmp}/afile",
+                 "Point PYPTO_CACHE_DIR at a writable directory")),
+      env={"PYPTO_CACHE_DIR": "{tmp}/afile"}),
     M("cache-dir-inside-a-file", "open(os.path.dirname(os.environ['PYPTO_CACHE_DIR']), 'w')"
       ".write('not a folder')\n"
       + COPY + "copy[(1,)](x, o, BLOCK=16); np.testing.assert_array_equal(o, x)\n",

@@ -126,8 +126,9 @@ class DiskCache:
         except UntrustedCache as e:
             warn_untrusted(e)
             return None
-        except OSError as e:
+        except OSError as e:            # a file in the way, no permission: say it once
             _log(f"cache directory {self.root} is unusable: {e}")
+            warn_unwritable(self.root, e)
             return None
         return FileLock(os.path.join(self.root, "locks", key + ".lock"))
 
