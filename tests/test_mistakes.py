@@ -507,8 +507,12 @@ MISTAKES = [
           at="t if t else -t")),
     M("body-where-on-a-scalar-condition",
       kernel("t = " + LOAD16 + "\npl.store(out, offsets=(0,), value=pl.where(n > 0, t, -t))",
+             "x, out, n", "for n in (3, 1, -2):\n    k[(1,)](x, o, n)\n"
+             "    np.testing.assert_array_equal(o, x if n > 0 else -x)"), ok()),
+    M("body-where-of-scalars-on-a-scalar-condition",
+      kernel("pl.store(out, offsets=(0,), value=pl.full((16,), pl.where(n > 0, 1.0, 2.0)))",
              "x, out, n", "k[(1,)](x, o, 3)"),
-      err("pypto.errors.CompilationError", "where() with a scalar condition", "x if cond else y",
+      err("pypto.errors.CompilationError", "where() of two scalars", "x if cond else y",
           at="pl.where(n > 0")),
     M("body-transpose-of-a-tensor",
       kernel("pl.store(out, offsets=(0,), value=pl.load(x.T, offsets=(0,), shape=(16,)))"),

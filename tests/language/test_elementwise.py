@@ -770,6 +770,27 @@ def test_where(name):
         assert_exact(got[key], want, f"where {key}: vs numpy")
 
 
+@pypto.jit
+def where_by_scalar_kernel(x, yr, o, n, M: pl.constexpr, N: pl.constexpr):
+    a = pl.load(x, offsets=(0, 0), shape=(M, N))
+    brow = pl.load(yr, offsets=(0, 0), shape=(1, N))
+    pl.store(o, offsets=(0, 0), value=pl.where(n > 0, a, brow))
+
+
+@pytest.mark.parametrize("n", [3, 1, -2])          # 1 is folded to a constant when compiled
+@pytest.mark.parametrize("name", ["float32", "float16", "int32", "int8"])
+def test_where_by_a_runtime_scalar_picks_a_whole_tile(name, n):
+    """A runtime scalar condition chooses between tiles for the whole tile (the row tile
+    broadcast): it used to be refused, with advice (`x if cond else y`) that tiles refuse."""
+    rng = np.random.default_rng(zlib.crc32(f"where-scalar-{name}".encode()))
+    x, yr = rand(rng, (M, N), name), rand(rng, (1, N), name)
+    got, interp = run_both(where_by_scalar_kernel, (1,),
+                           {"x": x, "yr": yr, "o": np.zeros((M, N), npd(name))}, n=n, M=M, N=N)
+    want = x if n > 0 else np.broadcast_to(yr, (M, N))
+    assert_exact(got["o"], interp["o"], "compiled vs interpreter")
+    assert_exact(got["o"], want, "vs numpy")
+
+
 # -- unsupported combinations ------------------------------------------------------------------
 
 @pytest.mark.parametrize("op,name", [("add", "bool"), ("floordiv", "bool"), ("maximum", "bool"),

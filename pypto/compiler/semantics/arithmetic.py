@@ -102,9 +102,17 @@ def compare(b, pred: str, lhs, rhs) -> Value:
 
 def where(b, cond, x, y):
     if not is_tile(cond):
-        if isinstance(cond, Value):
-            raise TypeError("where() with a scalar condition: use `x if cond else y`")
-        return x if cond else y
+        if not isinstance(cond, Value):
+            return x if cond else y
+        tiles = [v for v in (x, y) if is_tile(v)]
+        if not tiles:
+            raise TypeError("where() of two scalars with a runtime condition: write "
+                            "`x if cond else y`")
+        # a runtime scalar choosing between tiles: its 0/1 as an int32 tile, made a mask
+        shape = tiles[0].type.shape
+        for v in tiles[1:]:
+            shape = broadcast_shapes(shape, v.type.shape)
+        cond = cast(b, full(b, shape, scalar_cast(b, cond, dt.int32), dt.int32), dt.bool_)
     cond = cast(b, cond, dt.bool_)
     tiles = [v for v in (x, y) if is_tile(v)]
     if tiles:
