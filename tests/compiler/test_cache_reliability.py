@@ -198,3 +198,19 @@ def test_unwritable_cache_builds_the_ptoisa_header_privately(fresh_cache, monkey
         path = engine.precompiled_header(tools)
     assert not path.startswith(str(fresh_cache)) and open(path, "rb").read() == b"pch"
     assert engine.precompiled_header(tools) == path and len(built) == 1
+
+
+def test_each_checkout_has_its_own_ptoisa_header(fresh_cache, monkeypatch, tmp_path):
+    """clang's PCH names the prelude it was built from: a PCH shared by two checkouts of the
+    same prelude failed to load ('malformed or corrupted AST file') once the other checkout
+    was deleted, so the prelude's path is part of the PCH's key."""
+    import shutil
+    from types import SimpleNamespace
+    from pypto.backends.ptoisa import engine
+    tools = SimpleNamespace(cxx="c++", headers="/nonexistent", identity=lambda: "fake")
+    other = tmp_path / "other-checkout" / "prelude.hpp"
+    other.parent.mkdir()
+    shutil.copy(engine.PRELUDE, other)
+    here = engine.pch_path(tools)
+    monkeypatch.setattr(engine, "PRELUDE", str(other))
+    assert engine.pch_path(tools) != here

@@ -128,7 +128,10 @@ def _private_pch_dir() -> str:
 def pch_path(tools: toolchain.Toolchain) -> str:
     """Where the prelude's PCH for this toolchain lives: in the disk cache, or in a private
     directory of this process when the cache is unusable or untrusted."""
-    key = cache_mod.digest(("ptoisa-pch", tools.identity(), _prelude_digest(), _flags(tools)))
+    # the prelude's path too: clang's PCH names the header it was built from and refuses to
+    # load once that file is gone (another checkout's, deleted since)
+    key = cache_mod.digest(("ptoisa-pch", tools.identity(), PRELUDE, _prelude_digest(),
+                            _flags(tools)))
     base = os.path.join(cache_mod.default_dir(), "ptoisa-pch")
     try:
         cache_mod.secure_makedirs(cache_mod.default_dir())
