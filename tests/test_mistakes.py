@@ -664,9 +664,10 @@ MISTAKES = [
       err("pypto.backends.ascend.ptoas.ToolMissing", "PYPTO_PTOAS='{tmp}/ptoas'", "or unset it"),
       env={"PYPTO_PTOAS": "{tmp}/ptoas"}),
     M("env-sanitize-any-other-value-warns", COPY + "with warnings.catch_warnings(record=True) as w:\n"
-      "    warnings.simplefilter('always')\n    copy[(1,)](x[:8], o, BLOCK=16)\n"
+      "    warnings.simplefilter('always')\n    copy[(2,)](x[:8], np.zeros(32, 'f4'), BLOCK=16)\n"
       "print([type(i.message).__name__ + ': ' + str(i.message) for i in w])\n",
-      ok("SanitizerWarning", "reaches outside x's extent (8,)"), env={"PYPTO_SANITIZE": "maybe"}),
+      ok("SanitizerWarning", "x[16:32] reaches outside x's extent (8,)"),
+      env={"PYPTO_SANITIZE": "maybe"}),
     M("env-cache-max-bytes-not-a-size", COPY + "with warnings.catch_warnings(record=True) as w:\n"
       "    warnings.simplefilter('always')\n    copy[(1,)](x, o, BLOCK=16)\n"
       "np.testing.assert_array_equal(o, x); print([str(i.message) for i in w])\n",

@@ -30,7 +30,7 @@ class _Cooperation:
     TIMEOUT = 10.0
 
     def __init__(self, blocks: int):
-        self._barrier = threading.Barrier(blocks)
+        self._barrier = threading.Barrier(max(blocks, 1))    # Python 3.13 refuses 0 parties
         self._flags = [0] * 16
         self._cond = threading.Condition()
         self._aborted = False
