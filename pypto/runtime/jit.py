@@ -310,6 +310,22 @@ class JITFunction:
             hooks.record_interpreted(self, bound, grid, (time.perf_counter() - t0) * 1e3)
 
 
+    def _call_grid(self, grid, bound):
+        """A callable grid's value; its signature is read only when the call fails (it runs on
+        every launch), to say how a grid callable is written if that is what went wrong."""
+        try:
+            return grid(dict(bound))
+        except TypeError:
+            try:
+                inspect.signature(grid).bind(None)
+            except TypeError:
+                raise TypeError(f"{self.__name__}[grid]: a callable grid takes one argument, "
+                                f"the launch's arguments by name, as in Triton: "
+                                f"lambda meta: (pl.cdiv(meta['n'], meta['BLOCK']),)") from None
+            except ValueError:          # no signature to read (a builtin)
+                pass
+            raise
+
     def _grid(self, grid, bound, metadata, target) -> tuple:
         if grid is None:
             cores = target.cores_for(metadata["uses_cube"])
@@ -317,15 +333,7 @@ class JITFunction:
                 self._warn_gridless(cores, target)
             return (cores,)
         if callable(grid):
-            try:
-                takes_one = _takes_one_argument(grid)
-            except (TypeError, ValueError):      # no signature to read (a builtin): call it
-                takes_one = True
-            if not takes_one:
-                raise TypeError(f"{self.__name__}[grid]: a callable grid takes one argument, "
-                                f"the launch's arguments by name, as in Triton: "
-                                f"lambda meta: (pl.cdiv(meta['n'], meta['BLOCK']),)")
-            grid = grid(dict(bound))
+            grid = self._call_grid(grid, bound)
         if isinstance(grid, (int, np.integer)):
             grid = (grid,)
         if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3 or not all(
@@ -440,14 +448,6 @@ class JITFunction:
         files["kernel.o"] = asm["obj"]
         files["metadata.json"] = json.dumps(metadata, sort_keys=True).encode()
         return files
-
-
-def _takes_one_argument(fn) -> bool:
-    try:
-        inspect.signature(fn).bind(None)
-    except TypeError:
-        return False
-    return True
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
