@@ -421,6 +421,14 @@ def as_array(value):
     return None
 
 
+def argument_array(value, where: str):
+    """``as_array(value)``, a refusal's reason prefixed with ``where`` (the argument)."""
+    try:
+        return as_array(value)
+    except TypeError as e:
+        raise TypeError(f"{where}: {e}") from None
+
+
 def _plain(arr: np.ndarray) -> np.ndarray:
     """An ndarray subclass (``np.memmap``, a user's subclass) as its base-class view: the
     same memory, read and written in place. A masked array is refused: a kernel would

@@ -27,7 +27,7 @@ from ..runtime import hooks
 from ..target import get_target
 from ..backends.ptoisa.engine import NotOnSimulator
 from ..language import dtypes as dt
-from ..layout import as_array
+from ..layout import argument_array
 from ..runtime.device import Tensor
 from . import declaration, library, npu, signature as sig_mod
 
@@ -227,10 +227,7 @@ class AscendCKernel:
         where = f"pypto.call_ascend_c({self.name})"
         arrays = []
         for k, x in enumerate(inputs):
-            try:
-                a = as_array(x)
-            except TypeError as e:
-                raise TypeError(f"{where}: inputs[{k}]: {e}") from None
+            a = argument_array(x, f"{where}: inputs[{k}]")
             if a is None:
                 raise TypeError(f"{where}: inputs[{k}] must be an array (numpy, a torch CPU "
                                 f"tensor or a pypto.Tensor), got {type(x).__name__}")
@@ -315,7 +312,7 @@ def _like(inputs, array):
 def _shape_dtype(x, name, where):
     if isinstance(x, TensorSpec) or hasattr(x, "graph"):
         return (x.shape, x.dtype)
-    a = as_array(x)
+    a = argument_array(x, f"{where}: {name}")
     if a is None:
         raise TypeError(f"{where}: {name} must be an array, a graph tensor or a TensorSpec, "
                         f"got {type(x).__name__}")

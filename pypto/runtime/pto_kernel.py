@@ -31,7 +31,7 @@ from ..compiler.pto.reader import PtoParseError
 from ..compiler.pto.reader_ptoas import needs_level2, read
 from ..errors import CompilationError, InternalError, SourceLoc
 from ..language import dtypes as dt
-from ..layout import as_array
+from ..layout import argument_array
 from ..target import get_target
 from . import hooks
 from . import pool as runtime
@@ -154,7 +154,7 @@ class PtoKernel:
     def _tensor(self, name, value, param: TensorArg) -> np.ndarray:
         """The array for ``param``, refused unless it is what the program's constants assume:
         the code reads exactly the declared extents and strides."""
-        arr = as_array(value)
+        arr = argument_array(value, f"{self.__name__}(): argument '{name}'")
         if arr is None:
             raise TypeError(f"{self.__name__}(): argument '{name}' must be an array")
         if dt.from_any(arr.dtype) != param.dtype and not (

@@ -13,7 +13,7 @@ import numpy as np
 from ..compiler.ast_to_ir import scalar_param, tensor_param
 from ..language import dtypes as dt
 from ..language.core import constexpr
-from ..layout import LayoutTensor, as_array
+from ..layout import LayoutTensor, argument_array
 
 
 def is_constexpr(annotation) -> bool:
@@ -155,10 +155,7 @@ def normalise_arg(fn_name: str, name: str, value):
         return float(value)
     if isinstance(value, LayoutTensor):
         return value
-    try:
-        arr = as_array(value)
-    except TypeError as e:
-        raise TypeError(f"{fn_name}(): argument '{name}': {e}") from None
+    arr = argument_array(value, f"{fn_name}(): argument '{name}'")
     if arr is None:
         raise TypeError(f"{fn_name}(): argument '{name}' must be a tensor (numpy array, "
                         f"DLPack or __array_interface__ object), an int, a float or a bool; "
