@@ -849,6 +849,10 @@ def _entries() -> list[Entry]:
             lambda name=name: _pto(getattr(cf(), name), _r(16), _z(16), 3))
     add("halve_until", "testsuite while compare where",
         lambda: _pto(cf().halve_until, _r(16), _z(16), _z(2, dtype=I32), 3))
+    el = lambda: _tests("language.test_elementwise")              # noqa: E731
+    add("where_by_runtime_scalar", "testsuite where broadcast f16",
+        lambda: _pto(el().where_by_scalar_kernel, _r(8, 32, dtype=F16), _r(1, 32, dtype=F16),
+                     _z(8, 32, dtype=F16), 3, M=8, N=32))
     add("static_range_unrolled", "static-range",
         lambda: _pto(static_range_unrolled, _r(64), _z(16), N=4))
     add("pipelined_2d", "num-stages for-tile-iter reduce-axis0",
