@@ -17,14 +17,14 @@ import types
 from typing import NamedTuple
 
 from ..compiler.source import is_jit_function
+from ..errors import PACKAGE
 from .specialize import is_folded_constant
 
 _MISSING = object()
-_PYPTO = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Functions of the standard library and of installed packages change with their versions, not
 # under the user's edits; PyPTO's own are in compiler_hash. Neither is hashed.
 _NOT_USER = tuple({os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items()
-                   if k in ("stdlib", "platstdlib", "purelib", "platlib")}) + (_PYPTO,)
+                   if k in ("stdlib", "platstdlib", "purelib", "platlib")}) + (PACKAGE,)
 
 
 class Read(NamedTuple):
@@ -35,10 +35,7 @@ class Read(NamedTuple):
     value: object
 
     def current(self):
-        value = self.scope.get(self.path[0], _MISSING)
-        for attr in self.path[1:]:
-            value = getattr(value, attr, _MISSING)
-        return value
+        return resolve((self.scope,), self.path)[1]
 
     def name(self) -> str:
         module = self.scope.get("__name__", "?")

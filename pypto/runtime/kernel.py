@@ -13,6 +13,7 @@ import os
 
 from .. import envs
 from ..backends.ascend.llvm_driver import LoadedObject
+from ..errors import PACKAGE
 from . import pool as runtime
 
 __version__ = "0.1.0"
@@ -23,7 +24,7 @@ REQUIRED_FILES = ("kernel.o", "metadata.json")
 def compiler_hash() -> str:
     """Hash of PyPTO's own sources (the whole package): any change to the compiler invalidates
     cached kernels."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = PACKAGE.rstrip(os.sep)
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in sorted(os.walk(root)):
         dirnames.sort()
