@@ -13,12 +13,10 @@ GiB = 1024 ** 3
 
 @dataclass(frozen=True)
 class VectorCost:
-    """One family of vector instructions: each issue (at most ``max_repeats`` repeats of
-    ``repeat_bytes``) pays ``issue_cycles``; the data streams at ``bytes_per_cycle``; some
-    functions (exp, log, sqrt...) add ``cycles_per_element``."""
-    bytes_per_cycle: float
-    issue_cycles: float
-    cycles_per_element: float = 0.0
+    """One family of vector instructions: ``repeat_cycles`` per repeat (``repeat_bytes`` of
+    the widest operand) and ``head_cycles`` once per issue (at most ``max_repeats`` repeats)."""
+    repeat_cycles: float
+    head_cycles: float
 
 
 @dataclass(frozen=True)
@@ -38,45 +36,81 @@ class CostModel:
         "float16": 1.0, "bfloat16": 1.0, "float32": 2.0, "int8": 1.0, "uint8": 1.0})
     cube_head_cycles: float = 6.0
     acc_fractal_bytes: int = 1024          # 16x16 fp32: one cube cycle to fill (approx.)
-    # vector families (see model/costs.VECTOR_FAMILY for which opcode is which)
+    # Vector instructions, calibrated on the single instructions pto-isa's cost-model tests
+    # measured on a 910B (backends/ascend/model/ptoisa_st_cycles.csv; figure vs model per case:
+    # benchmarks/calibration.py). A family is a line in repeats: see model/costs.vector_repeats
+    # for how a tile's rows become repeats (whole tile at once, or row by row as pto-isa's
+    # A2/A3 code issues a tile whose valid shape is only known at run time).
     vector: dict = field(default_factory=lambda: {
-        "unary": VectorCost(256.0, 41.0),             # unary and tile-scalar: 256 B/cycle
-        "binary": VectorCost(128.0, 34.0),            # tile-tile: half the rate
-        "reduce": VectorCost(512.0, 19.0),            # calibrated on TROWSUM fp32 64x64 = 51
-        "transcendental": VectorCost(256.0, 41.0, 0.031),   # exp/log/sqrt (div: approx.)
+        "unary": VectorCost(1.0, 4.0),           # TABS f32 64x64 68, f16 16x256 36
+        "scalar": VectorCost(1.0, 14.0),         # TADDS/TMULS/TMINS: 40-87 for 23-64 repeats,
+                                                 # f32 256x16 (one repeat a row) 266
+        "binary": VectorCost(2.3, 14.0),         # TADD/TSUB/TMUL 64 repeats 132-170, 32: 92-96
+        "divide": VectorCost(4.0, 60.0),         # TDIV f32 64x64 288; TDIVS f32 205, f16 328
+                                                 # (several instructions: a long head)
+        "transcendental": VectorCost(2.3, 18.0),  # TEXP f32 64x64 159, f16 95, f16 32x32 47,
+                                                 # f32 32x16 30; TSQRT f32 160-198, f16 102
+        "reciprocal": VectorCost(1.0, 26.0),     # TRSQRT f16 64x64 58 (one fast instruction)
+        "convert": VectorCost(1.0, 29.0),        # TCVT f32<->f16 4x64 33
+        "transpose": VectorCost(1.95, 2.0),      # TTRANS f32 128x128 501
     })
+    # instructions pto-isa issues one by one with a pipe_barrier(PIPE_V) between them (a
+    # column reduction adds row after row): each such step pays an issue and the vector
+    # pipeline's drain. TCOLMAX f32 64x64 2589 = 63 steps of 14 + 26 (+ the first row's
+    # copy); TCOLSUM's binary tree f32 64x64 1263 = 63 adds + 12 barriers
+    vector_issue_cycles: float = 14.0
+    vector_barrier_cycles: float = 26.0
+    # whole-row reductions (vcadd/vcmax, one repeat a row): TROWSUM f32 64x64 492, f16 64x128
+    # 495, TROWMAX f32 64x64 480 -> 7.5 cycles a row; rows wider than a repeat first fold
+    # their repeats with binary adds
+    row_reduce_cycles: float = 7.5
+    # broadcast of one element a row (a scalar read and a vector dup): TROWEXPAND 64x64 933
+    row_expand_cycles: float = 14.4
+    # a select sets the mask register from each row's bits before its vsel: TSEL f16 4x128 67,
+    # 1x128 19, f32 4x64 67
+    select_row_cycles: float = 16.0
+    # copy_ubuf_to_ubuf moves one 32-byte block a cycle: TCOLSUM f32 1x3072 (a copy) 390
+    ub_copy_bytes_per_cycle: float = 32.0
     repeat_bytes: int = 256
     max_repeats: int = 255
     # the SFU's sort instructions and the mask gather after them (pto-isa's cost model,
     # include/pto/costmodel/a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp): vbitsort
-    # 6 + 2 per 32-element block (pto-isa's uncalibrated default line); vmrgsort4 20 + 78 per
+    # one cycle per 32-element block (measured: TSORT32 f32 8x32 8, f16 32x16 32; pto-isa's
+    # default line, 6 + 2, is uncalibrated); vmrgsort4 20 + 78 per
     # repeat, calibrated on a 910B3 for fp32 blockLen=64 (128 pairs a repeat), which we
     # apply per 128 pairs merged whatever the form (pto-isa leaves the list forms unmodelled);
     # vreducev2 (TGATHER's mask form) 14 + 14 per repeat of 256 bytes
-    sort32: tuple = (6.0, 2.0)            # (head, cycles per 32-block)
+    sort32: tuple = (0.0, 1.0)            # (head, cycles per 32-block)
     mrgsort: tuple = (20.0, 78.0)         # (head, cycles per 128 pairs)
     mask_gather: tuple = (14.0, 14.0)     # (head, cycles per 256-byte repeat)
-    # transfers: GiB/s per core on each (source, destination) path; "gm" is global memory
+    # transfers not measured one by one (the reference page's figures): GiB/s per core on
+    # each (source, destination) path; "gm" is global memory. ``dma`` below wins for a path
+    # it holds
     transfer_gibps: dict = field(default_factory=lambda: {
-        ("gm", "vec"): 100.9, ("gm", "mat"): 135.0, ("vec", "gm"): 188.5,
+        ("vec", "gm"): 188.5,
         ("mat", "gm"): 32.0, ("vec", "vec"): 1024.0, ("acc", "gm"): 70.0,
         ("acc", "mat"): 128.0, ("mat", "left"): 441.0, ("mat", "right"): 220.5,
         # L1 -> bias table (hand-written tmatmul.bias): not measured; MTE1 like L1 -> L0B
         ("mat", "bias"): 220.5})
-    # paths whose bandwidth saturates with size: bw(B) = peak * B / (K + B), i.e. a transfer
-    # takes (K + B) / peak. Value: (peak GiB/s, K bytes), K = 30.6 KB read as KiB
-    saturating: dict = field(default_factory=lambda: {("gm", "vec"): (247.0, 30.6 * KiB)})
+    # DMA paths measured on the chip: a transfer takes head + path bytes / rate cycles (the
+    # head is the DMA's start, paid again by every instruction; pto-isa's TLOAD loops one DMA
+    # per outer dimension). Value: (head cycles, bytes per cycle).
+    #   GM -> UB: TLOAD f32 128x128 776, f32 128x127 773, i16 128x127 519, u8 128x127 392,
+    #   32 DMAs of 512 B 8576 (268 each): 264 + bytes / 128
+    #   GM -> L1: TLOAD NC1HWC0 f16 1 KiB 28, f32 12.5 KiB 116: 20 + bytes / 134
+    dma: dict = field(default_factory=lambda: {("gm", "vec"): (264.0, 128.0),
+                                               ("gm", "mat"): (20.0, 134.0)})
     # GM transfers as the DMA runs them: a window is a number of bursts (contiguous runs of
     # global memory), and each burst moves whole ``burst_block_bytes`` blocks (the DMA
     # intrinsics count a burst's length in 32-byte blocks: pto-isa's
     # costmodel/a2a3/cce_costmodel/cce_costmodel_memory.hpp, copy_gm_to_cbuf) plus
-    # ``burst_overhead_bytes`` of path time for starting it. The overhead is CHOSEN, not
-    # published (neither the reference page nor pto-isa's cost model charges bursts): one
-    # block per burst, so a 32-byte run moves at half the path's rate and a 1 KiB run at 97 %.
+    # ``burst_overhead_bytes`` of path time for starting it: none, as measured (128 bursts of
+    # 508 B, TLOAD f32 128x127, take 773 cycles against 776 for one 64 KiB run; 254-byte and
+    # 127-byte rows cost their rounding to 256 and 128 bytes, 519 and 392).
     # ND -> NZ conversion into L1 costs nothing beyond its bursts (one per row of the window),
     # as pto-isa's cost model charges copy_gm_to_cbuf_multi_nd2nz at the plain GM -> L1 rate.
     burst_block_bytes: int = 32
-    burst_overhead_bytes: int = 32
+    burst_overhead_bytes: int = 0
     # scalar unit: one instruction, one cycle; a loop iteration's increment and compare-branch
     # (approx.); each tile instruction takes one issue slot on the scalar unit (approx.);
     # flags and barriers are waits, not work

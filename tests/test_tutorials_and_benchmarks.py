@@ -58,6 +58,8 @@ SCRIPTS = {
     # modelled NPU time, not the goal table: run_all.py does not run it
     "benchmarks/tuning_table.py":
         r"^tuning\s+before\s+after\s+NPU before\s+NPU after\s+gain\s+ours\s+seed's figure$",
+    # the cycle model against the chip's measured instructions: run_all.py does not run it
+    "benchmarks/calibration.py": r"^instruction\s+case\s+chip\s+model\s+error\s+note$",
     # tuning costs against their goals, its own table: run_all.py does not run it
     "benchmarks/autotune.py": r"^measurement\s+time\s+goal\s+met$",
 }
@@ -103,6 +105,7 @@ SHOWS = {
         'execution graph "mpmd"', "Graphviz:", "auto -> ", "bubble report (mpmd",
         "critical path", "bit-identical", "Chrome trace of the tasks"],
     "benchmarks/mpmd.py": ["MPMD vs in order", "host results bitwise equal: True"],
+    "benchmarks/calibration.py": ["not emitted: ", "model: within 25% of the chip for "],
     "tutorials/12_flash_attention.py": [
         "causal=True: matches the fp32 reference", "kind=mixed",
         "pto.sync.set #pto.pipe<PIPE_MTE3>", "func.func @flash_attention_kernel_vector"],

@@ -15,18 +15,24 @@ from ....target import GiB, Target, get_target
 
 # -- instruction families (rules as data) -------------------------------------------------------
 
-_TRANSCENDENTAL = ("texp", "tlog", "tsqrt", "trsqrt", "trecip", "tdiv", "tdivs", "tfmod",
-                   "tfmods")
+_FAMILY_OPS = {
+    "transcendental": ("texp", "tlog", "tsqrt"),
+    "reciprocal": ("trsqrt", "trecip"),
+    "divide": ("tdiv", "tdivs", "tfmod", "tfmods", "trem", "trems"),
+    "convert": ("tcvt",),
+    "transpose": ("ttrans",),
+}
 VECTOR_FAMILY = {
     **{op.pto: "unary" for op in UNARY.values() if op.pto},
-    **{op.pto_scalar: "unary" for op in BINARY.values() if op.pto_scalar},
+    **{op.pto_scalar: "scalar" for op in BINARY.values() if op.pto_scalar},
     **{op.pto: "binary" for op in BINARY.values() if op.pto},
-    "tsel": "binary", "taddc": "binary", "tsubc": "binary",
+    "taddc": "binary", "tsubc": "binary",
     **{f"t{d}expand{op}": "binary" for d in ("row", "col")
        for op in ("add", "sub", "mul", "div", "max", "min")},
-    **{op: "transcendental" for op in _TRANSCENDENTAL},
-    **{f"t{d}{r}": "reduce" for d in ("row", "col")
-       for r in ("sum", "max", "min", "prod", "any", "all")},
+    **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
+    **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
+    **{f"tcol{r}": "col_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
+    "trowexpand": "row_expand", "tsel": "select",
 }
 # vector instructions that move or convert data rather than compute (no flops)
 DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
@@ -91,9 +97,9 @@ def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
     if bursts is not None and bursts[0]:
         nbytes = burst_bytes(bursts, target)
     path = (src, dst)
-    if path in costs.saturating:
-        peak, half = costs.saturating[path]
-        cycles = (half + nbytes) / bytes_per_cycle(peak, target)     # B / bw(B)
+    if path in costs.dma:
+        head, rate = costs.dma[path]
+        cycles = head + nbytes / rate
     elif path in costs.transfer_gibps:
         cycles = nbytes / bytes_per_cycle(costs.transfer_gibps[path], target)
     else:
@@ -137,28 +143,100 @@ def sort_cycles(inst, target: Target) -> tuple[float, int, int]:
     pairs = sum(valid_shape(t)[0] * valid_shape(t)[1] for t in inst.ins) // 2
     cycles = head + per * pairs / 128
     if "tmp" in inst.attrs:
-        move = costs.vector["unary"]
-        cycles += move.issue_cycles + tile_bytes(dst) / move.bytes_per_cycle
+        cycles += _streaming_cycles("unary", dst, target)
     return cycles, pairs, tile_bytes(dst)
 
 
 SORT_OPS = ("tsort32", "tmrgsort", "tgather")
 
 
+# families pto-isa issues through TUnaryOp, which checks at run time whether the rows are whole
+RUNTIME_WHOLE_ROWS = ("unary", "transcendental", "reciprocal")
+
+
+def vector_repeats(tile: Tile, family: str, target: Target) -> tuple[int, int]:
+    """(repeats, rows issued one by one) of a vector instruction over ``tile``: the whole
+    valid region at once when its rows are back to back, else each row's repeats, issued row
+    by row (pto-isa's A2/A3 code for a tile whose valid shape is known only at run time: a
+    unary instruction checks at run time whether its rows are whole, the others cannot:
+    ``RUNTIME_WHOLE_ROWS``)."""
+    rows, cols = valid_shape(tile)
+    row_bytes = cols * tile.dtype.itemsize
+    step = target.costs.repeat_bytes
+    dynamic = tile.v_row is None or tile.v_col is None
+    whole_rows = cols == tile.cols or rows == 1
+    if whole_rows and (family in RUNTIME_WHOLE_ROWS or not dynamic):
+        return -(-rows * row_bytes // step), 1
+    return rows * -(-row_bytes // step), rows
+
+
+def _streaming_cycles(family: str, tile: Tile, target: Target) -> float:
+    costs = target.costs
+    spec = costs.vector[family]
+    repeats, _ = vector_repeats(tile, family, target)
+    issues = max(1, -(-repeats // costs.max_repeats))
+    return issues * spec.head_cycles + repeats * spec.repeat_cycles
+
+
+def _row_reduce_cycles(src: Tile, target: Target) -> float:
+    """A whole-row reduce a row; wider rows first fold their repeats pairwise (binary
+    steps, each level behind a barrier)."""
+    costs = target.costs
+    rows, cols = valid_shape(src)
+    per_row = -(-cols * src.dtype.itemsize // costs.repeat_bytes)
+    fold = 0.0
+    if per_row > 1:
+        levels = (per_row - 1).bit_length()
+        fold = (rows * (per_row - 1) * costs.vector["binary"].repeat_cycles
+                + levels * (costs.vector_issue_cycles + costs.vector_barrier_cycles))
+    return costs.vector_issue_cycles + fold + rows * costs.row_reduce_cycles
+
+
+def _col_reduce_cycles(inst, src: Tile, target: Target) -> float:
+    """pto-isa copies the first row, then combines row after row, one instruction and one
+    barrier each; TCOLSUM with a scratch tile adds rows pairwise instead (a tree of
+    single-row adds, a barrier per level)."""
+    costs = target.costs
+    rows, cols = valid_shape(src)
+    row_bytes = cols * src.dtype.itemsize
+    copy = row_bytes / costs.ub_copy_bytes_per_cycle + costs.vector["unary"].head_cycles
+    if rows <= 1:
+        return copy
+    per_add = (costs.vector_issue_cycles
+               + -(-row_bytes // costs.repeat_bytes) * costs.vector["binary"].repeat_cycles)
+    if inst.op == "tcolsum" and "tmp" in inst.attrs:
+        levels = (rows - 1).bit_length()
+        return copy + (rows - 1) * per_add + 2 * levels * costs.vector_barrier_cycles
+    return copy + (rows - 1) * (per_add + costs.vector_barrier_cycles)
+
+
+def _per_row_cycles(family: str, tile: Tile, target: Target) -> float:
+    """Row expansion and select: work for every row on top of streaming the tile."""
+    costs = target.costs
+    rows, _ = valid_shape(tile)
+    per_row = costs.row_expand_cycles if family == "row_expand" else costs.select_row_cycles
+    repeats, _ = vector_repeats(tile, "unary", target)
+    return costs.vector["unary"].head_cycles + rows * per_row + repeats
+
+
 def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
-    """(cycles, flops, bytes): the largest tile streams through the vector unit; an issue
-    covers at most ``max_repeats`` repeats, each further issue pays the overhead again."""
+    """(cycles, flops, bytes) of a vector instruction by its family (``VECTOR_FAMILY``;
+    anything unlisted streams like a unary op): the largest tile sets the repeats."""
     if inst.op in SORT_OPS:
         return sort_cycles(inst, target)
-    costs = target.costs
-    spec = costs.vector[vector_family(inst.op)]
     tiles = [t for t in (*inst.ins, *inst.outs) if isinstance(t, Tile)]
-    nbytes = max(tile_bytes(t) for t in tiles)
+    big = max(tiles, key=tile_bytes)
+    nbytes = tile_bytes(big)
     elements = max(valid_shape(t)[0] * valid_shape(t)[1] for t in tiles)
-    repeats = -(-nbytes // costs.repeat_bytes)
-    issues = max(1, -(-repeats // costs.max_repeats))
-    cycles = (issues * spec.issue_cycles + nbytes / spec.bytes_per_cycle
-              + elements * spec.cycles_per_element)
+    family = vector_family(inst.op)
+    if family == "row_reduce":
+        cycles = _row_reduce_cycles(inst.ins[0], target)
+    elif family == "col_reduce":
+        cycles = _col_reduce_cycles(inst, inst.ins[0], target)
+    elif family in ("row_expand", "select"):
+        cycles = _per_row_cycles(family, inst.outs[0], target)
+    else:
+        cycles = _streaming_cycles(family, big, target)
     flops = 0 if inst.op in DATA_MOVES else elements
     return cycles, flops, nbytes
 
