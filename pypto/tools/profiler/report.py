@@ -14,6 +14,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from ...backends.ascend.model import calibration
 from ...target import get_target
 from .trace import launch_chrome_trace, pid_text
 
@@ -214,7 +215,8 @@ class ProfileReport:
                  "  host us = measured wall time of one launch on this machine (host threads "
                  "simulate the cores), mean over its calls",
                  f"  NPU us  = modelled time on {', '.join(targets) or 'the target'} "
-                 "(cycle model of the PTO program), not a measurement", ""]
+                 "(cycle model of the PTO program), not a measurement",
+                 f"  calibration: {calibration.agreement()}", ""]
         groups: dict = {}
         for k in kernels:
             groups.setdefault((k.name, k.grid, k.mode), []).append(k)

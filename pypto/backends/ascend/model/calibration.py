@@ -10,6 +10,7 @@ shapes, valid shapes known only at run time as the tests declare them) and coste
 from __future__ import annotations
 
 import csv
+import functools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +234,7 @@ def _share(selected: list) -> tuple[int, float, float]:
             statistics.median(errors))
 
 
+@functools.lru_cache(maxsize=None)
 def agreement(target="ascend910b3") -> Agreement:
     compared = [c for c in cases(target) if c.model is not None]
     return Agreement(*_share(compared), *_share([c for c in compared if c.possible]))
