@@ -20,10 +20,10 @@ from pypto.backends.ascend.model import calibration
 def main(argv=None) -> None:
     parse_args(__doc__.splitlines()[1].strip(), argv)
     cases = calibration.cases()
-    print(f"{'instruction':<11}{'case':<42}{'chip':>8}{'model':>9}{'error':>9}  note")
+    print(f"{'instruction':<12}{'case':<42}{'chip':>8}{'model':>9}{'error':>9}  note")
     for c in cases:
         if c.model is None:
-            print(f"{c.suite:<11}{c.test:<42}{c.figure:>8.0f}{'-':>9}{'-':>9}  "
+            print(f"{c.suite:<12}{c.test:<42}{c.figure:>8.0f}{'-':>9}{'-':>9}  "
                   f"not emitted: {c.excluded}")
             continue
         note = "" if c.within else "OFF"
@@ -31,7 +31,7 @@ def main(argv=None) -> None:
             note += f" (floor {c.floor:.0f}: not the whole instruction)"
         if not c.guarded:
             note += " unchecked by pto-isa"
-        print(f"{c.suite:<11}{c.test:<42}{c.figure:>8.0f}{c.model:>9.1f}{c.error:>+9.1%}  "
+        print(f"{c.suite:<12}{c.test:<42}{c.figure:>8.0f}{c.model:>9.1f}{c.error:>+9.1%}  "
               f"{note.strip()}")
     print()
     print(f"model: {calibration.agreement()}")

@@ -3,7 +3,8 @@ that turn an instruction's opcode, tile shapes, dtypes and locations into cycles
 
 The numbers come from ``targets.CostModel`` (shared/reference/ascend910b.md, "Cycle model
 parameters"): cube fractals, vector bytes per cycle and issue overhead, transfer bandwidth per
-path, the saturating GM→UB form, the bursts of a GM transfer, the launch and task dispatch.
+path, the DMA start of GM loads, the bursts of a GM transfer, the launch and task dispatch.
+The per-instruction figures are calibrated on the chip (``calibration.py``).
 Nothing here knows about time lines; ``block.py`` places these costs on a core's pipes.
 """
 from __future__ import annotations
