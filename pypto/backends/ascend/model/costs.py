@@ -62,6 +62,8 @@ def transfer_path(inst) -> tuple[str, str, Tile]:
     src = inst.ins[0]
     if inst.op == "tstore":
         return src.loc, "gm", src
+    if inst.op == "textract":        # a window of the source: it moves the destination's bytes
+        return src.loc, inst.outs[0].loc, inst.outs[0]
     return src.loc, inst.outs[0].loc, src
 
 

@@ -23,6 +23,14 @@ The rule (a reuse-distance estimate, LRU by bytes):
   one wave that read the same window all but the first find it in the L2, as the chip's
   merged misses do.
 
+* A miss waits for the HBM, whose bandwidth goes to the cores missing at that moment, not to
+  every active core: ``miss_share`` (the fraction of the active cores missing at once) is the
+  launch's miss rate in bytes. The model simulates block after block, so the first blocks
+  would find every window missing and pay the HBM at 1/active speed for what, on the chip,
+  all the blocks of a wave fetch once together; ``launch.model_launch`` therefore models a
+  launch that mostly hits (hit rate above ``REPLAY_HIT_RATE``) a second time with the first
+  run's miss rate as ``miss_share`` (a streaming launch, whose every core misses, runs once).
+
 One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one graph run
 (``tasks.schedule``); it starts empty (cold): a kernel's inputs come from the HBM once.
 """
@@ -33,13 +41,16 @@ from collections import OrderedDict
 from ....target import Target
 
 MIB = 1024 ** 2
+REPLAY_HIT_RATE = 0.5       # a launch hitting more than this is modelled again (above)
 
 
 class GlobalMemory:
-    """The L2's contents (window -> [bytes, dirty]) in LRU order, and the traffic so far."""
+    """The L2's contents (window -> [bytes, dirty]) in LRU order, and the traffic so far;
+    ``miss_share``: the fraction of the active cores that share the HBM's bandwidth."""
 
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, miss_share: float = 1.0):
         self.target = target
+        self.miss_share = miss_share
         self.capacity = target.l2_mib * MIB
         self.lines: OrderedDict = OrderedDict()
         self.held = 0
@@ -79,11 +90,13 @@ class GlobalMemory:
         return 0, nbytes + evicted
 
     def cycles(self, l2_bytes: int, hbm_bytes: int, active_cores: int) -> float:
-        """The least time, in cycles, these bytes take at this core's shares of the L2's and
-        the HBM's bandwidth (each shared equally by ``active_cores``)."""
+        """The least time, in cycles, these bytes take at this core's shares of the L2's
+        bandwidth (shared by ``active_cores``) and the HBM's (shared by the missing ones)."""
         t = self.target
-        per_cycle = 1e9 / max(1, active_cores) / (t.clock_ghz * 1e9)
-        return l2_bytes / (t.l2_gbps * per_cycle) + hbm_bytes / (t.hbm_gbps * per_cycle)
+        cycle = t.clock_ghz * 1e9
+        l2 = t.l2_gbps * 1e9 / max(1, active_cores) / cycle
+        hbm = t.hbm_gbps * 1e9 / max(1.0, active_cores * self.miss_share) / cycle
+        return l2_bytes / l2 + hbm_bytes / hbm
 
     def hit_rate(self) -> float:
         read = self.hits + self.misses
