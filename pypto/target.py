@@ -120,7 +120,7 @@ class Target:
     vector_cores: int
     clock_ghz: float
     hbm_gib: int
-    l2_mib: int
+    l2_mib: int               # 192 MiB on b1-b3, 96 on b4 (shared/reference/ascend910b.md)
     hbm_gbps: float
     # L2 bandwidth in GB/s, shared by the active cores like the HBM's (the model's L2:
     # ``backends/ascend/model/memory.py``). Not published; CANN's matmul guide puts it above
