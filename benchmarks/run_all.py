@@ -9,6 +9,10 @@ PyPTO's thread count. The table has one line per measurement: PyPTO's time, nump
 torch's, PyPTO's rate, the ratio its goal is stated in, the share of the machine's limit, the
 goal and whether it is met. Goals are printed, never asserted.
 
+Modelled-only scripts are not families here (nothing of theirs is timed on this host):
+board.py (pto-isa's board kernels, the cycle model against the board's measured times),
+tuning_table.py and autotune.py run on their own.
+
 Plots (benchmarks/plots/<family>.png by default) need matplotlib, an optional extra; without
 it the run says so and writes none.
 """

@@ -118,17 +118,27 @@ class CostModel:
     loop_iteration_cycles: float = 2.0
     dispatch_cycles: float = 1.0
     sync_cycles: float = 0.0
-    # Launch and task dispatch, in microseconds (model/costs.dispatch_cycles converts them).
-    # Neither is published for the real chip. Both are CANN PyPTO's own simulated figures
-    # (shared/reference/cann-pypto.md section 12, note 3): its machine model starts the first
-    # AI-core task about 5.2 us after time 0 (the AICPU scheduler's start), and separates
-    # consecutive tasks on a core by a mean 2.8-7.3 us gap; we take the smallest gap. The same
-    # per-task cost is charged to every block of an SPMD launch (the hardware's block dispatch
-    # has no public figure either; using CANN's task gap is a CHOICE, pessimistic for SPMD
-    # grids) and to every task of an MPMD graph run; a launch is charged ``launch_us`` once:
-    # per kernel when a graph runs in order, once for the whole graph under MPMD.
-    launch_us: float = 5.2
-    task_dispatch_us: float = 2.8
+    # Launch, dispatch and cross-core sync, measured on a2a3 silicon or fitted to boards
+    # (shared/reference/ascend910b.md, "Overheads measured on a2a3 silicon"). A launch is
+    # charged ``launch_us`` once: per kernel when a graph runs in order, once for the whole
+    # graph under MPMD. 5.9 us is pto-isa's fitted launch overhead, 10,905 cycles
+    # (kernels/manual/common/flash_atten/scripts/fa_cost_model.py, FitConstants.
+    # launch_overhead_cycles = 10904.841) at 1.85 GHz.
+    launch_us: float = 5.9
+    # Each block of an SPMD launch pays this on its core before it starts: the same script's
+    # board correction per block (NPU_BLOCK_DISPATCH_CYCLES = 2000, fitted to 910B3/B4 runs),
+    # ~1.1 us, within the 0.3-5.6 us hw-native-sys/pypto measures for a core's first task.
+    block_dispatch_cycles: float = 2000.0
+    # Each task of an MPMD graph run pays this on its core: the measured pickup between tasks
+    # on a core, ~0.8 us (hw-native-sys/pypto docs/en/user/performance/
+    # 01-task-granularity.md; steady head overhead 0.2-0.5 us). It replaces CANN PyPTO's
+    # simulated 2.8 us task gap (shared/reference/cann-pypto.md section 12), 3.5x the chip's.
+    task_dispatch_us: float = 0.8
+    # A cross-core flag (sync.set -> sync.wait: the cube<->vector hand-offs of a mixed kernel,
+    # FFTS) reaches the other core this many cycles after its pipe sets it: pto-isa's board
+    # correction per hand-off (fa_cost_model.py, NPU_LOGICAL_TILE_SYNC_CYCLES = 1000, the sync
+    # its simulator does not model). Barriers (syncall) are not charged it.
+    cross_core_sync_cycles: float = 1000.0
 
 # The UB is 192 KiB, but pto-isa keeps its top 8 KiB (TMP_UB_OFFSET = 184 KiB,
 # include/pto/common/constants.hpp) as the scratch of TROWEXPAND*'s broadcast, TCVT and
@@ -144,8 +154,13 @@ class Target:
     vector_cores: int
     clock_ghz: float
     hbm_gib: int
-    l2_mib: int
+    l2_mib: int               # 192 MiB on b1-b3, 96 on b4 (shared/reference/ascend910b.md)
     hbm_gbps: float
+    # L2 bandwidth in GB/s, shared by the active cores like the HBM's (the model's L2:
+    # ``backends/ascend/model/memory.py``). Not published; CANN's matmul guide puts it above
+    # 3x the HBM's, and pto-isa's GEMM moves ~3.4 TB/s into 24 cores at 6144^3 (2.1x the HBM),
+    # so 3x the HBM: 4800 GB/s on b1-b3, 2400 on b4 (approx.).
+    l2_gbps: float = 0.0
     # bytes per on-chip buffer, keyed by PTO location
     buffers: dict = field(default_factory=lambda: {
         "vec": UB_USABLE, "mat": 512 * KiB, "left": 64 * KiB, "right": 64 * KiB,
@@ -164,10 +179,10 @@ class Target:
 
 
 TARGETS = {t.name: t for t in (
-    Target("ascend910b1", "Ascend910B1", 24, 48, 1.85, 64, 192, 1600.0),
-    Target("ascend910b2", "Ascend910B2", 24, 48, 1.80, 64, 192, 1600.0),
-    Target("ascend910b3", "Ascend910B3", 20, 40, 1.80, 64, 192, 1600.0),
-    Target("ascend910b4", "Ascend910B4", 20, 40, 1.50, 32, 96, 800.0),
+    Target("ascend910b1", "Ascend910B1", 24, 48, 1.85, 64, 192, 1600.0, 4800.0),
+    Target("ascend910b2", "Ascend910B2", 24, 48, 1.80, 64, 192, 1600.0, 4800.0),
+    Target("ascend910b3", "Ascend910B3", 20, 40, 1.80, 64, 192, 1600.0, 4800.0),
+    Target("ascend910b4", "Ascend910B4", 20, 40, 1.50, 32, 96, 800.0, 2400.0),
 )}
 ALIASES = {"ascend910b": "ascend910b1"}
 

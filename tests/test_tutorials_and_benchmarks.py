@@ -55,6 +55,10 @@ SCRIPTS = {
     "benchmarks/conv2d.py":
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
     "benchmarks/topk.py": r"^shape\s+k\s+PyPTO host\s+numpy\s+torch\s+torch/PyPTO\s+NPU \(model\)$",
+    # modelled NPU time against pto-isa's board figures: run_all.py does not run it
+    "benchmarks/board.py":
+        r"^kernel\s+size\s+board\s+model\s+model/board\s+cube % model/board\s+"
+        r"TLOAD % model/board\s+modelled in$",
     # modelled NPU time, not the goal table: run_all.py does not run it
     "benchmarks/tuning_table.py":
         r"^tuning\s+before\s+after\s+NPU before\s+NPU after\s+gain\s+ours\s+seed's figure$",
@@ -124,6 +128,8 @@ SHOWS = {
         "one core of 8). Utilization is busy core-cycles", "Why ours differ from the seed's figures",
         "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in",
         "largest"],     # "the largest that fits" (wrapped: one word is checked)
+    "benchmarks/board.py": ["host runs of the three ports at small sizes: match numpy",
+                            "GEMM fp16", "flash attn h128", "top-k fp32 k=1000"],
     "benchmarks/autotune.py": [
         "12 configs", "objective npu", "configs' compiles", "tuning overhead", "cached call",
         "new autotuner", "new process"],

@@ -22,7 +22,7 @@ def module():
 
 def test_every_task_starts_after_its_inputs_and_its_dispatch(module):
     m = module.model("mpmd")
-    launch, dispatch = dispatch_cycles(module.target)
+    launch, dispatch = dispatch_cycles(module.target, "task")
     for p in m.placed:
         deps_end = max((m.placed[d].end for d in p.spec.deps), default=launch)
         assert p.ready == pytest.approx(deps_end)

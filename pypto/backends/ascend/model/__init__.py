@@ -8,6 +8,8 @@ from the bottom up:
 
 * ``costs``: one tile instruction's cost from its opcode, tile shapes, dtypes and locations
   (``instruction_cycles``, ``gm_bursts``, ``dispatch_cycles``).
+* ``memory``: the L2 in front of the HBM (LRU by bytes over the launch's GM windows), both
+  shared by the active cores (``GlobalMemory``).
 * ``block``: one block's program part on one core's pipes, control flow executed for real
   (``PartTimeline``, ``BlockEnv``, ``BlockTrace``).
 * ``launch``: the grid's blocks scheduled onto the cores, HBM shared between the active ones,

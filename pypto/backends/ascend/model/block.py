@@ -32,6 +32,7 @@ from ....language import dtypes as dt
 from ....target import Target
 from ...interpreter.numerics import apply_binary, convert
 from .costs import gm_bursts, instruction_cycles, valid_shape
+from .memory import GlobalMemory
 
 GM_PIPES = ("MTE2", "MTE3", "FIX")      # the pipes that move data to or from global memory
 PIPE_KIND = {"M": "compute", "V": "compute", "S": "compute", "MTE1": "memory",
@@ -81,6 +82,7 @@ class BlockEnv:
     active_cores: int = 1
     core: int = 0
     part: str = "vector"
+    memory: GlobalMemory | None = None     # the launch's L2 (None: every GM byte at HBM rate)
 
 
 # -- scalar evaluation --------------------------------------------------------------------------
@@ -240,9 +242,14 @@ class PartTimeline:
 
     def _cost(self, inst: Inst, sharing: int = 1):
         if inst.op in ("tload", "tstore"):
-            nbytes, bursts = self._moved(inst)
+            nbytes, bursts, window = self._moved(inst)
+            active = self.env.active_cores * sharing
+            gm = None
+            if self.env.memory is not None:
+                l2, hbm = self.env.memory.access(window, nbytes, inst.op == "tstore")
+                gm = self.env.memory.cycles(l2, hbm, active)
             return instruction_cycles(inst, self.target, nbytes=nbytes, bursts=bursts,
-                                      active_cores=self.env.active_cores * sharing)
+                                      active_cores=active, gm_cycles=gm)
         key = id(inst)
         cost = self._static.get(key)
         if cost is None:
@@ -251,9 +258,11 @@ class PartTimeline:
         return cost
 
     def _moved(self, inst: Inst) -> tuple:
-        """(bytes, bursts) a load or store really moves: its tile clamped to the tensor at
-        the instruction's offsets (ragged edges move less, a prefetch past the end nothing),
-        and the runs of global memory that takes (``gm_bursts``)."""
+        """(bytes, bursts, window) a load or store really moves: its tile clamped to the
+        tensor at the instruction's offsets (ragged edges move less, a prefetch past the end
+        nothing), the runs of global memory that takes (``gm_bursts``), and the window's key
+        for the L2 (``memory.py``): tensor, offsets and valid shape (a workspace is the
+        block's own)."""
         if inst.op == "tload":
             tensor, offsets, tile = inst.ins[0], inst.ins[1:], inst.outs[0]
         else:
@@ -274,12 +283,15 @@ class PartTimeline:
             rows = _inside(rows, dims[-2], offs[-2]) if inside else 0
             cols = _inside(cols, dims[-1], offs[-1])
         size = tile.dtype.itemsize
+        owner = self.env.pid if getattr(tensor, "workspace", False) else None
+        window = (name, owner, tuple(offs), rows, cols)
         if not dims:
-            return rows * cols * size, None
+            return rows * cols * size, None, window
         strides = self.strides.get(name) or getattr(tensor, "strides", ())
         if None in strides or len(strides) != len(dims):
             strides = _contiguous_strides(dims)
-        return rows * cols * size, gm_bursts(tensor, dims, strides, (rows, cols), size)
+        return (rows * cols * size, gm_bursts(tensor, dims, strides, (rows, cols), size),
+                window)
 
     def _reach(self, pipe: str) -> float:
         """When ``pipe`` gets to an instruction issued now: after its earlier work."""
@@ -376,9 +388,10 @@ class PartTimeline:
                 self._join(self.end)
         elif op == "syncall":
             self._join((yield ("syncall", self.end)))
-        elif op == "sync.set":
+        elif op == "sync.set":       # the flag reaches the other core after the hand-off
             pipe = attrs["pipe"]
-            yield ("set", attrs["flag"], attrs.get("count", 1), self._reach(pipe))
+            yield ("set", attrs["flag"], attrs.get("count", 1),
+                   self._reach(pipe) + self.costs.cross_core_sync_cycles)
         elif op == "sync.wait":
             pipe = attrs["pipe"]
             ready = yield ("wait", attrs["flag"], attrs.get("count", 1), self._reach(pipe))

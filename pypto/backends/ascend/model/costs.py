@@ -69,6 +69,8 @@ def transfer_path(inst) -> tuple[str, str, Tile]:
     src = inst.ins[0]
     if inst.op == "tstore":
         return src.loc, "gm", src
+    if inst.op == "textract":        # a window of the source: it moves the destination's bytes
+        return src.loc, inst.outs[0].loc, inst.outs[0]
     return src.loc, inst.outs[0].loc, src
 
 
@@ -89,11 +91,14 @@ def burst_bytes(bursts: tuple, target: Target) -> int:
 
 
 def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
-                    active_cores: int = 1, bursts: tuple | None = None) -> float:
+                    active_cores: int = 1, bursts: tuple | None = None,
+                    gm_cycles: float | None = None) -> float:
     """Cycles to move ``nbytes`` on one path. Paths touching global memory get at most their
-    share of the chip's HBM bandwidth (``hbm_gbps`` over the active cores). ``bursts``
-    (count, length) is the GM side's shape (``gm_bursts``); without it the bytes count as
-    one contiguous run with no burst cost (the per-instruction figures of the reference)."""
+    share of the chip's memory bandwidth: ``gm_cycles`` when the caller knows it (the L2 and
+    HBM time of this transfer at the core's shares, ``model/memory.py``), else the HBM's
+    (``hbm_gbps`` over the active cores). ``bursts`` (count, length) is the GM side's shape
+    (``gm_bursts``); without it the bytes count as one contiguous run with no burst cost (the
+    per-instruction figures of the reference)."""
     costs = target.costs
     if bursts is not None and bursts[0]:
         nbytes = burst_bytes(bursts, target)
@@ -106,7 +111,9 @@ def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
     else:
         raise ValueError(f"the cycle model has no bandwidth for {src} -> {dst} on "
                          f"{target.name}")
-    if "gm" in path:
+    if "gm" in path and gm_cycles is not None:
+        cycles = max(cycles, gm_cycles)
+    elif "gm" in path:
         share = target.hbm_gbps * 1e9 / max(1, active_cores) / (target.clock_ghz * 1e9)
         cycles = max(cycles, nbytes / share)
     return cycles
@@ -243,11 +250,12 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
 
 
 def instruction_cycles(inst, target, *, nbytes: int | None = None,
-                       active_cores: int = 1, bursts: tuple | None = None
-                       ) -> tuple[float, int, int]:
+                       active_cores: int = 1, bursts: tuple | None = None,
+                       gm_cycles: float | None = None) -> tuple[float, int, int]:
     """(cycles, flops, bytes) of one instruction on ``target``. ``nbytes`` overrides a
     transfer's size (the part of the tile inside the tensor), ``bursts`` gives its shape in
-    global memory; ``active_cores`` share HBM."""
+    global memory; ``active_cores`` share HBM, or ``gm_cycles`` is the transfer's memory time
+    (``transfer_cycles``)."""
     target = as_target(target)
     costs = target.costs
     if is_sync(inst):
@@ -258,7 +266,8 @@ def instruction_cycles(inst, target, *, nbytes: int | None = None,
     if is_transfer(inst, pipe):
         src, dst, tile = transfer_path(inst)
         moved = tile_bytes(tile) if nbytes is None else nbytes
-        return transfer_cycles(src, dst, moved, target, active_cores, bursts), 0, moved
+        return transfer_cycles(src, dst, moved, target, active_cores, bursts,
+                               gm_cycles), 0, moved
     if inst.op in ("tmatmul", "tmatmul.acc", "tmatmul.bias"):
         left, right = inst.ins[-2], inst.ins[-1]
         cycles, flops = matmul_cycles(left, right, target)
@@ -311,7 +320,11 @@ def gm_bursts(tensor, dims: tuple, strides: tuple, window: tuple, itemsize: int)
 
 # -- launch and task dispatch -------------------------------------------------------------------
 
-def dispatch_cycles(target: Target) -> tuple[float, float]:
-    """(launch, per-task dispatch) in cycles of the target's clock (``CostModel``)."""
+def dispatch_cycles(target: Target, unit: str = "block") -> tuple[float, float]:
+    """(launch, dispatch per block of an SPMD launch, or with ``unit="task"`` per task of an
+    MPMD graph) in cycles of the target's clock (``CostModel``)."""
     c = target.costs
-    return c.launch_us * target.clock_ghz * 1e3, c.task_dispatch_us * target.clock_ghz * 1e3
+    launch = c.launch_us * target.clock_ghz * 1e3
+    if unit == "task":
+        return launch, c.task_dispatch_us * target.clock_ghz * 1e3
+    return launch, c.block_dispatch_cycles

@@ -22,6 +22,7 @@ from ....compiler.pto.reader import parse_program
 from ....target import Target, get_target
 from .block import BlockEnv, BlockTrace, PartTimeline
 from .costs import as_target, dispatch_cycles
+from .memory import REPLAY_HIT_RATE, GlobalMemory
 
 # -- cross-core flags and barriers --------------------------------------------------------------
 
@@ -153,6 +154,7 @@ class LaunchModel:
     core_utilization: float
     blocks: list
     pipe_busy: dict
+    memory: GlobalMemory | None = None     # the launch's L2 after it: hits, misses, traffic
 
     def bound_pipe(self) -> str:
         return max(self.pipe_busy, key=self.pipe_busy.get)
@@ -224,6 +226,14 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
     ``.shape``, or number); ``target`` defaults to the program's."""
     target = as_target(target or program.target)
     _check_args(program, args)
+    model = _model_launch(program, grid, args, target, GlobalMemory(target))
+    hits = model.memory.hit_rate()
+    if hits > REPLAY_HIT_RATE:         # mostly reuse: the HBM is shared by the missing cores
+        model = _model_launch(program, grid, args, target, GlobalMemory(target, 1.0 - hits))
+    return model
+
+
+def _model_launch(program, grid, args: dict, target: Target, memory: GlobalMemory):
     cores = target.cores_for(program.kind != "vector")
     grid = _grid3((cores,) if grid is None else grid)     # as a launch without a grid
     pids = _pids(grid)
@@ -231,7 +241,7 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
 
     def env_factory(pid, core, start, active):
         return lambda part: BlockEnv(target, pid, grid, args, program.params, start,
-                                     active * parts, core, part)
+                                     active * parts, core, part, memory)
 
     if _cooperative(program):
         if len(pids) > cores:
@@ -245,19 +255,23 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
         traces = [_merge(agents) for agents in per_block]
     else:
         traces = _schedule(program, pids, cores, env_factory, target)
-    return _launch_model(program, target, grid, cores, traces)
+    model = _launch_model(program, target, grid, cores, traces)
+    model.memory = memory
+    return model
 
 
 def model_block(program, grid, args: dict, target, pid: tuple, core: int, start: float,
-                active: int) -> BlockTrace:
+                active: int, memory: GlobalMemory | None = None) -> BlockTrace:
     """Block ``pid`` of a launch of ``program`` over ``grid`` alone on ``core`` from cycle
-    ``start``, sharing HBM with ``active`` cores: the unit the task scheduler
-    (``tasks.py``) places. Blocks that signal each other need ``model_launch``."""
+    ``start``, sharing the L2 and HBM with ``active`` cores: the unit the task scheduler
+    (``tasks.py``) places; ``memory`` is the run's L2 (None: a cold one of its own). Blocks
+    that signal each other need ``model_launch``."""
     target = as_target(target)
     grid = _grid3(grid)
     parts = len(program.parts)
+    memory = GlobalMemory(target) if memory is None else memory
     agents = _block_parts(program, lambda part: BlockEnv(
-        target, pid, grid, args, program.params, start, active * parts, core, part))
+        target, pid, grid, args, program.params, start, active * parts, core, part, memory))
     _Hub(agents).run()
     return _merge(agents)
 

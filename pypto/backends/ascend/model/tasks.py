@@ -6,7 +6,8 @@ has ended, on a free core of its kind (vector tasks on the AIVs, cube tasks on t
 task on one of each), so one node's cube tasks overlap another node's vector tasks. The rules:
 
 * The graph is one launch: the cores start at ``launch_us`` (``CostModel``), and every task
-  pays ``task_dispatch_us`` on its core before it starts (the scheduler hands it over).
+  pays ``task_dispatch_us`` on its core before it starts (the scheduler hands it over; the
+  blocks of launches run in order pay ``block_dispatch_cycles`` instead).
 * Ready tasks are placed in the order they become ready (ties: graph order), each on the
   allowed core that frees first (``allowed``: the pipelined strategy gives each node its own
   cores). A task's HBM share is fixed when it starts: the cores busy then, itself included.
@@ -100,8 +101,12 @@ def _needs(spec: TaskSpec) -> list:
 
 
 def schedule(specs: list, target: Target, strategy: str = "mpmd") -> DagModel:
-    """Place ``specs`` (in a topological order, ``deps`` as indices) on ``target``'s cores."""
-    launch, dispatch = dispatch_cycles(target)
+    """Place ``specs`` (in a topological order, ``deps`` as indices) on ``target``'s cores.
+    Under ``data_parallel`` the tasks are the blocks of SPMD launches run one after another,
+    each paying the block dispatch (``CostModel.block_dispatch_cycles``); otherwise a graph
+    scheduler hands them out, each paying the task pickup (``task_dispatch_us``)."""
+    launch, dispatch = dispatch_cycles(target, "block" if strategy == "data_parallel"
+                                       else "task")
     counts = cores_of(target)
     free = {k: [launch] * n for k, n in counts.items()}
     consumers = [[] for _ in specs]

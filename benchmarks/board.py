@@ -1,0 +1,330 @@
+"""pto-isa's hand-written board kernels written in PyPTO, modelled, beside the board's times.
+
+    python benchmarks/board.py [--quick] [--reps N]
+
+Each kernel is pto-isa's schedule (grid, tile sizes, loop order, buffering) written the way a
+PyPTO user writes it, compiled, and run through the cycle model (``model_kernel``) on
+``ascend910b2``, the board's chip (1.80 GHz, 24 AIC / 48 AIV); the table puts the model beside
+the time pto-isa measured on a 24-core A3 / 910B2 board (shared/reference/ascend910b.md,
+"Measured on silicon"), with the ratio model / board (1.00 = exact; issue 31 wants every ratio
+within 0.75-1.25). The kernels also run on the host at a small size and are checked against
+numpy, so the ports compute what they claim. --reps is accepted for the harness and unused
+(nothing is timed on this machine). --quick models the small sizes only.
+
+* GEMM fp16 -> fp32 (``kernels/manual/a2a3/gemm_performance``): a 4 x 6 grid of cube cores,
+  each owning a (M/4) x (N/6) block of C walked in 128 x 256 tiles, K in steps of 64 with
+  double buffers; b stored n x k (``b_trans``). Also the cube (M pipe) and TLOAD (MTE2) busy
+  share of the cores' time against the board's TMATMUL and TLOAD ratios. What the port cannot
+  say: pto-isa loads 4 K steps (128 x 256 and 256 x 256) per TLOAD and TEXTRACTs 64-wide slices
+  into L0A/L0B; PyPTO has no slice of an L1 tile into L0 (a sliced tile is placed in UB), so
+  each K step is its own TLOAD of 128-byte rows instead of 512-byte ones.
+* GEMM pto-isa .pto: the same schedule as pto-isa's kernel, instruction for instruction,
+  built as a PTO program (``gemm_ptoisa_program``: 4 K steps per TLOAD of 512-byte rows,
+  TEXTRACT into double-buffered L0A/L0B) and modelled with ``model_launch``: the model held
+  against the board on the board's own instruction stream, apart from what PyPTO emits.
+* Flash attention fp16, head 128, S0 = S1 = S (``kernels/manual/common/flash_atten``, the
+  910B2 table): one program per 64 query rows, keys in blocks of 128, online softmax, S and P
+  handed between cube and vector through global memory (tutorial 12's kernel without the
+  causal mask). pto-isa runs 128 query rows per cluster on its two vector cores and keeps 4 QK
+  tiles in flight; a PyPTO mixed kernel's block is one AIC and one AIV and the cube may run one
+  tile ahead, and 128-row blocks do not fit one UB, hence 64.
+* Top-k fp32, k = 1000 of 1024 columns (of 1280), 48 vector cores (``kernels/manual/a2a3/
+  topk``): each core takes rows / 48 rows, two at a time, double-buffered; ``pl.topk`` is the
+  chip's TSORT32 / TMRGSORT / TGATHER as pto-isa's kernel uses them.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from _harness import main_table
+
+import pypto
+import pypto.language as pl
+from pypto.backends.ascend.model.launch import model_kernel, model_launch
+
+TARGET = "ascend910b2"      # the board's chip: 24 AIC / 48 AIV at 1.80 GHz
+
+# The board's figures (shared/reference/ascend910b.md, "Measured on silicon"; sources there)
+GEMM_BOARD = {   # m = k = n: (ms, cube busy %, TLOAD busy %), pto-isa gemm_performance README
+    1536: (0.0388, 54.5, 72.2), 3072: (0.2067, 79.0, 90.9),
+    6144: (1.5060, 86.7, 95.2), 7680: (3.1680, 80.6, 98.4)}
+FA_BOARD = {     # S: us, pto-isa flash_atten README, "910B2 Multi-Core Comparison"
+    1024: 20.96, 2048: 32.461, 4096: 88.902, 8192: 292.626, 16384: 909.058, 32768: 3262.645}
+TOPK_BOARD = {   # rows x 1024 of 1280 columns, k = 1000: us, pto-isa topk README
+    4800: 324.106, 3456: 238.819, 2304: 161.375}
+
+QUICK = {"gemm": (1536, 3072), "fa": (1024, 2048, 4096), "topk": (2304,)}
+
+
+# -- GEMM --------------------------------------------------------------------------------------
+
+GM_GRID = (4, 6)                 # 24 cube cores: 4 along M, 6 along N
+BASE_M, BASE_N, BASE_K = 128, 256, 64
+
+
+@pypto.jit(target=TARGET)
+def gemm_kernel(a, b, c, SM: pl.constexpr, SN: pl.constexpr, K: pl.constexpr,
+                BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    """C = A @ B^T with b stored (N, K): program (pm, pn) owns C[pm*SM:, pn*SN:] and walks it
+    in BM x BN tiles (M outer, N inner, as pto-isa's mLoop / nLoop), K in steps of BK."""
+    m0 = pl.program_id(0) * SM
+    n0 = pl.program_id(1) * SN
+    for i in range(0, SM, BM):
+        for j in range(0, SN, BN):
+            acc = pl.zeros((BM, BN), dtype=pl.float32)
+            for k in pl.range(0, K, BK, num_stages=2):
+                ta = pl.load(a, offsets=(m0 + i, k), shape=(BM, BK), padding=None)
+                tb = pl.load(b, offsets=(n0 + j, k), shape=(BN, BK), padding=None)
+                acc = pl.matmul(ta, tb, acc=acc, b_trans=True)
+            pl.store(c, offsets=(m0 + i, n0 + j), value=acc)
+
+
+def gemm_args(m, n, k):
+    a = np.zeros((m, k), np.float16)
+    b = np.zeros((n, k), np.float16)
+    c = np.zeros((m, n), np.float32)
+    meta = dict(SM=m // GM_GRID[0], SN=n // GM_GRID[1], K=k, BM=BASE_M, BN=BASE_N, BK=BASE_K)
+    return (a, b, c), meta
+
+
+def gemm_model_args(n) -> dict:
+    (a, b, c), _ = gemm_args(n, n, n)
+    return {"a": a, "b": b, "c": c}
+
+
+def gemm_check(rng) -> None:
+    m, n, k = GM_GRID[0] * BASE_M, GM_GRID[1] * BASE_N, 4 * BASE_K
+    (a, b, c), meta = gemm_args(m, n, k)
+    a[:] = rng.standard_normal(a.shape)
+    b[:] = rng.standard_normal(b.shape)
+    gemm_kernel[GM_GRID](a, b, c, **meta)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-2, err_msg="board GEMM port")
+
+
+def gemm_ptoisa_program(m, n, k):
+    """pto-isa's GEMM kernel instruction for instruction (gemm_performance_kernel.cpp) as a PTO
+    program for the model: what PyPTO cannot yet emit (4 K steps per TLOAD, TEXTRACT of
+    64-wide slices into double-buffered L0A/L0B), so the model can be held against the board
+    on the board's own instruction stream. ``arith`` computes the offsets; flags as the
+    kernel's set_flag / wait_flag; the K loop is unrolled by 8 (2 L1 buffers x stepK 4)."""
+    from pypto.compiler.pto import For, Inst, Program, Scalar, TensorArg, Tile
+    from pypto.language import dtypes as dt
+    from pypto.target import get_target
+    f16, f32, i64 = dt.float16, dt.float32, dt.int64
+    sm, sn, step_k = m // GM_GRID[0], n // GM_GRID[1], 4
+    ta = TensorArg("a", f16, (m, k), (k, 1))
+    tb = TensorArg("b", f16, (n, k), (k, 1))
+    tc = TensorArg("c", f32, (m, n), (n, 1))
+    a_mat = [Tile(f"amat{i}", "mat", f16, BASE_M, BASE_K * step_k, 0) for i in range(2)]
+    b_mat = [Tile(f"bmat{i}", "mat", f16, BASE_N, BASE_K * step_k, 0) for i in range(2)]
+    a_l0 = [Tile(f"a{i}", "left", f16, BASE_M, BASE_K, 0) for i in range(2)]
+    b_l0 = [Tile(f"b{i}", "right", f16, BASE_K, BASE_N, 0) for i in range(2)]
+    acc = Tile("acc", "acc", f32, BASE_M, BASE_N, 0)
+    names = iter(range(10 ** 6))
+
+    def arith(op, x, y, out):
+        r = Scalar(f"s{next(names)}", i64)
+        out.append(Inst(f"arith.{op}", [x, y], [r]))
+        return r
+
+    def flag(op, src, dst, event):
+        return Inst(op, [], [], {"src": src, "dst": dst, "event": event})
+
+    pid, i, j, k0 = (Scalar(x, i64) for x in ("pid", "i", "j", "k0"))
+    head = [Inst("pto.program_id", [], [pid], {"axis": 0})]
+    am0 = arith("mul", arith("mod", pid, GM_GRID[0], head), sm, head)
+    bn0 = arith("mul", arith("floordiv", pid, GM_GRID[0], head), sn, head)
+    head += [flag("set_flag", "MTE1", "MTE2", 0), flag("set_flag", "MTE1", "MTE2", 1),
+             flag("set_flag", "M", "MTE1", 0), flag("set_flag", "M", "MTE1", 1)]
+    kbody = []
+    row_a = arith("add", am0, i, kbody)
+    row_b = arith("add", bn0, j, kbody)
+    for s in range(2 * step_k):
+        buf, l0, first = s // step_k, s % 2, s % step_k == 0
+        if first:
+            col = arith("add", k0, s * BASE_K, kbody)
+            kbody += [flag("wait_flag", "MTE1", "MTE2", buf),
+                      Inst("tload", [ta, row_a, col], [a_mat[buf]]),
+                      flag("set_flag", "MTE2", "MTE1", 0),
+                      Inst("tload", [tb, row_b, col], [b_mat[buf]]),
+                      flag("set_flag", "MTE2", "MTE1", 1)]
+        kbody.append(flag("wait_flag", "M", "MTE1", l0))
+        if first:
+            kbody.append(flag("wait_flag", "MTE2", "MTE1", 0))
+        kbody.append(Inst("textract", [a_mat[buf]], [a_l0[l0]],
+                          {"starts": (0, s % step_k * BASE_K)}))
+        if first:
+            kbody.append(flag("wait_flag", "MTE2", "MTE1", 1))
+        kbody.append(Inst("textract", [b_mat[buf]], [b_l0[l0]],
+                          {"starts": (s % step_k * BASE_K, 0)}))
+        if s % step_k == step_k - 1:
+            kbody.append(flag("set_flag", "MTE1", "MTE2", buf))
+        kbody += [flag("set_flag", "MTE1", "M", l0), flag("wait_flag", "MTE1", "M", l0),
+                  Inst("tmatmul.acc", [acc, a_l0[l0], b_l0[l0]], [acc]),
+                  flag("set_flag", "M", "MTE1", l0)]
+    kloop = For(k0, 0, k, 2 * step_k * BASE_K, [], [], [], kbody)
+    jbody = [kloop, flag("set_flag", "M", "FIX", 0), flag("wait_flag", "M", "FIX", 0)]
+    row_c = arith("add", am0, i, jbody)
+    col_c = arith("add", bn0, j, jbody)
+    jbody += [Inst("tstore", [acc], [tc, row_c, col_c]),
+              flag("set_flag", "FIX", "M", 0), flag("wait_flag", "FIX", "M", 0)]
+    body = head + [For(i, 0, sm, BASE_M, [], [], [],
+                       [For(j, 0, sn, BASE_N, [], [], [], jbody)])]
+    body += [flag("wait_flag", "M", "MTE1", 0), flag("wait_flag", "M", "MTE1", 1),
+             flag("wait_flag", "MTE1", "MTE2", 0), flag("wait_flag", "MTE1", "MTE2", 1)]
+    return Program("gemm_ptoisa", "cube", [ta, tb, tc], [], body, get_target(TARGET), {})
+
+
+# -- flash attention ---------------------------------------------------------------------------
+
+FA_HEAD, FA_BM, FA_BN = 128, 64, 128
+
+
+@pypto.jit(target=TARGET)
+def fa_kernel(q, k, v, out, sm_scale, S: pl.constexpr, BM: pl.constexpr, BN: pl.constexpr,
+              D: pl.constexpr):
+    """One head, no mask: program p owns query rows p*BM ... and walks the keys in blocks of
+    BN with the online softmax (tutorial 12)."""
+    m0 = pl.program_id(0) * BM
+    tq = pl.load(q, offsets=(m0, 0), shape=(BM, D), padding=None)
+    m = pl.full((BM, 1), float("-inf"), dtype=pl.float32)
+    l = pl.zeros((BM, 1), dtype=pl.float32)
+    o = pl.zeros((BM, D), dtype=pl.float32)
+    for n0 in pl.range(0, S, BN):
+        tk = pl.load(k, offsets=(n0, 0), shape=(BN, D), padding=None)
+        tv = pl.load(v, offsets=(n0, 0), shape=(BN, D), padding=None)
+        s = pl.matmul(tq, tk, b_trans=True) * sm_scale
+        m_new = pl.maximum(m, pl.max(s, axis=1, keepdims=True))
+        p = pl.exp(s - m_new)
+        alpha = pl.exp(m - m_new)
+        l = l * alpha + pl.sum(p, axis=1, keepdims=True)
+        o = o * alpha + pl.matmul(p.to(pl.float16), tv)
+        m = m_new
+    pl.store(out, offsets=(m0, 0), value=(o / l).to(pl.float16))
+
+
+def fa_args(s):
+    q, k, v, out = (np.zeros((s, FA_HEAD), np.float16) for _ in range(4))
+    return (s // FA_BM,), (q, k, v, out, 1.0 / math.sqrt(FA_HEAD)), dict(
+        S=s, BM=FA_BM, BN=FA_BN, D=FA_HEAD)
+
+
+def fa_check(rng) -> None:
+    grid, (q, k, v, out, scale), meta = fa_args(256)
+    for x in (q, k, v):
+        x[:] = rng.standard_normal(x.shape) * 0.5
+    fa_kernel[grid](q, k, v, out, scale, **meta)
+    s = q.astype(np.float32) @ k.astype(np.float32).T * scale
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    want = (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), want, atol=2e-2,
+                               err_msg="board flash-attention port")
+
+
+# -- top-k -------------------------------------------------------------------------------------
+
+TOPK_CORES, TOPK_ROWS, TOPK_COLS, TOPK_WHOLE, TOPK_K = 48, 2, 1024, 1280, 1000
+
+
+@pypto.jit(target=TARGET)
+def topk_kernel(x, values, indices, ROWS_PER: pl.constexpr, R: pl.constexpr, N: pl.constexpr,
+                K: pl.constexpr):
+    """Program p takes rows p*ROWS_PER ... R at a time: the K largest of each row's first N
+    columns, largest first, with their positions."""
+    first = pl.program_id(0) * ROWS_PER
+    for r in pl.range(first, first + ROWS_PER, R, num_stages=2):
+        t = pl.load(x, offsets=(r, 0), shape=(R, N), padding=None)
+        val, idx = pl.topk(t, K)
+        pl.store(values, offsets=(r, 0), value=val)
+        pl.store(indices, offsets=(r, 0), value=idx)
+
+
+def topk_args(rows, k=TOPK_K):
+    x = np.zeros((rows, TOPK_WHOLE), np.float32)
+    values = np.zeros((rows, k), np.float32)
+    indices = np.zeros((rows, k), np.int32)
+    return (x, values, indices), dict(ROWS_PER=rows // TOPK_CORES, R=TOPK_ROWS, N=TOPK_COLS,
+                                      K=k)
+
+
+def topk_check(rng) -> None:
+    (x, values, indices), meta = topk_args(TOPK_CORES * 2 * TOPK_ROWS, k=16)
+    x[:] = rng.standard_normal(x.shape)
+    topk_kernel[(TOPK_CORES,)](x, values, indices, **meta)
+    order = np.argsort(-x[:, :TOPK_COLS], axis=1, kind="stable")[:, :16]
+    np.testing.assert_array_equal(indices, order, err_msg="board top-k port indices")
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+def busy_share(model, pipe: str) -> float:
+    """A pipe's busy cycles over the cores' time (each block from its start to its end), as
+    the board's per-core ratios count them."""
+    core_time = sum(b.end - b.start for b in model.blocks) or 1.0
+    return model.pipe_busy.get(pipe, 0.0) / core_time
+
+
+def cases(quick: bool):
+    """(kernel, size, board us, board busy or None, thunk -> LaunchModel)."""
+    out = []
+    for n in QUICK["gemm"] if quick else GEMM_BOARD:
+        args, meta = gemm_args(n, n, n)
+        ms, cube, tload = GEMM_BOARD[n]
+        out.append(("GEMM fp16", f"{n}^3", ms * 1e3, (cube, tload),
+                    lambda args=args, meta=meta: model_kernel(gemm_kernel, GM_GRID, *args,
+                                                              **meta)))
+    for n in QUICK["gemm"] if quick else GEMM_BOARD:
+        ms, cube, tload = GEMM_BOARD[n]
+        out.append(("GEMM pto-isa .pto", f"{n}^3", ms * 1e3, (cube, tload),
+                    lambda n=n: model_launch(gemm_ptoisa_program(n, n, n), GM_GRID,
+                                             gemm_model_args(n))))
+    for s in QUICK["fa"] if quick else FA_BOARD:
+        grid, args, meta = fa_args(s)
+        out.append(("flash attn h128", f"S={s // 1024}k", FA_BOARD[s], None,
+                    lambda grid=grid, args=args, meta=meta: model_kernel(fa_kernel, grid, *args,
+                                                                         **meta)))
+    for rows in QUICK["topk"] if quick else TOPK_BOARD:
+        args, meta = topk_args(rows)
+        out.append(("top-k fp32 k=1000", f"{rows}x1024", TOPK_BOARD[rows], None,
+                    lambda args=args, meta=meta: model_kernel(topk_kernel, (TOPK_CORES,),
+                                                              *args, **meta)))
+    return out
+
+
+def run(args) -> list:
+    rng = np.random.default_rng(0)
+    for check in (gemm_check, fa_check, topk_check):
+        check(rng)
+    print("host runs of the three ports at small sizes: match numpy")
+    rows = []
+    for kernel, size, board_us, busy, model_fn in cases(args.quick):
+        t0 = time.perf_counter()
+        model = model_fn()
+        took = time.perf_counter() - t0
+        us = model.time_ms * 1e3
+        row = [kernel, size, f"{board_us:,.1f} us", f"{us:,.1f} us", f"{us / board_us:.2f}"]
+        if busy:
+            cube, tload = busy_share(model, "M") * 100, busy_share(model, "MTE2") * 100
+            row += [f"{cube:.1f} / {busy[0]:.1f}", f"{tload:.1f} / {busy[1]:.1f}"]
+        else:
+            row += ["-", "-"]
+        rows.append(row + [f"{took:.1f} s"])
+    return rows
+
+
+HEADERS = ["kernel", "size", "board", "model", "model/board", "cube % model/board",
+           "TLOAD % model/board", "modelled in"]
+
+
+def main(argv=None) -> None:
+    main_table(__doc__.splitlines()[0], run, HEADERS, lambda args: (
+        f"pto-isa's board kernels: the cycle model on {TARGET} (modelled) against the A3 / "
+        f"910B2 board (measured){'; --quick: small sizes only' if args.quick else ''}"), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Global memory as the cores see it: the chip's L2 in front of the HBM, both shared by the
+active cores.
+
+The 910B's L2 (``Target.l2_mib``: 192 MiB on b1-b3, 96 on b4) holds what any core read or
+wrote recently; a read it holds is served at the L2's bandwidth (``Target.l2_gbps``), a miss
+at the HBM's (``Target.hbm_gbps``), each shared by the cores active at the time. Without it a
+GEMM whose 24 cores re-read the same operand panels (pto-isa's, 3.4 TB/s into the cores at
+6144^3, twice the HBM) cannot be modelled.
+
+The rule (a reuse-distance estimate, LRU by bytes):
+
+* The unit is a **window**: one transfer's (tensor, offsets, valid shape). A later transfer of
+  the same window of the same tensor (another block's, or the same block's on a later pass)
+  hits if fewer than ``l2`` bytes of other windows were touched since (LRU by bytes); windows
+  that only overlap count as different (a miss: the estimate errs slow).
+* Loads and stores both touch: a store allocates its window (the L2 is write-back), so what a
+  block writes and another reads back (a cube -> vector hand-off through a GM workspace, a
+  producer -> consumer task) is a hit. A store goes at the L2's rate; the dirty bytes it or a
+  load later pushes out of the L2 are written back to the HBM, charged to the transfer that
+  evicts them (so a kernel streaming more than the L2 pays the HBM for its writes too).
+* Accesses are seen in the order the model simulates them: block after block in launch order,
+  each block's in program order (blocks that signal each other interleave by time). Blocks of
+  one wave that read the same window all but the first find it in the L2, as the chip's
+  merged misses do.
+
+* A miss waits for the HBM, whose bandwidth goes to the cores missing at that moment, not to
+  every active core: ``miss_share`` (the fraction of the active cores missing at once) is the
+  launch's miss rate in bytes. The model simulates block after block, so the first blocks
+  would find every window missing and pay the HBM at 1/active speed for what, on the chip,
+  all the blocks of a wave fetch once together; ``launch.model_launch`` therefore models a
+  launch that mostly hits (hit rate above ``REPLAY_HIT_RATE``) a second time with the first
+  run's miss rate as ``miss_share`` (a streaming launch, whose every core misses, runs once).
+
+One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one graph run
+(``tasks.schedule``); it starts empty (cold): a kernel's inputs come from the HBM once.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ....target import Target
+
+MIB = 1024 ** 2
+REPLAY_HIT_RATE = 0.5       # a launch hitting more than this is modelled again (above)
+
+
+class GlobalMemory:
+    """The L2's contents (window -> [bytes, dirty]) in LRU order, and the traffic so far;
+    ``miss_share``: the fraction of the active cores that share the HBM's bandwidth."""
+
+    def __init__(self, target: Target, miss_share: float = 1.0):
+        self.target = target
+        self.miss_share = miss_share
+        self.capacity = target.l2_mib * MIB
+        self.lines: OrderedDict = OrderedDict()
+        self.held = 0
+        self.hits = self.misses = 0            # bytes read from the L2 / from the HBM
+        self.written = self.written_back = 0   # bytes stored / written back to the HBM
+
+    def _touch(self, key, nbytes: int, dirty: bool) -> tuple[bool, int]:
+        """(hit, dirty bytes evicted to make room)."""
+        line = self.lines.get(key)
+        if line is not None:
+            self.lines.move_to_end(key)
+            line[1] = line[1] or dirty
+            return True, 0
+        self.lines[key] = [nbytes, dirty]
+        self.held += nbytes
+        evicted = 0
+        while self.held > self.capacity and len(self.lines) > 1:
+            _, (size, was_dirty) = self.lines.popitem(last=False)
+            self.held -= size
+            evicted += size if was_dirty else 0
+        return False, evicted
+
+    def access(self, key, nbytes: int, store: bool) -> tuple[int, int]:
+        """One transfer of ``nbytes`` on window ``key``: (bytes at the L2's rate, bytes at the
+        HBM's rate), written-back evictions included."""
+        if not nbytes:
+            return 0, 0
+        hit, evicted = self._touch(key, nbytes, store)
+        self.written_back += evicted
+        if store:
+            self.written += nbytes
+            return nbytes, evicted
+        if hit:
+            self.hits += nbytes
+            return nbytes, evicted
+        self.misses += nbytes
+        return 0, nbytes + evicted
+
+    def cycles(self, l2_bytes: int, hbm_bytes: int, active_cores: int) -> float:
+        """The least time, in cycles, these bytes take at this core's shares of the L2's
+        bandwidth (shared by ``active_cores``) and the HBM's (shared by the missing ones)."""
+        t = self.target
+        cycle = t.clock_ghz * 1e9
+        l2 = t.l2_gbps * 1e9 / max(1, active_cores) / cycle
+        hbm = t.hbm_gbps * 1e9 / max(1.0, active_cores * self.miss_share) / cycle
+        return l2_bytes / l2 + hbm_bytes / hbm
+
+    def hit_rate(self) -> float:
+        read = self.hits + self.misses
+        return self.hits / read if read else 0.0
