@@ -98,8 +98,13 @@ class CostModel:
     #   GM -> UB: TLOAD f32 128x128 776, f32 128x127 773, i16 128x127 519, u8 128x127 392,
     #   32 DMAs of 512 B 8576 (268 each): 264 + bytes / 128
     #   GM -> L1: TLOAD NC1HWC0 f16 1 KiB 28, f32 12.5 KiB 116: 20 + bytes / 134
+    #   GM -> L1 converting ND rows to NZ fractals (a matmul operand): 88 bytes a cycle, the
+    #   board GEMM's (pto-isa gemm_performance, 6144^3 on 24 cores: 216 MiB of A and B per
+    #   core in 95.2 % of 1.506 ms at 1.8 GHz; the reference page's GM -> L1 135 GiB/s is
+    #   80), with the plain GM -> L1 start
     dma: dict = field(default_factory=lambda: {("gm", "vec"): (264.0, 128.0),
-                                               ("gm", "mat"): (20.0, 134.0)})
+                                               ("gm", "mat"): (20.0, 134.0),
+                                               ("gm", "mat.nd2nz"): (20.0, 88.0)})
     # GM transfers as the DMA runs them: a window is a number of bursts (contiguous runs of
     # global memory), and each burst moves whole ``burst_block_bytes`` blocks (the DMA
     # intrinsics count a burst's length in 32-byte blocks: pto-isa's
@@ -107,8 +112,8 @@ class CostModel:
     # ``burst_overhead_bytes`` of path time for starting it: none, as measured (128 bursts of
     # 508 B, TLOAD f32 128x127, take 773 cycles against 776 for one 64 KiB run; 254-byte and
     # 127-byte rows cost their rounding to 256 and 128 bytes, 519 and 392).
-    # ND -> NZ conversion into L1 costs nothing beyond its bursts (one per row of the window),
-    # as pto-isa's cost model charges copy_gm_to_cbuf_multi_nd2nz at the plain GM -> L1 rate.
+    # ND -> NZ conversion into L1 moves its bursts (one per row of the window) at the
+    # "mat.nd2nz" rate above.
     burst_block_bytes: int = 32
     burst_overhead_bytes: int = 0
     # scalar unit: one instruction, one cycle; a loop iteration's increment and compare-branch

@@ -63,9 +63,12 @@ def bytes_per_cycle(gibps: float, target: Target) -> float:
 
 
 def transfer_path(inst) -> tuple[str, str, Tile]:
-    """(source, destination, on-chip tile) of a transfer; "gm" is global memory."""
+    """(source, destination, on-chip tile) of a transfer; "gm" is global memory. A load of
+    an ND window into L1 is converted to NZ fractals by the DMA on the way ("mat.nd2nz")."""
     if inst.op == "tload":
-        return "gm", inst.outs[0].loc, inst.outs[0]
+        tile = inst.outs[0]
+        nd = getattr(inst.ins[0], "layout", "ND") == "ND"
+        return "gm", ("mat.nd2nz" if tile.loc == "mat" and nd else tile.loc), tile
     src = inst.ins[0]
     if inst.op == "tstore":
         return src.loc, "gm", src
