@@ -253,9 +253,9 @@ def tile_size_row(s, rng) -> tuple[Row, int]:
         f"(tuned in {tuned.report.seconds:.2f} s, {tuned.report.compile_seconds:.2f} s of it "
         "compiling); its sweep (modelled NPU time): " +
         ", ".join(f"{t}: {ms * 1e3:.2f} us" for t, ms in times.items()),
-        (f"Every block pays a dispatch of {c.task_dispatch_us} us on its core and the launch "
-         f"{c.launch_us} us once (targets.CostModel: CANN PyPTO's simulated task gap and "
-         f"start), so {n // 256} blocks on {T.vector_cores} cores pay "
+        (f"Every block pays a dispatch of {c.block_dispatch_cycles:.0f} cycles on its core and "
+         f"the launch {c.launch_us} us once (targets.CostModel: pto-isa's board-fitted block "
+         f"dispatch and launch), so {n // 256} blocks on {T.vector_cores} cores pay "
          f"{-(-n // 256 // T.vector_cores)} dispatches each: most of the small tile's time. "
          "Within a block a small tile also pays per instruction: each GM->UB "
          f"load costs {head:.0f} cycles + bytes / {rate:.0f} B a cycle (measured on the "
@@ -322,7 +322,7 @@ def multicore_row(s, rng, tile) -> Row:
         (f"One core of {after.cores} is {1 / after.cores:.1%} (the seed's 12.5 % is one core of "
          "8). Utilization is busy core-cycles over cores x makespan, and the makespan holds "
          f"the launch ({T.costs.launch_us} us) and each block's dispatch "
-         f"({T.costs.task_dispatch_us} us), idle time on every core; one block per core "
+         f"({T.costs.block_dispatch_cycles:.0f} cycles), idle time on every core; one block per core "
          "pays them once. The speedup is "
          f"{row.gain:.1f}x, not {after.cores}x: one core alone streams at its own path "
          f"bandwidth (GM->UB at most {path:.0f} GB/s, UB->GM "

@@ -41,8 +41,8 @@ def _dtype(dtype) -> str:
 def persistent(source: str, grid: tuple, cores: int) -> tuple[str, tuple]:
     """(source, grid) of ``source`` (written for one block per work item of ``grid``, up to
     three axes) as a persistent kernel: at most ``cores`` blocks, each looping over the items
-    ``pid, pid + blocks, ...``. The cycle model charges every block its dispatch (2.8 us,
-    ``CostModel.task_dispatch_us``), so a launch of many small blocks pays that many times;
+    ``pid, pid + blocks, ...``. The cycle model charges every block its dispatch (2000 cycles,
+    ``CostModel.block_dispatch_cycles``), so a launch of many small blocks pays that many times;
     one block per core pays it once."""
     grid = tuple(grid) + (1,) * (3 - len(grid))
     items = grid[0] * grid[1] * grid[2]
