@@ -98,8 +98,8 @@ def main(argv=None):
     # 3. The modelled NPU: the same DAG under each parallel_strategy. data_parallel is the old
     #    way (each kernel an SPMD launch after the previous one, a launch cost each); mpmd is
     #    one launch whose tasks go to any free core of their kind; pipelined gives each node
-    #    cores of its own. Every task pays a dispatch cost on its core (2.8 us, CANN PyPTO's
-    #    simulated gap; targets.CostModel says where each number comes from).
+    #    cores of its own. Every task pays a pickup on its core (0.8 us, measured on the
+    #    chip; targets.CostModel says where each number comes from).
     # ------------------------------------------------------------------------------------------
     print(f"{'strategy':<16}{'NPU (model)':>14}{'launches':>10}")
     for s in ("data_parallel", "mpmd", "pipelined", "auto"):
