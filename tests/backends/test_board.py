@@ -1,0 +1,35 @@
+"""The launch-level model against the board (issue 31): pto-isa's hand-written GEMM schedule,
+built instruction for instruction as a PTO program (benchmarks/board.py), modelled on the
+board's chip against the times and pipe ratios pto-isa measured on a 24-core A3 board. The
+larger sizes, flash attention and top-k are in ``python benchmarks/board.py``."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from pypto.backends.ascend.model.launch import model_launch
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def board():
+    sys.path.insert(0, str(BENCHMARKS))          # board.py imports the benchmarks' harness
+    try:
+        spec = importlib.util.spec_from_file_location("board", BENCHMARKS / "board.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("n", [1536, 3072])
+def test_ptoisa_gemm_schedule_within_25_percent_of_the_board(board, n):
+    model = model_launch(board.gemm_ptoisa_program(n, n, n), board.GM_GRID,
+                         board.gemm_model_args(n))
+    ms, cube, tload = board.GEMM_BOARD[n]
+    assert model.time_ms == pytest.approx(ms, rel=0.25)
+    assert abs(100 * board.busy_share(model, "M") - cube) <= 10
+    assert abs(100 * board.busy_share(model, "MTE2") - tload) <= 10
