@@ -225,7 +225,8 @@ class Agreement:
                 f"{self.possible} measured instructions (median error "
                 f"{self.possible_median:.1%}; {self.within:.0%} of all {self.compared}, "
                 f"counting {self.compared - self.possible} figures below the vector unit's "
-                "floor), pto-isa's cost-model tests on a 910B")
+                "floor), pto-isa's cost-model tests on a 910B; kernels against the board: "
+                "docs/cycle_model.md")
 
 
 def _share(selected: list) -> tuple[int, float, float]:
