@@ -218,11 +218,11 @@ def test_bursts_follow_the_layout():
 
 
 @pytest.mark.heavy
-def test_cycle_model_charges_nd_rows_as_nz_fractals_when_both_are_whole_blocks():
-    """The same matmul, the same transfers and bytes: ND operands are read as one run per
-    row (64 B at BK = 32), NZ ones as runs of whole fractals. A run costs the chip nothing
-    by itself (TLOAD f32 128x127, 128 runs of 508 B, measures 773 cycles against 776 for one
-    64 KiB run), so rows of whole 32-byte blocks load as fast as fractals."""
+def test_cycle_model_charges_the_nd_to_nz_conversion_more_than_nz_copies():
+    """The same matmul, the same transfers and bytes: ND operands are converted to NZ by the
+    DMA on their way into L1 (88 bytes a cycle, the board GEMM's rate: CostModel.dma), NZ ones
+    are plain copies (134, measured); a GM run costs nothing by itself (TLOAD f32 128x127,
+    128 runs of 508 B, measures 773 cycles against 776 for one 64 KiB run)."""
     rng = np.random.default_rng(5)
     a = rng.standard_normal((128, 128)).astype(np.float16)
     b = rng.standard_normal((128, 128)).astype(np.float16)
@@ -232,7 +232,8 @@ def test_cycle_model_charges_nd_rows_as_nz_fractals_when_both_are_whole_blocks()
     moved = [sum(r.bytes for blk in m.blocks for r in blk.records if r.name == "tload")
              for m in (nd, nz)]
     assert moved[0] == moved[1]
-    assert nz.pipe_busy["MTE2"] == pytest.approx(nd.pipe_busy["MTE2"], rel=0.02)
+    assert nz.pipe_busy["MTE2"] < 0.9 * nd.pipe_busy["MTE2"]
+    assert nz.cycles < nd.cycles
 
 
 def test_torch_tensors_in_a_layout():
