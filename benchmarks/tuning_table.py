@@ -436,14 +436,13 @@ def nz_row(s, rng) -> Row:
          "and converted to NZ on the way into L1; an NZ tensor's tile is whole 16 x 32-byte "
          f"fractals, one run per column of fractals ({BK // 16} runs of {BM * 32} B for a, "
          f"{BN // 16} of {BK * 32} B for b). Same transfers, same bytes: what differs is the "
-         f"burst cost ({c.burst_block_bytes}-byte blocks plus "
-         f"{c.burst_overhead_bytes} B per run, as measured on GM->UB loads) -- the conversion itself is free in the model, "
-         "as in pto-isa's cost model (nd2nz at the plain GM->L1 rate). Both kernels are "
-         f"bound by {before.bound_pipe()} -> {after.bound_pipe()}; the gain is the ND runs' "
-         "overhead, so it grows as BK shrinks and vanishes for long rows. It rests on the "
-         f"start-up a run costs (none measured for GM->UB; GM->L1 runs are unmeasured); the "
-         f"gain with a start-up of {sensitivity} (0 B leaves only "
-         "the rounding of runs to 32-byte blocks, which 64-byte rows do not pay)."),
+         "DMA's work -- ND rows are converted to NZ fractals on the way into L1, at "
+         f"{c.dma[('gm', 'mat.nd2nz')][1]:.0f} B a cycle (the board GEMM's rate), an NZ tile "
+         f"is copied as it is, at {c.dma[('gm', 'mat')][1]:.0f} (measured). Both kernels are "
+         f"bound by {before.bound_pipe()} -> {after.bound_pipe()}. A GM run costs nothing by "
+         f"itself on GM->UB loads (measured); were it to cost something on GM->L1 ones, the "
+         f"gain with a start-up of {sensitivity} (0 B leaves the conversion and the "
+         "rounding of runs to 32-byte blocks, which 64-byte rows do not pay)."),
     ]
     return row
 
