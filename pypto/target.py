@@ -145,6 +145,14 @@ class CostModel:
     # its simulator does not model). Barriers (syncall) are not charged it.
     cross_core_sync_cycles: float = 1000.0
 
+# Float -> narrower int conversions A2/A3's TCVT makes without saturation (pto-isa
+# npu/a2a3/TCvt.hpp, kIsNarrowingCvt and its NonSatTorch paths): the value is truncated (or
+# rounded as asked), saturated to int32, and its low bits kept, two's complement, as torch
+# does. Every other float -> int conversion saturates at the destination's range. By dtype
+# name: (source, destination).
+WRAPPING_CONVERSIONS = frozenset({("float32", "int16"), ("float16", "int16"),
+                                  ("float16", "int8"), ("float16", "uint8")})
+
 # The UB is 192 KiB, but pto-isa keeps its top 8 KiB (TMP_UB_OFFSET = 184 KiB,
 # include/pto/common/constants.hpp) as the scratch of TROWEXPAND*'s broadcast, TCVT and
 # TEXTRACT on A2/A3: a tile placed there would be overwritten by them.

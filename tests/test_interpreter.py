@@ -200,12 +200,16 @@ def test_store_writes_only_inside(offs):
     np.testing.assert_array_equal(dst, expect)
 
 
-def test_store_converts_with_saturation():
-    src = np.array([1e10, -1e10, np.nan, 2.9, -2.9], np.float32)
-    dst = np.zeros(5, np.int16)
-    t, o = tensor("t", dt.float32, 1), tensor("o", dt.int16, 1)
-    run([t, o], lambda b, t, o: b.store(o, [0], b.load(t, [0], (5,))), {"t": src, "o": dst})
-    np.testing.assert_array_equal(dst, [32767, -32768, 0, 2, -2])
+def test_store_converts_as_the_chip():
+    """float32 -> int8 saturates; float32 -> int16 goes through int32 and keeps its low bits
+    (A2/A3's TCVT, target.WRAPPING_CONVERSIONS)."""
+    src = np.array([1e10, -1e10, np.nan, 2.9, -2.9, 40000.0], np.float32)
+    for dtype, want in ((dt.int8, [127, -128, 0, 2, -2, 127]),
+                        (dt.int16, [-1, 0, 0, 2, -2, -25536])):
+        dst = np.zeros(6, dtype.to_numpy())
+        t, o = tensor("t", dt.float32, 1), tensor("o", dtype, 1)
+        run([t, o], lambda b, t, o: b.store(o, [0], b.load(t, [0], (6,))), {"t": src, "o": dst})
+        np.testing.assert_array_equal(dst, want)
 
 
 def test_atomic_add_over_the_grid():
@@ -493,13 +497,17 @@ def test_cast_float_narrowing_is_rne():
 @given(st.floats(width=32, allow_nan=True, allow_infinity=True),
        st.sampled_from([dt.int8, dt.uint8, dt.int16, dt.int32, dt.int64]))
 def test_convert_matches_python_saturating_truncation(f, d):
-    info = np.iinfo(d.to_numpy())
+    """float32 -> int16 saturates into int32 first and keeps the low 16 bits (the chip)."""
+    wraps = d == dt.int16
+    info = np.iinfo((np.int32 if wraps else d.to_numpy()))
     if math.isnan(f):
         expect = 0
     elif math.isinf(f):
         expect = info.max if f > 0 else info.min
     else:
         expect = min(max(math.trunc(f), info.min), info.max)
+    if wraps:
+        expect = (expect + 2 ** 15) % 2 ** 16 - 2 ** 15
     assert int(convert(np.float32(f), d)) == expect
 
 

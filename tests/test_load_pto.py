@@ -2,6 +2,7 @@
 results equal to the jit kernel it came from, on the native engine and on pto-isa's simulator;
 hazard-checked, profiled, its layout assumptions enforced, bad text reported at its line."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -51,6 +52,44 @@ def test_a_compiled_kernels_pto_runs_as_the_kernel_did(tmp_path):
     expected = np.zeros_like(m)
     tile_softmax[(8,)](m, expected, BM=8, BN=256)
     np.testing.assert_array_equal(got, expected)
+
+
+def _sample_style(text: str) -> str:
+    """The same program as PTOAS's own samples spell theirs (ptoas 0.60's test/samples):
+    each tile type named once at the top (MLIR type aliases), an attribute alias, long
+    operations broken over several lines, comments at line ends."""
+    types = sorted(set(re.findall(r"!pto\.tile_buf<[^>]*>", text)))
+    head = [f"!tile{i} = {t}" for i, t in enumerate(types)] + ["#rowmajor = #pto.layout<nd>"]
+    for i, t in enumerate(types):
+        text = text.replace(t, f"!tile{i}")
+    text = (text.replace(", strides = ", ",\n        strides = ")
+                .replace(", sizes = ", ",\n        sizes = ")
+                .replace(") attributes {", ")\n      attributes {")
+                .replace(" : !pto.tensor_view", "\n        : !pto.tensor_view")
+                .replace("{layout = #pto.layout<nd>}", "{layout = #rowmajor}")
+                .replace(" = arith.constant 0 : index", " = arith.constant 0 : index  // zero"))
+    return "// a kernel in the samples' spelling\n" + "\n".join(head) + "\n" + text
+
+
+def test_the_samples_spelling_reads_as_the_printers():
+    """Type and attribute aliases, statements over several lines, comments and the
+    ``pto.entry`` attribute (issue 30: load_pto reads what ptoas 0.60 reads, in the forms
+    PTOAS's samples use): the same kernel, the same results."""
+    x, y, out = _arrays()
+    text = _sample_style(_axpy_text())
+    assert "!tile0 = !pto.tile_buf<" in text and "\n        strides = " in text
+    assert "attributes {pto.entry" in text
+    pypto.load_pto(text)[(4,)](x, y, out, 2.0)
+    np.testing.assert_array_equal(out, x * np.float32(2) + y)
+
+
+def test_a_statement_over_several_lines_is_reported_at_its_first_line():
+    text = _sample_style(_axpy_text()).replace(" outs(%", "\n        outs(%")
+    text = text.replace("pto.tadd", "pto.tnonsense")
+    line = next(no for no, s in enumerate(text.splitlines(), 1) if "pto.tnonsense" in s)
+    assert text.splitlines()[line].strip().startswith("outs(")      # the statement goes on
+    with pytest.raises(CompilationError, match=f":{line}:1: .*no PTO instruction 'tnonsense'"):
+        pypto.load_pto(text)
 
 
 @pytest.mark.heavy

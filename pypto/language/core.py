@@ -198,8 +198,9 @@ mean = _reduction("mean", "Mean over ``axis`` (float).")
 
 
 @builtin
-def cumsum(x, axis=-1):
-    """Inclusive prefix sum along the last axis."""
+def cumsum(x, axis=-1, reverse=False):
+    """Inclusive prefix sum along the last axis; ``reverse=True`` sums from the end (each
+    element plus everything after it, ``jax.lax.cumsum(..., reverse=True)``)."""
 
 
 # -- sorting -----------------------------------------------------------------------------------

@@ -44,6 +44,14 @@ def casts(x, o32, o16, o8, oh, B: pl.constexpr):
 
 
 @pypto.jit
+def half_casts(x, o16, o8, ou8, B: pl.constexpr):
+    t = pl.load(x, offsets=(0,), shape=(B,))
+    pl.store(o16, offsets=(0,), value=t.to(pl.int16))
+    pl.store(o8, offsets=(0,), value=t.to(pl.int8))
+    pl.store(ou8, offsets=(0,), value=t.to(pl.uint8))
+
+
+@pypto.jit
 def float_ops(x, y, o_max, o_min, o_div, o_abs, o_exp, o_cmp, B: pl.constexpr):
     a = pl.load(x, offsets=(0,), shape=(B,))
     b = pl.load(y, offsets=(0,), shape=(B,))
@@ -127,6 +135,29 @@ def test_float_to_int_conversions_agree_in_range():
                     np.zeros(N, np.float16))
     native, simulated = _both(casts, make, B=N)
     _bits_equal(native[1:4], simulated[1:4], ["int32", "int16", "int8"])
+
+
+def test_narrowing_conversions_wrap_on_both_engines():
+    """float32 -> int16 and float16 -> int16/int8/uint8 outside the destination's range but
+    inside int32's: A2/A3's TCVT keeps the low bits of the int32 value (npu/a2a3/TCvt.hpp,
+    NonSatTorch); the simulator's C++ cast does too there. float32 -> int8 saturates (PyPTO
+    converts it through int32 and a clamp: no TCVT makes it)."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(N) * 1e6).astype(np.float32)
+    make = lambda: (x, np.zeros(N, np.int32), np.zeros(N, np.int16), np.zeros(N, np.int8),
+                    np.zeros(N, np.float16))
+    native, simulated = _both(casts, make, B=N)
+    _bits_equal(native[1:4], simulated[1:4], ["int32", "int16", "int8"])
+    wide = np.trunc(x.astype(np.float64)).astype(np.int64)
+    np.testing.assert_array_equal(native[2], wide.astype(np.int16))
+    np.testing.assert_array_equal(native[3], np.clip(wide, -128, 127))
+    h = (rng.standard_normal(N) * 20000).astype(np.float16)
+    make = lambda: (h, np.zeros(N, np.int16), np.zeros(N, np.int8), np.zeros(N, np.uint8))
+    native, simulated = _both(half_casts, make, B=N)
+    _bits_equal(native[1:], simulated[1:], ["int16", "int8", "uint8"])
+    wide = np.trunc(h.astype(np.float64)).astype(np.int64)
+    for got, d in zip(native[1:], (np.int16, np.int8, np.uint8)):
+        np.testing.assert_array_equal(got, wide.astype(d))
 
 
 def test_float_special_values_agree():

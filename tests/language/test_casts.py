@@ -80,8 +80,17 @@ def cast_input(name, seed=0):
 ROUND = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}
 
 
+# A2/A3's TCVT converts these without saturation: into int32 (saturated), then its low bits
+# (pto-isa npu/a2a3/TCvt.hpp, kIsNarrowingCvt; docs/tile_ir.md)
+CHIP_WRAPS = {("float32", "int16"), ("float16", "int16"), ("float16", "int8"),
+              ("float16", "uint8")}
+
+
 def reference_cast(x, src, dst, rounding=None):
     x = np.asarray(x)
+    if (src, dst) in CHIP_WRAPS:
+        wide = reference_cast(x, src, "int32", rounding)
+        return wide.astype(npd(dst))                    # numpy keeps the low bits
     if rounding is not None and is_float(src):
         x = ROUND[rounding](x.astype(np.float32))       # halves are exact in float32
         if is_float(dst) or dst == "bool":
@@ -135,18 +144,36 @@ def test_cast_all_pairs(src, group):
         assert_exact(got, reference_cast(x, src, dst), f"{what}: vs numpy", x)
 
 
-def test_float_to_int_saturates():
-    """The documented special cases, spelled out."""
-    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.0, -300.0, -0.9, 0.9, -1.5] +
-                 [0.0] * (M * N - 10), np.float32).reshape(M, N)
+def test_float_to_int_saturates_except_where_the_chip_wraps():
+    """The documented special cases, spelled out: float32 -> int8, uint8, int32 saturate;
+    float32 -> int16 goes through int32 and keeps the low 16 bits, as A2/A3's TCVT does."""
+    x = np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 300.0, -300.0, -0.9, 0.9, -1.5,
+                  40000.5, -40000.0] + [0.0] * (M * N - 12), np.float32).reshape(M, N)
     res = {dst: got for dst, got, _ in run_casts("float32", TARGET_GROUPS[0], x, method="to")}
-    for dst in ("int8", "uint8", "int16", "int32"):
+    for dst in ("int8", "uint8", "int32"):
         info = np.iinfo(npd(dst))
         v = res[dst].ravel()[:10].tolist()
         assert v[:5] == [0, info.max, info.min, info.max, info.min], (dst, v)
         assert v[5] == min(300, info.max) and v[6] == max(-300, info.min), (dst, v)
         assert v[7:] == [0, 0, max(-1, info.min)], (dst, v)     # truncation toward zero
+    # int16: int32's max (inf, 1e10) keeps 0xffff = -1, its min 0; 40000 wraps to -25536
+    assert res["int16"].ravel()[:12].tolist() == [0, -1, 0, -1, 0, 300, -300, 0, 0, -1,
+                                                  -25536, 25536]
     assert res["bool"].ravel()[:10].tolist() == [True] * 10     # NaN != 0, -0.9 != 0
+
+
+def test_float16_to_8_and_16_bits_wraps_like_the_chip():
+    """float16 -> int8/uint8/int16: TCVT through int32, then the low bits (pto-isa's
+    NonSatTorch paths): 300 -> 44 in int8, -1 -> 255 in uint8, 65504 (0xffe0) -> -32 in int8
+    and int16."""
+    x = np.array([300.0, -1.0, 65504.0, -65504.0, np.inf, np.nan, 127.9, -129.0] +
+                 [0.0] * (M * N - 8), np.float16).reshape(M, N)
+    res = {dst: got for dst, got, _ in run_casts("float16", TARGET_GROUPS[0], x, method="to")}
+    assert res["int8"].ravel()[:8].tolist() == [44, -1, -32, 32, -1, 0, 127, 127]
+    assert res["uint8"].ravel()[:8].tolist() == [44, 255, 224, 32, 255, 0, 127, 127]
+    assert res["int16"].ravel()[:8].tolist() == [300, -1, -32, 32, -1, 0, 127, -129]
+    assert res["int32"].ravel()[:8].tolist() == [300, -1, 65504, -65504, 2 ** 31 - 1, 0,
+                                                 127, -129]
 
 
 def test_narrowing_float_rounds_to_nearest_even():

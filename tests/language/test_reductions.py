@@ -24,6 +24,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
+from tests.engines.tools import needs_tools, retarget
 from pypto.errors import NotOnChip
 
 from .utils import (INTS, assert_exact, compute_dtype, interpret_mode, is_float, npd, pld, rand,
@@ -85,10 +86,11 @@ def reduce_kernel(x, x1, o0, o1, o2, o3, o4, o5, p0, p1, M: pl.constexpr, N: pl.
 
 
 @pypto.jit
-def cumsum_kernel(x, x1, o, o1, M: pl.constexpr, N: pl.constexpr, RD: pl.constexpr):
+def cumsum_kernel(x, x1, o, o1, M: pl.constexpr, N: pl.constexpr, RD: pl.constexpr,
+                  REV: pl.constexpr = False):
     t = pl.load(x, offsets=(0, 0), shape=(M, N))
-    c = pl.cumsum(t, axis=-1)
-    c1 = pl.load(x1, offsets=(0,), shape=(N,)).cumsum()
+    c = pl.cumsum(t, axis=-1, reverse=REV)
+    c1 = pl.load(x1, offsets=(0,), shape=(N,)).cumsum(reverse=REV)
     pl.static_assert(c.dtype == RD, "cumsum dtype")
     pl.store(o, offsets=(0, 0), value=c)
     pl.store(o1, offsets=(0,), value=c1)
@@ -320,7 +322,9 @@ def test_max_min_propagate_nan(op):
 CUMSUM_DTYPES = ["bool", "int8", "int32", "float32", "float16", "bfloat16"]
 
 
-def check_cumsum(got, interp, x, rname, what):
+def check_cumsum(got, interp, x, rname, what, reverse=False):
+    if reverse:       # the reverse scan is the scan of the flipped rows, flipped back
+        got, interp, x = (np.flip(a, -1) for a in (got, interp, x))
     if not is_float(rname):
         want = np.cumsum(x.astype(npd(rname)), axis=-1, dtype=npd(rname))
         assert_exact(got, interp, f"{what}: compiled vs interpreter", x)
@@ -337,38 +341,57 @@ def check_cumsum(got, interp, x, rname, what):
         assert not bad.any(), f"{what}: vs {vs}: got {g[bad][:4]}, expected {other[bad][:4]}"
 
 
-def interpret_cumsum(x, x1, rname):
+def interpret_cumsum(x, x1, rname, reverse=False):
     outs = {"o": np.zeros(x.shape, npd(rname)), "o1": np.zeros(x1.shape, npd(rname))}
     with interpret_mode():
-        cumsum_kernel[(1,)](x=x, x1=x1, **outs, M=x.shape[0], N=x.shape[1], RD=pld(rname))
+        cumsum_kernel[(1,)](x=x, x1=x1, **outs, M=x.shape[0], N=x.shape[1], RD=pld(rname),
+                            REV=reverse)
     return outs
 
 
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize("name", CUMSUM_DTYPES)
-def test_cumsum(name):
-    """The interpreter against numpy (the NPU target refuses a row cumsum: see below)."""
+def test_cumsum(name, reverse):
+    """Compiled (a scan down the rows of the transposed tile: A2/A3 cannot shift a UB tile
+    by a few columns) against the interpreter and numpy, 2-D and 1-D, forward and reverse."""
     rng = np.random.default_rng(len(name))
     x = rand(rng, (M, N), name, lo=-20, hi=20)
     x1 = rand(rng, (N,), name, lo=-20, hi=20)
     rname = result_dtype("sum", name)
-    interp = interpret_cumsum(x, x1, rname)
-    check_cumsum(interp["o"], interp["o"], x, rname, f"cumsum {name} 2-D")
-    check_cumsum(interp["o1"], interp["o1"], x1, rname, f"cumsum {name} 1-D")
+    interp = interpret_cumsum(x, x1, rname, reverse)
+    got = {"o": np.zeros(x.shape, npd(rname)), "o1": np.zeros(x1.shape, npd(rname))}
+    cumsum_kernel[(1,)](x, x1, got["o"], got["o1"], M=M, N=N, RD=pld(rname), REV=reverse)
+    check_cumsum(got["o"], interp["o"], x, rname, f"cumsum {name} 2-D", reverse)
+    check_cumsum(got["o1"], interp["o1"], x1, rname, f"cumsum {name} 1-D", reverse)
 
 
-@pytest.mark.parametrize("name", ["float32", "float16", "int8", "bool"])
-def test_cumsum_is_refused_on_the_npu(name):
-    """cumsum along a row is built from concatenations of shifted pieces (at columns 1, 2, 4,
-    ...), which A2/A3 cannot move (UB tiles move in 32-byte steps): a compile error at the
-    cumsum's line naming the unaligned concatenation."""
-    rname = result_dtype("sum", name)
-    x = rand(np.random.default_rng(0), (M, N), name, lo=-20, hi=20)
-    outs = {"o": np.zeros((M, N), npd(rname)), "o1": np.zeros(N, npd(rname))}
-    # (half types are summed in float32, so the pieces are float32)
-    with pytest.raises(NotOnChip, match=r"a concatenation at column 1 of a (float|int)32 tile"
-                       ) as got:
-        cumsum_kernel[(1,)](x, x[0].copy(), outs["o"], outs["o1"], M=M, N=N, RD=pld(rname))
-    assert got.value.loc is not None and "pl.cumsum" in got.value.loc.source_line
+@pytest.mark.parametrize("shape", [(1, 1000), (7, 33), (2, 8)])
+def test_row_cumsum_any_width(shape):
+    """Widths that are not a power of two nor a multiple of 8 (float32 and int32)."""
+    rng = np.random.default_rng(shape[1])
+    for name in ("float32", "int32"):
+        x = rand(rng, shape, name, lo=-20, hi=20)
+        x1 = x[0].copy()
+        got = {"o": np.zeros(shape, npd(name)), "o1": np.zeros(shape[1], npd(name))}
+        cumsum_kernel[(1,)](x, x1, got["o"], got["o1"], M=shape[0], N=shape[1],
+                            RD=pld(name))
+        interp = interpret_cumsum(x, x1, name)
+        check_cumsum(got["o"], interp["o"], x, name, f"cumsum {name} {shape}")
+
+
+@needs_tools
+@pytest.mark.heavy                      # a pto-isa build per case
+@pytest.mark.parametrize("name,reverse", [("float32", False), ("int32", True)])
+def test_row_cumsum_on_the_pto_isa_simulator(name, reverse):
+    """The .pto's scan (TTRANS, shifted row copies, adds) computed by pto-isa's simulator."""
+    rng = np.random.default_rng(4)
+    x, x1 = rand(rng, (M, N), name, lo=-20, hi=20), rand(rng, (N,), name, lo=-20, hi=20)
+    got = {"o": np.zeros(x.shape, npd(name)), "o1": np.zeros(x1.shape, npd(name))}
+    retarget(cumsum_kernel, "pto-isa")[(1,)](x, x1, got["o"], got["o1"], M=M, N=N,
+                                             RD=pld(name), REV=reverse)
+    interp = interpret_cumsum(x, x1, name, reverse)
+    check_cumsum(got["o"], interp["o"], x, name, f"pto-isa cumsum {name}", reverse)
+    check_cumsum(got["o1"], interp["o1"], x1, name, f"pto-isa cumsum {name} 1-D", reverse)
 
 
 def test_half_cumsum_rounds_once():

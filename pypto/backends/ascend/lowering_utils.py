@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from ...language import dtypes as dt
+from ...target import WRAPPING_CONVERSIONS
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -53,7 +54,8 @@ def const(d: dt.dtype, value):
 
 def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
     """numpy's conversion: floats round to nearest even, float→int truncates (saturating, so
-    out-of-range values are defined), ints wrap or extend."""
+    out-of-range values are defined; into int32 and then its low bits for the chip's
+    ``WRAPPING_CONVERSIONS``), ints wrap or extend."""
     if src == dst or src.storage_only or dst.storage_only:
         return v       # float8 moves as bytes only: its tiles are uint8 (legalize_storage)
     if src == dt.bfloat16:
@@ -69,6 +71,8 @@ def convert(b: ir.IRBuilder, v, src: dt.dtype, dst: dt.dtype):
     if src.is_floating:
         if dst == dt.bool_:
             return b.zext(b.fcmp_unordered("!=", v, ir.Constant(st, 0.0)), dt_)
+        if (src.name, dst.name) in WRAPPING_CONVERSIONS:     # the chip's TCVT: low bits
+            return b.trunc(convert(b, v, src, dt.int32), dt_)
         name = "llvm.fptosi.sat" if dst.is_signed else "llvm.fptoui.sat"
         fn = b.module.declare_intrinsic(name, [dt_, st], fnty=ir.FunctionType(dt_, [st]))
         return b.call(fn, [v])

@@ -209,7 +209,10 @@ def _reduce(run, op, ins):
 
 def _cumsum(run, op, ins):
     x = convert(ins[0], compute_dtype(_result(op).dtype))
-    return np.cumsum(x, axis=op.attrs.get("axis", -1), dtype=x.dtype)
+    axis = op.attrs.get("axis", -1)
+    if op.attrs.get("reverse"):
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
 
 
 def _sort(run, op, ins):

@@ -5,7 +5,8 @@ A leaf of the interpreter (no ops, no execution), so that others who must agree 
 cycle model's scalar evaluation, the sanitizer's windows -- import the rules without the
 interpreter. Numerics follow the compiled backend (``backends/ascend/lowering_utils.py``):
 half-width floats are computed in float32 and rounded once per op, integers wrap, float → int
-truncates and saturates, integer division by zero gives 0.
+truncates and saturates (or wraps from int32, as the chip's TCVT does for some pairs), integer
+division by zero gives 0.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 from ...errors import InternalError
 from ...compiler.ir import ScalarType, TensorType
 from ...language import dtypes as dt
+from ...target import WRAPPING_CONVERSIONS
 
 # -- numerics: conversions -----------------------------------------------------------------------
 
@@ -49,12 +51,14 @@ def to_compute(x) -> np.ndarray:
 
 def convert(x, dst: dt.dtype, rounding: str | None = None) -> np.ndarray:
     """The one conversion rule of the IR: floats round to nearest even, float → int truncates
-    (or rounds as ``rounding`` says) and saturates with NaN → 0, ints wrap or extend, and
+    (or rounds as ``rounding`` says) and saturates with NaN → 0 (into int32 first, then
+    keeping the low bits, for the chip's ``WRAPPING_CONVERSIONS``), ints wrap or extend, and
     anything → bool is ``!= 0``."""
     x = np.asarray(x)
     src = _BY_NUMPY.get(x.dtype) or dtype_of(x)
     if src is dst and rounding is None:     # the common case, before dtype's slower ==
         return x
+    wraps = (src.name, dst.name) in WRAPPING_CONVERSIONS      # by the value's own dtype
     if rounding is not None and src.is_floating:
         if rounding not in ROUNDINGS:
             raise InternalError(f"unknown rounding mode {rounding!r}")
@@ -69,6 +73,8 @@ def convert(x, dst: dt.dtype, rounding: str | None = None) -> np.ndarray:
         # of the rule.
         x = convert(x, dt.float32)
     if src.is_floating and dst.is_int:
+        if wraps:                                  # the chip's TCVT: int32, then its low bits
+            return _float_to_int(x, dt.int32).astype(dst.to_numpy())
         return _float_to_int(x, dst)
     return x.astype(dst.to_numpy())
 

@@ -328,7 +328,7 @@ def _legalize_op(op: Op, target=None):
         return e.ops, e.emit("tile.reshape", [x], op.result.type,
                              {"shape": op.result.type.shape})
     if name == "tile.cumsum":
-        return _widened(op, lambda e, x: _scan(e, x))
+        return _widened(op, lambda e, x: _scan(e, x, op.attrs.get("reverse", False)))
     if name == "tile.broadcast":
         return _split_broadcast(op)
     return None
@@ -359,23 +359,42 @@ def _widened(op: Op, rule):
     return e.ops, result
 
 
-def _scan(e, x):
-    """Hillis–Steele scan with window copies: log2(n) shifted adds along the last axis."""
+def _scan(e, x, reverse=False):
+    """Hillis–Steele scan along the last axis: log2(n) adds of the tile and a copy of it
+    shifted by 2^k (towards the end, or towards the start for a ``reverse`` scan). A2/A3
+    moves UB tiles in 32-byte steps, so a shift by a few columns is no view of the tile: it
+    is transposed (TTRANS), scanned down its rows (a shift by whole rows is), and transposed
+    back. A single row is doubled first (its transpose would be an (n, 1) column, which
+    A2/A3 keeps as the row's own bytes)."""
     shape = x.type.shape
-    n = shape[-1]
+    dtype = x.type.dtype
+    m, n = math.prod(shape[:-1]), shape[-1]
+    if n == 1:
+        return e.emit("tile.mov", [x], x.type)
+    flat = x if len(shape) == 2 else e.emit("tile.reshape", [x], TileType(dtype, (m, n)),
+                                             {"shape": (m, n)})
+    single = m == 1         # its transpose would be an (n, 1) column: the row's own bytes
+    if single:
+        m = 2
+        flat = e.emit("tile.broadcast", [flat], TileType(dtype, (m, n)), {"shape": (m, n)})
+    t = e.emit("tile.transpose", [flat], TileType(dtype, (n, m)))
     shift = 1
     while shift < n:
-        lead = shape[:-1] + (shift,)
-        kept = shape[:-1] + (n - shift,)
-        zeros = e.full(0, TileType(x.type.dtype, lead))
-        window = e.emit("tile.slice", [x], TileType(x.type.dtype, kept),
-                        {"starts": (0,) * len(shape), "stops": kept})
-        shifted = e.emit("tile.concat", [zeros, window], x.type, {"axis": len(shape) - 1})
-        x = e.binary("add", x, shifted)
+        zeros = e.full(0, TileType(dtype, (shift, m)))
+        start = shift if reverse else 0
+        window = e.emit("tile.slice", [t], TileType(dtype, (n - shift, m)),
+                        {"starts": (start, 0), "stops": (start + n - shift, m)})
+        pieces = [window, zeros] if reverse else [zeros, window]
+        shifted = e.emit("tile.concat", pieces, t.type, {"axis": 0})
+        t = e.binary("add", t, shifted)
         shift *= 2
-    if not e.ops:
-        x = e.emit("tile.mov", [x], x.type)
-    return x
+    back = e.emit("tile.transpose", [t], TileType(dtype, (m, n)))
+    if single:
+        back = e.emit("tile.slice", [back], TileType(dtype, (1, n)),
+                      {"starts": (0, 0), "stops": (1, n)})
+    if back.type.shape == shape:
+        return back
+    return e.emit("tile.reshape", [back], x.type, {"shape": shape})
 
 
 def _view2d(shape):

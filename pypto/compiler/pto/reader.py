@@ -35,6 +35,7 @@ import re
 from ...language import dtypes as dt
 from ...target import TARGETS
 from . import read_scalars, read_tiles
+from .read_text import statements
 from .isa import SYNC_OPS, tile_extent
 from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
                       While, walk_insts)
@@ -102,8 +103,7 @@ class _Func:
 
 class Parser:
     def __init__(self, text: str):
-        self.lines = [(no, s.strip()) for no, s in enumerate(text.splitlines(), 1)
-                      if s.strip() and not s.strip().startswith("//")]
+        self.lines = statements(text)
         self.i = 0
         self.at = (None, "")
         self.tiles: dict[str, Tile] = {}

@@ -41,6 +41,7 @@ from .isa import SYNC_OPS
 from .passes.place_tiles import place_tiles
 from .passes.sync import insert_sync
 from .program import LAYOUTS, If, Inst, Program, Scalar, TensorArg, Tile, walk_insts
+from .read_text import statements
 from .reader import PtoParseError, Parser, parse_program
 from .spelling import IF_HEAD, KERNEL_KIND, PARTITION, RESHAPE, split_list
 from .spelling import SSA_NAME as _N
@@ -66,8 +67,7 @@ A2A3 = ("a2a3", "a2", "a3")
 
 def is_pypto_text(text: str) -> bool:
     """PyPTO's printer always names the chip (``"pto.device-spec"``) in the module header."""
-    first = next((ln.strip() for ln in text.splitlines()
-                  if ln.strip() and not ln.strip().startswith("//")), "")
+    first = next(iter(statements(text)), (0, ""))[1]
     return '"pto.device-spec"' in first
 
 
@@ -100,7 +100,6 @@ class _PtoasParser(Parser):
 
     def __init__(self, text: str):
         super().__init__(text)
-        self.lines = _joined_statements(self.lines)
         self.known: dict[str, object] = {}      # SSA name → its compile-time value
         self.sizes: dict[str, list] = {}        # partition view → its static sizes
         self.views: dict[str, Tile] = {}        # a treshape result's name → the tile it views
@@ -405,31 +404,6 @@ def _fields(type_text: str) -> dict:
     """``!pto.tile_buf<k=v, ...>`` as {k: v}."""
     items = split_list(type_text[len("!pto.tile_buf<"):-1])
     return {k.strip(): v.strip() for k, _, v in (item.partition("=") for item in items)}
-
-
-def _joined_statements(lines: list) -> list:
-    """A statement written over several lines (a long ``func.func`` header, operands and
-    types on lines of their own), as one line: the grammar is one statement per line. A line
-    continues while its brackets are open, or when the next begins with ``:``, ``outs(``,
-    ``iter_args(`` or ``attributes``."""
-    out = []
-    for no, text in lines:
-        if out and (_open(out[-1][1]) or text.startswith((":", "outs(", "iter_args(",
-                                                           "attributes", "->"))):
-            out[-1] = (out[-1][0], f"{out[-1][1]} {text}")
-        else:
-            out.append((no, text))
-    return [(no, re.sub(r"\( ", "(", re.sub(r" \)", ")", text))) for no, text in out]
-
-
-def _open(text: str) -> bool:
-    """Are brackets of ``text`` left open (a region's ``{`` at the end does not count)?"""
-    body = text[:-1] if text.endswith("{") else text
-    depth = 0
-    for ch in re.sub(r"->", "", body):
-        depth += ch in "([<"
-        depth -= ch in ")]>"
-    return depth > 0
 
 
 def _renamed(name: str) -> str:

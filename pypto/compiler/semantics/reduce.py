@@ -72,13 +72,15 @@ def mean(b, x, axis=None, keepdims=False):
     return binary(b, "mul", total, 1.0 / count)
 
 
-def cumsum(b, x, axis=-1):
+def cumsum(b, x, axis=-1, reverse=False):
     t = tile_type(x)
     if not t.shape:
         return x
     if _axis_of(t, axis) != len(t.shape) - 1:
         raise ValueError("cumsum() is supported along the last axis only")
+    if not isinstance(reverse, bool):
+        raise TypeError(f"cumsum(reverse=...) must be True or False, got {reverse!r}")
     dtype = _reduce_dtype("sum", t.dtype)
     x = cast(b, x, dtype)
     return b.emit("tile.cumsum", [x], [TileType(dtype, t.shape)],
-                  {"axis": len(t.shape) - 1}).result
+                  {"axis": len(t.shape) - 1, **({"reverse": True} if reverse else {})}).result

@@ -426,8 +426,9 @@ def atomic_add(x, out, M: pl.constexpr, N: pl.constexpr):
 
 
 @pypto.jit
-def cumsum_row(x, out, M: pl.constexpr, N: pl.constexpr):
-    pl.store(out, offsets=(0, 0), value=pl.cumsum(pl.load(x, offsets=(0, 0), shape=(M, N))))
+def cumsum_row(x, out, M: pl.constexpr, N: pl.constexpr, REV: pl.constexpr = False):
+    pl.store(out, offsets=(0, 0), value=pl.cumsum(pl.load(x, offsets=(0, 0), shape=(M, N)),
+                                                  reverse=REV))
 
 
 @pypto.jit
@@ -867,8 +868,10 @@ def _entries() -> list[Entry]:
         lambda: _pto(atomic_add, _r(32, 32), _z(1, 32), M=8, N=32))
     add("signal_wait_pair", "signal-wait if-else",
         lambda: _pto(signal_wait_pair, _r(64), _z(192), BLOCK=64), refused="pl.signal")
-    add("cumsum_row", "reduce-sum", lambda: _pto(cumsum_row, _r(8, 32), _z(8, 32), M=8, N=32),
-        refused="a concatenation at column 1")
+    add("cumsum_row", "ttrans", lambda: _pto(cumsum_row, _r(8, 32), _z(8, 32), M=8, N=32))
+    add("cumsum_row_reverse_int", "ttrans",
+        lambda: _pto(cumsum_row, _r(3, 100, dtype=np.int32), _z(3, 100, dtype=np.int32),
+                     M=3, N=100, REV=True))
     add("int64_tile", "i64", lambda: _pto(int64_tile, _z(64, dtype=np.int64), 5, BLOCK=64),
         refused="int64 tile")
     add("slice_unaligned", "slice", lambda: _pto(slice_unaligned, _r(8, 32), _z(8, 8)),

@@ -7,6 +7,7 @@ from llvmlite import ir
 
 from ....compiler.elementwise import BINARY, UNARY
 from ....language import dtypes as dt
+from ....target import WRAPPING_CONVERSIONS
 from ..lowering_utils import (I64, call_intrinsic, compute_dtype, const, convert,
                               fast_exp_f32, loop_id,
                               counted_loop, from_compute, i64, safe_shift, safe_truncdiv,
@@ -186,6 +187,9 @@ def tcvt_elem(cg, inst):
     def body(x):
         if mode is not None and src.dtype.is_floating:
             x = call_intrinsic(b, ROUNDING_INTRINSICS[mode], x)
+        if (src.dtype.name, out.dtype.name) in WRAPPING_CONVERSIONS:   # by the tile's dtype,
+            wide = convert(b, x, compute_dtype(src.dtype), dt.int32)   # not the computed one
+            return b.trunc(wide, storage_type(out.dtype))
         return convert(b, x, compute_dtype(src.dtype), out.dtype)
     return [src], body
 
