@@ -16,6 +16,7 @@ import pytest
 
 import pypto
 import pypto.language as pl
+from tests.engines.tools import needs_tools
 
 N = 64
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -245,7 +246,7 @@ try:
     elif sys.argv[1] == "for":
         count[(1,)](x, out, 2**62, BLOCK=64)
     else:
-        add[(2**40,)](x, out, BLOCK=64)
+        add[(int(sys.argv[2]),)](x, out, BLOCK=64)
 except KeyboardInterrupt:
     print("KeyboardInterrupt", flush=True)
 out[:] = 0
@@ -254,10 +255,19 @@ print("after", out[0], flush=True)
 """
 
 
+ENGINES = [pytest.param("native", id="native"),
+           pytest.param("pto-isa", id="pto-isa", marks=[needs_tools, pytest.mark.heavy])]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("endless", ["while", "grid", "barrier", "for"])
-def test_ctrl_c_stops_an_endless_launch(endless):
+def test_ctrl_c_stops_an_endless_launch(endless, engine):
+    """On either engine: the pto-isa one polls the same stop bits at its loops' back edges,
+    between blocks and in its waits."""
     path = script_file(ENDLESS)
-    proc = subprocess.Popen([sys.executable, path, endless], env=script_env(),
+    blocks = 2 ** 40 if engine == "native" else 2 ** 32 - 1    # pto-isa numbers 32 bits
+    proc = subprocess.Popen([sys.executable, path, endless, str(blocks)],
+                            env=script_env(PYPTO_ENGINE=engine),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()

@@ -16,7 +16,6 @@ import ctypes
 import math
 import os
 import sys
-import threading
 import time
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from .. import envs
 from . import hooks
 from . import pool as runtime
-from ..backends.ascend.control import EXITING, INTERRUPTED
+from ..backends.ascend.control import EXITING, INTERRUPTED, exiting
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
 from ..layout import LayoutTensor, as_array
@@ -181,17 +180,6 @@ def grid_too_large(kernel_name: str, grid) -> ValueError:
     """A grid whose block count does not fit in int64 (a launch numbers its blocks so)."""
     return ValueError(f"{kernel_name}: grid {tuple(grid)!r} has {math.prod(grid)} blocks, more "
                       f"than a launch can number (at most 2**63 - 1 = {MAX_BLOCKS})")
-
-
-def exiting(kernel_name: str) -> RuntimeError:
-    """A launch refused (or stopped early) because the interpreter is exiting. A thread other
-    than the main one waits here for the process to end, as Python parks daemon threads at
-    exit; the main thread (an exit handler's launch) gets the error."""
-    if threading.current_thread() is not threading.main_thread():
-        while True:
-            time.sleep(3600)
-    return RuntimeError(f"{kernel_name}: not launched, the interpreter is exiting (a launch "
-                        "from an exit handler that runs after PyPTO's)")
 
 
 def _grad_mode(torch_tensors: bool):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 
 import pypto
 import pypto.language as pl
@@ -292,3 +293,16 @@ def test_scalar_float_floordiv_and_mod_agree_with_numpy_on_both_engines():
             for what, a, b in zip(("//", "%"), got[1:], want):
                 ok = (a == b) | (np.isnan(a) & np.isnan(b))
                 assert ok.all(), f"{name}: {s} {what} {t} gave {a[0]}, numpy {b[0]}"
+
+
+@pypto.jit
+def add_one(x, out, B: pl.constexpr):
+    pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(B,)) + 1.0)
+
+
+def test_a_grid_beyond_32_bits_is_refused_on_pto_isa_not_truncated():
+    """pto-isa numbers blocks with a uint32_t: 2**32 blocks ran none (the count truncated to
+    0) and returned as if done. Now refused, naming the limit."""
+    x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    with pytest.raises(ValueError, match=r"32 bits .* at most 4294967295"):
+        _on(add_one.fn, "pto-isa")[(2 ** 32,)](x, out, B=8)

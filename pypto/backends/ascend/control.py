@@ -17,6 +17,9 @@ The poll is one load of a line that is only written by a signal or at exit.
 """
 from __future__ import annotations
 
+import threading
+import time
+
 from llvmlite import ir
 
 from .lowering_utils import I64, PTR, i64
@@ -87,3 +90,14 @@ def stop_status(b: ir.IRBuilder, mask, status):
     stopped = b.select(b.icmp_unsigned("!=", b.and_(bits, i64(EXIT_BIT)), i64(0)),
                        ir.Constant(i32, EXITING), ir.Constant(i32, INTERRUPTED))
     return b.select(b.icmp_unsigned("!=", bits, i64(0)), stopped, status)
+
+
+def exiting(kernel_name: str) -> RuntimeError:
+    """A launch refused (or stopped early) because the interpreter is exiting. A thread other
+    than the main one waits here for the process to end, as Python parks daemon threads at
+    exit; the main thread (an exit handler's launch) gets the error."""
+    if threading.current_thread() is not threading.main_thread():
+        while True:
+            time.sleep(3600)
+    return RuntimeError(f"{kernel_name}: not launched, the interpreter is exiting (a launch "
+                        "from an exit handler that runs after PyPTO's)")

@@ -491,6 +491,15 @@ def _pool_code() -> LoadedObject:
         return code
 
 
+def stop_control() -> tuple[int, int]:
+    """(address of the control block, the stop bits a launch from this thread obeys): what
+    code that is not a PyPTO kernel (the pto-isa engine's) polls to stop like one."""
+    _pool_code()
+    control = _code["control"]
+    main = threading.get_ident() == int(control[MAIN_THREAD])
+    return control.ctypes.data, (SIGINT_BIT | EXIT_BIT) if main else EXIT_BIT
+
+
 def note_main_thread() -> None:
     """This thread is the main thread now (a forked child's): its launches stop on Ctrl-C."""
     control = _code.get("control")

@@ -28,6 +28,8 @@ from ... import envs
 from ... import cache as cache_mod
 from ...errors import InternalError
 from ..ascend import ptoas
+from ..ascend.control import EXITING, INTERRUPTED, exiting
+from ..ascend.host_pool import stop_control
 from ..ascend.entry import WORKSPACE_ACCS
 from ...target import get_target
 from . import entry, toolchain
@@ -217,8 +219,12 @@ class Library:
         fn = getattr(self.cdll, name)
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                       ctypes.c_int64, ctypes.c_double, ctypes.c_char_p, ctypes.c_int64]
+                       ctypes.c_int64, ctypes.c_double, ctypes.c_char_p, ctypes.c_int64,
+                       ctypes.c_void_p, ctypes.c_int64]
         return fn
+
+
+MAX_BLOCKS = 2 ** 32 - 1        # pto-isa's block index is a uint32_t
 
 
 class PtoIsaKernel:
@@ -260,6 +266,11 @@ class PtoIsaKernel:
 
     def launch(self, grid: tuple, args: dict) -> None:
         blocks = math.prod(grid)
+        if blocks > MAX_BLOCKS:
+            raise ValueError(f"{self.name}: grid {tuple(grid)!r} has {blocks} blocks; pto-isa's "
+                             f"CPU simulator numbers blocks with 32 bits (get_block_idx), at "
+                             f"most {MAX_BLOCKS}: split the launch, or run it on the native "
+                             "engine")
         if self.syncall and blocks > self.cores:
             raise ValueError(f"{self.name}: grid {grid!r} has more blocks than the {self.cores} "
                              "cores; a kernel that uses pl.barrier/pl.wait needs every block "
@@ -267,8 +278,14 @@ class PtoIsaKernel:
         threads = blocks if self.syncall else min(blocks, _host_threads())
         error = ctypes.create_string_buffer(ERROR_BYTES)
         bounds, names = self.tensors(args)
+        control, stop_mask = stop_control()
         status = self._run(self.slots(grid, args), bounds, len(names), blocks, threads,
-                           envs.PYPTO_SYNC_TIMEOUT.number(minimum=1), error, ERROR_BYTES)
+                           envs.PYPTO_SYNC_TIMEOUT.number(minimum=1), error, ERROR_BYTES,
+                           control, stop_mask)
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        if status == EXITING:
+            raise exiting(self.name)
         if status == STATUS_BLOCK_FAILED:
             text = re.sub(r"tensor #(\d+)", lambda m: f"tensor {names[int(m.group(1))]!r}",
                           error.value.decode(errors="replace"))

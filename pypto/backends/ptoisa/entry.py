@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from ...compiler.pto.spelling import FFTS_PARAM, GRID_PARAMS
+from ..ascend.control import EXIT_BIT, EXITING, IN_FLIGHT, INTERRUPTED, SIGINT_BIT, STOP
 from ...compiler.pto.program import WORKSPACE
 
 # ptoas 0.27 prints every function ``AICORE void f(...)``; 0.60 prints those carrying
@@ -131,9 +132,21 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
                        for n, size in workspaces.items())
     ws_ranges = "".join(f"    core.add_workspace(ws_{n}.data(), ws_{n}.size() * 8);\n"
                         for n in workspaces)
-    kernel = _EXTERN_C.sub("", cpp_text)    # extern "C" would make each namespace's f one f
+    kernel = polled(_EXTERN_C.sub("", cpp_text))   # extern "C": each namespace's f one f
     return _TEMPLATE.format(kernel=kernel, workspaces=ws_decls, ranges=ws_ranges,
-                            calls="\n".join(calls), namespace=namespace, entry=entry)
+                            calls="\n".join(calls), namespace=namespace, entry=entry,
+                            interrupted=INTERRUPTED, exiting=EXITING, in_flight=IN_FLIGHT,
+                            stop=STOP, exit_bit=EXIT_BIT, sigint_bit=SIGINT_BIT)
+
+
+_LOOP_HEAD = re.compile(r"^(\s*)(for \(.*\) \{|label\d+:)$", re.M)
+
+
+def polled(cpp_text: str) -> str:
+    """ptoas's C++ with a poll of the stop bits (``pypto_sim::poll``: Ctrl-C, exit) at the
+    top of every ``for`` body and at every label (EmitC's while loops jump back to one)."""
+    return _LOOP_HEAD.sub(lambda m: f"{m.group(1)}{m.group(2)} pypto_sim::poll();",
+                          cpp_text)
 
 
 def _argument(name: str, cxx_type: str, index: dict) -> str:
@@ -181,6 +194,7 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
             if (partner.joinable()) partner.join();     // its waits end: the launch is dead
             return false;
         }}
+        pypto_sim::poll();                          // a block of a huge grid stops here
         char what[512] = "";
         try {{
 {calls}
@@ -197,13 +211,26 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
 }}
 }}  // namespace {namespace}
 
-// 0: done; 4: a block failed (the reason in error). tensors: [first byte, end) of each
-// tensor argument, which TLOAD/TSTORE may touch (prelude.hpp, check_window).
+// 0: done; 4: a block failed (the reason in error); {interrupted} / {exiting}: stopped by
+// Ctrl-C / the interpreter's exit. tensors: [first byte, end) of each tensor argument, which
+// TLOAD/TSTORE may touch (prelude.hpp, check_window). control: pypto's control block (or
+// null), whose stop bits in stop_mask the launch obeys (backends/ascend/control.py).
 extern "C" __attribute__((visibility("default")))
 int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int64_t blocks,
-              int64_t threads, double timeout_seconds, char *error, int64_t error_len) {{
+              int64_t threads, double timeout_seconds, char *error, int64_t error_len,
+              int64_t *control, int64_t stop_mask) {{
     using namespace pypto_sim;
     using {namespace}::run_blocks;
+    struct InFlight {{                          // counted while it runs, as native launches
+        int64_t *control;
+        explicit InFlight(int64_t *c) : control(c) {{
+            if (control) __atomic_add_fetch(&control[{in_flight}], 1, __ATOMIC_SEQ_CST);
+        }}
+        ~InFlight() {{ if (control) __atomic_sub_fetch(&control[{in_flight}], 1, __ATOMIC_RELEASE); }}
+    }} in_flight(control);
+    if (control && (__atomic_load_n(&control[{stop}], __ATOMIC_SEQ_CST) & {exit_bit})) return {exiting};
+    if (control && (stop_mask & {sigint_bit}))  // an earlier Ctrl-C stopped an earlier launch
+        __atomic_and_fetch(&control[{stop}], ~int64_t({sigint_bit}), __ATOMIC_SEQ_CST);
     static std::mutex one_launch_at_a_time;     // get_block_num() is this library's global
     std::lock_guard<std::mutex> serial(one_launch_at_a_time);
     error[0] = '\\0';
@@ -216,6 +243,8 @@ int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int
     launch.timeout_seconds = timeout_seconds;
     launch.tensors = tensors;
     launch.n_tensors = n_tensors;
+    launch.control = control;
+    launch.stop_mask = stop_mask;
     std::atomic<bool> failed{{false}};
     const int len = int(error_len);
     if (threads <= 1) {{
@@ -226,6 +255,8 @@ int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int
             workers.emplace_back([&, t] {{ run_blocks(launch, slots, t, threads, error, len, failed); }});
         for (auto &w : workers) w.join();
     }}
+    if (const int64_t bits = launch.stopped.load())
+        return (bits & {exit_bit}) ? {exiting} : {interrupted};
     return failed.load() ? 4 : 0;
 }}
 """

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <mutex>
 #include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include "pto/pto-inst.hpp"
 
 namespace pypto_sim {
@@ -37,6 +39,9 @@ struct Launch {                       // one launch's shared state
     bool dead = false;
     const int64_t *tensors = nullptr; // [first byte, end) of each tensor argument; null: unchecked
     int64_t n_tensors = 0;
+    const int64_t *control = nullptr; // pypto's control block (backends/ascend/control.py)
+    int64_t stop_mask = 0;            // the stop bits this launch obeys
+    std::atomic<int64_t> stopped{0};  // the bits that stopped it
 };
 
 struct Cluster {                      // a block whose cube and vector parts run at once
@@ -73,6 +78,30 @@ inline thread_local Core core;
             std::snprintf(core.error, core.error_len, "%s", text);
     }
     siglongjmp(*core.abort_block, 1);
+}
+
+// Ctrl-C and interpreter exit: the control block's stop bits (word 0) that the launch obeys,
+// polled at every loop's back edge of the kernel (entry.py puts the calls there) and while a
+// block waits for another; a stopped block ends like a failed one.
+inline int64_t stop_bits() {
+    const Launch *l = core.launch;
+    if (l == nullptr || l->control == nullptr) return 0;
+    return __atomic_load_n(&l->control[0], __ATOMIC_RELAXED) & l->stop_mask;
+}
+
+inline void poll() {
+    if (const int64_t bits = stop_bits()) {
+        core.launch->stopped.fetch_or(bits);
+        fail("stopped");
+    }
+}
+
+// Waits wake this often to poll, and give up after the launch's timeout without progress.
+constexpr auto WAIT_SLICE = std::chrono::milliseconds(20);
+
+inline bool quiet_for(const Launch &l, std::chrono::steady_clock::time_point since) {
+    return std::chrono::steady_clock::now() - since >
+           std::chrono::duration<double>(l.timeout_seconds);
 }
 
 // A fault in a block (an access outside a tensor, an integer trap) ends that block with an
@@ -327,14 +356,18 @@ inline void wait_flag_dev(int64_t id_) {
         Launch &l = *core.launch;
         std::unique_lock<std::mutex> lock(l.mutex);
         const uint64_t needed = core.syncall_round[id] * l.blocks;
-        auto quiet = std::chrono::duration<double>(l.timeout_seconds);
         uint64_t seen = l.arrived[id];
+        auto last_change = std::chrono::steady_clock::now();
         while (l.arrived[id] < needed && !l.dead) {
-            if (l.changed.wait_for(lock, quiet) == std::cv_status::timeout && l.arrived[id] == seen) {
+            l.changed.wait_for(lock, pypto_sim::WAIT_SLICE);
+            if (pypto_sim::stop_bits()) { lock.unlock(); pypto_sim::poll(); lock.lock(); }
+            if (l.arrived[id] != seen) {
+                seen = l.arrived[id];
+                last_change = std::chrono::steady_clock::now();
+            } else if (pypto_sim::quiet_for(l, last_change)) {
                 l.dead = true;
                 l.changed.notify_all();
             }
-            seen = l.arrived[id];
         }
         core.pending[id] = false;
         if (l.arrived[id] < needed) {
@@ -346,10 +379,12 @@ inline void wait_flag_dev(int64_t id_) {
     if (core.cluster != nullptr) {    // until the other part sets it
         Launch &l = *core.launch;
         std::unique_lock<std::mutex> lock(l.mutex);
-        auto quiet = std::chrono::duration<double>(l.timeout_seconds);
         uint32_t &flag = core.cluster->flags[id];
+        const auto since = std::chrono::steady_clock::now();
         while (flag == 0 && !l.dead) {
-            if (l.changed.wait_for(lock, quiet) == std::cv_status::timeout && flag == 0) {
+            l.changed.wait_for(lock, pypto_sim::WAIT_SLICE);
+            if (pypto_sim::stop_bits()) { lock.unlock(); pypto_sim::poll(); lock.lock(); }
+            if (flag == 0 && pypto_sim::quiet_for(l, since)) {
                 l.dead = true;
                 l.changed.notify_all();
             }
