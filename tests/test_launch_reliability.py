@@ -285,6 +285,68 @@ def test_ctrl_c_stops_an_endless_launch(endless, engine):
     assert "KeyboardInterrupt" in out and "after 1.0" in out
 
 
+ENDLESS_MPMD = r"""
+import sys
+import numpy as np, pypto
+from pypto.graph.kernel_node import add_node
+
+def source(fn):
+    return f'''
+def {fn}(x, out, n, step):
+    a = pl.load(x, offsets=(0,), shape=(64,))
+    i = 0
+    while i < n:                    # step 0: never ends
+        a = a * 1.0
+        i = i + step
+    pl.store(out, offsets=(0,), value=a + 1.0)
+'''
+
+def module(step):                   # two steps: a graph of one step runs in order
+    g = pypto.TensorGraph(name=f"spin{step}")
+    x = g.placeholder((64,), pypto.float32)
+    y = add_node(g, "first", [x], (64,), pypto.float32, "ND", source, (8,),
+                 lambda ins, out: (ins[0], out, 10, 1), "ends")
+    add_node(g, "spin", [y], (64,), pypto.float32, "ND", source, (8,),
+             lambda ins, out: (ins[0], out, 10, step), "endless unless step > 0")
+    return pypto.compile(g), x.name
+
+x = np.zeros(64, "f4")
+ends, name = module(1)
+ends.run({name: x}, parallel_strategy="mpmd")        # compiled and warm
+spins, name = module(0)
+print("ready", flush=True)
+try:
+    spins.run({name: x}, parallel_strategy="mpmd")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", spins.last_task_order is None, flush=True)
+out = ends.run({name: x}, parallel_strategy="mpmd").to_numpy()
+print("after", out[0], ends.last_task_order is not None, flush=True)
+"""
+
+
+def test_ctrl_c_stops_an_endless_mpmd_run():
+    """The Execution Graph's tasks (kernel ranges on the main thread and on its helper
+    threads) obey the stop bits of the thread that started the run: Ctrl-C stops them all,
+    and the next run goes as usual."""
+    path = script_file(ENDLESS_MPMD)
+    proc = subprocess.Popen([sys.executable, path], env=script_env(PYPTO_NUM_THREADS="2"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.unlink(path)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 0, err[-2000:]
+    assert "KeyboardInterrupt" in out and "after 2.0 True" in out, out
+
+
 LATE_EXIT_HANDLER = r"""
 import atexit
 

@@ -22,6 +22,8 @@ import heapq
 import queue
 import threading
 
+from ..backends.ascend.control import EXITING, INTERRUPTED, exiting
+from ..backends.ascend.host_pool import start_interruptible
 from ..runtime import pool as runtime
 from ..layout import as_array
 from .ascend_c_node import AscendCStep
@@ -72,6 +74,9 @@ class _Run:
         heapq.heapify(self.ready)
         self.done = 0
         self.error = None
+        # every task obeys the stop bits of the thread that started the run: Ctrl-C stops the
+        # helpers' tasks too when the main thread runs the graph (control.py)
+        self.stop_mask = start_interruptible()
         self.log: list = []                 # ("start" | "end", task index), in order
 
     def _take(self) -> list:
@@ -122,7 +127,12 @@ class _Run:
             return
         _, entry, grid, params = call
         lo, hi = batch[0].block, batch[-1].block + 1
-        status = entry(runtime.own_scratch(), grid[0], grid[1], grid[2], lo, hi, *params)
+        status = entry(runtime.own_scratch(), grid[0], grid[1], grid[2], lo, hi,
+                       self.stop_mask, *params)
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        if status == EXITING:
+            raise exiting(step.name)
         if status:
             raise RuntimeError(f"{step.name}: blocks {lo}..{hi - 1} returned status {status}")
 

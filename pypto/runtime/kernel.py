@@ -100,7 +100,7 @@ class CompiledKernel:
         else:
             self.range_entry = ctypes.CFUNCTYPE(
                 ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                ctypes.c_int64, ctypes.c_int64, *ctypes_params)(address)
+                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, *ctypes_params)(address)
 
 
 def load_kernel(files: dict, runtime_params, key: str) -> CompiledKernel:

@@ -87,14 +87,15 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
     (``has_pointer_entry``): torch tensors reach it through ``data_ptr()`` without a
     numpy view (runtime/launcher.py).
 
-    ``blocks``: ``<name>_range(scratch, g0, g1, g2, lo, hi, params...)``, blocks ``lo`` to
-    ``hi - 1`` on the calling thread (``range_function``).
+    ``blocks``: ``<name>_range(scratch, g0, g1, g2, lo, hi, stop_mask, params...)``, blocks
+    ``lo`` to ``hi - 1`` on the calling thread (``range_function``), stopping on the stop
+    bits ``stop_mask`` (those of the thread that started the graph's run: control.py).
     """
     passed = runtime_params(cg.p)
     params = [I64 if isinstance(p, TensorArg) or not p.dtype.is_floating else
               ir.DoubleType() for p in passed]
-    sixth = I64 if blocks else PTR       # _range: (scratch, g0, g1, g2, lo, hi, params...)
-    fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, sixth] + params)
+    head = [PTR, I64, I64, I64, I64, I64, I64] if blocks else [PTR, I64, I64, I64, I64, PTR]
+    fnty = ir.FunctionType(ir.IntType(32), head + params)
     suffix = "range" if blocks else "ptr" if by_pointer else "py"
     fn = ir.Function(cg.mod, fnty, name=f"{cg.p.name}_{suffix}")
     state, g0, g1, g2, helpers, own = fn.args[:6]
@@ -112,7 +113,7 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
     nslots = max(1, sum(args_slots(p) for p in cg.p.params))
     args = b.alloca(I64, size=nslots)
     slot = 0
-    for p, value in zip(passed, fn.args[6:]):
+    for p, value in zip(passed, fn.args[len(head):]):
         if isinstance(p, TensorArg) and by_pointer:   # dims and strides: constants
             b.store(value, b.gep(args, [i64(slot)], source_etype=I64))
         elif isinstance(p, TensorArg):
@@ -132,7 +133,8 @@ def python_entry(cg, start, by_pointer: bool, blocks: bool = False):
             raw = b.bitcast(value, I64) if p.dtype.is_floating else value
             b.store(raw, b.gep(args, [i64(slot)], source_etype=I64))
         slot += args_slots(p)
-    status = b.call(start, [state, g0, g1, g2, helpers, own, args])
+    extra = [fn.args[6]] if blocks else []          # the range's stop mask
+    status = b.call(start, [state, g0, g1, g2, helpers, own, args] + extra)
     if not blocks:
         b.atomic_rmw("sub", in_flight, i64(1), "release")
     b.ret(status)
@@ -255,24 +257,27 @@ def launch_function(cg, block_fn):
 
 
 def range_function(cg, block_fn):
-    """``i32 range(pool_state, g0, g1, g2, lo, hi, args)``: blocks ``lo`` to ``hi - 1``
+    """``i32 range(pool_state, g0, g1, g2, lo, hi, args, stop_mask)``: blocks ``lo`` to ``hi - 1``
     (linear, pid0 fastest, as ``launch_function`` numbers them) of a launch over the
     grid, on the calling thread with its own scratch (``pool_state`` is that scratch
     here): the Execution Graph's runtime runs one task per call. Only for kernels whose
     blocks never wait for each other."""
-    fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, I64, PTR])
+    fnty = ir.FunctionType(ir.IntType(32), [PTR, I64, I64, I64, I64, I64, PTR, I64])
     fn = ir.Function(cg.mod, fnty, name=f"{cg.p.name}_range_start")
     fn.linkage = "internal"
-    scratch, g0, g1, g2, lo, hi, args = fn.args
+    scratch, g0, g1, g2, lo, hi, args, mask = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     counter = counter_array(b, i64(1))
+    b.store(mask, b.gep(counter, [i64(STOP_MASK)], source_etype=I64))
     n = (g0, g1, g2)
     with counted_loop(b, lo, hi, name="blk") as blk:
+        with b.if_then(stop_requested(b, counter), likely=False):   # between blocks too
+            b.ret(stop_status(b, mask, ir.Constant(ir.IntType(32), 0)))
         pid0 = b.urem(blk, g0)
         rest = b.udiv(blk, g0)
         pid1, pid2 = b.urem(rest, g1), b.udiv(rest, g1)
         b.call(block_fn, [scratch, args, counter, pid0, pid1, pid2] + list(n))
-    b.ret(ir.Constant(ir.IntType(32), 0))
+    b.ret(stop_status(b, mask, ir.Constant(ir.IntType(32), 0)))
     return fn
 
 

@@ -500,6 +500,17 @@ def stop_control() -> tuple[int, int]:
     return control.ctypes.data, (SIGINT_BIT | EXIT_BIT) if main else EXIT_BIT
 
 
+def start_interruptible() -> int:
+    """The stop bits a run of kernel ranges started on this thread obeys (``stop_control``);
+    on the main thread a stale SIGINT_BIT (a Ctrl-C Python has already seen) is cleared
+    first, as a launch clears it (control.obeyed_bits)."""
+    _, mask = stop_control()
+    if mask & SIGINT_BIT:
+        control = _code["control"]
+        control[STOP] = int(control[STOP]) & ~SIGINT_BIT
+    return mask
+
+
 def note_main_thread() -> None:
     """This thread is the main thread now (a forked child's): its launches stop on Ctrl-C."""
     control = _code.get("control")
