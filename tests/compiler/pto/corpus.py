@@ -437,6 +437,13 @@ def int64_tile(out, n, BLOCK: pl.constexpr):
 
 
 @pypto.jit
+def concat_unaligned(x, out):
+    a = pl.load(x, offsets=(0, 0), shape=(8, 3))
+    b = pl.load(x, offsets=(0, 3), shape=(8, 29))
+    pl.store(out, offsets=(0, 0), value=pl.concat([a, b], axis=1))
+
+
+@pypto.jit
 def slice_unaligned(x, out):
     pl.store(out, offsets=(0, 0), value=pl.load(x, offsets=(0, 0), shape=(8, 32))[:, 3:11])
 
@@ -874,6 +881,8 @@ def _entries() -> list[Entry]:
                      M=3, N=100, REV=True))
     add("int64_tile", "i64", lambda: _pto(int64_tile, _z(64, dtype=np.int64), 5, BLOCK=64),
         refused="int64 tile")
+    add("concat_unaligned", "concat", lambda: _pto(concat_unaligned, _r(8, 32), _z(8, 32)),
+        refused="a concatenation at column")
     add("slice_unaligned", "slice", lambda: _pto(slice_unaligned, _r(8, 32), _z(8, 8)),
         refused="a slice at column 3")
     add("matmul_f32_transposed", "matmul-f32",
