@@ -149,3 +149,49 @@ def test_kernels_without_user_globals_check_nothing_at_launch(fresh_cache):
     names = {r.name() for r in next(iter(kern._kernels.values())).reads}
     assert names == {"tests.stale_kernel_globals.SCALE", "tests.stale_kernel_globals.rows",
                      "tests.stale_kernel_globals.cfg.FACTOR"}
+
+
+def _closure_kernel():
+    scale = 2.0
+
+    @pypto.jit
+    def scaled(x, out):
+        pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(8,)) * scale)
+
+    def rebind(value):
+        nonlocal scale
+        scale = value
+    return scaled, rebind
+
+
+def test_a_rebound_closure_variable_recompiles_the_kernel(fresh_cache, monkeypatch, capsys):
+    """A kernel reads its closure when it compiles (it kept the values of its definition
+    and never noticed a rebinding), and a launch rechecks it like a folded global."""
+    kern, rebind = _closure_kernel()
+    x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    kern[(1,)](x, out)
+    np.testing.assert_array_equal(out, x * 2)
+    monkeypatch.setenv("PYPTO_LOG", "recompile")
+    rebind(3.0)
+    kern[(1,)](x, out)
+    np.testing.assert_array_equal(out, x * 3)
+    assert "closure variable scale (closure of _closure_kernel.<locals>.scaled) changed" in \
+        capsys.readouterr().err
+    rebind(3.0)                                   # an equal value: the kernel stays
+    kern[(1,)](x, out)
+    np.testing.assert_array_equal(out, x * 3)
+
+
+def test_an_installed_packages_helper_keys_the_kernel_by_its_version(monkeypatch):
+    """A function of an installed package the compile may call (``np.prod`` here) is not the
+    user's code, so its code is not hashed: its distribution's version is, so a new version
+    compiles again instead of loading the binary the old one folded."""
+    from pypto.runtime import dependencies
+
+    @pypto.jit
+    def uses_numpy(x, out, N: pl.constexpr):
+        pl.store(out, offsets=(0,), value=pl.load(x, offsets=(0,), shape=(N * int(np.prod((1, 1))),)))
+
+    before = uses_numpy._dependencies()[0]
+    monkeypatch.setattr(dependencies, "_version", lambda dist: "0.0-other")
+    assert uses_numpy._dependencies()[0] != before

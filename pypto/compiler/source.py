@@ -9,6 +9,7 @@ import inspect
 import linecache
 import textwrap
 import types
+from collections.abc import Mapping
 
 from ..errors import SourceLoc
 
@@ -56,6 +57,28 @@ def _last_line(code) -> int:
     return last
 
 
+class Cells(Mapping):
+    """A function's closure as a read-only mapping of its cells' current values (an empty
+    cell is absent): a kernel reads its closure when it compiles, as it reads its globals,
+    and a compiled kernel can recheck them (``runtime/dependencies.Read``)."""
+
+    def __init__(self, fn):
+        self.owner = fn.__qualname__
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def __getitem__(self, name):
+        try:
+            return self._cells[name].cell_contents
+        except ValueError:              # an empty cell: not bound yet
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return (name for name in self._cells if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class KernelSource:
     """A kernel's parsed source, kept with the file and line offset for error messages."""
 
@@ -70,7 +93,7 @@ class KernelSource:
         if not isinstance(self.node, ast.FunctionDef):
             raise TypeError(f"@pypto.jit needs a plain function, got {type(self.node).__name__}")
         self.globals = fn.__globals__
-        self.closure = inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+        self.closure = Cells(fn)
 
     def loc(self, node) -> SourceLoc:
         line = getattr(node, "lineno", 1)

@@ -10,13 +10,15 @@ rechecks at launch (``changed``): a global rebound in this process recompiles th
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import importlib.metadata
 import os
 import sysconfig
 import types
 from typing import NamedTuple
 
-from ..compiler.source import is_jit_function
+from ..compiler.source import Cells, is_jit_function
 from ..errors import PACKAGE
 from .specialize import is_folded_constant
 
@@ -38,8 +40,14 @@ class Read(NamedTuple):
         return resolve((self.scope,), self.path)[1]
 
     def name(self) -> str:
+        if isinstance(self.scope, Cells):
+            return f"{'.'.join(self.path)} (closure of {self.scope.owner})"
         module = self.scope.get("__name__", "?")
         return f"{module}.{'.'.join(self.path)}"
+
+    def described(self) -> str:
+        kind = "closure variable" if isinstance(self.scope, Cells) else "global"
+        return f"{kind} {self.name()}"
 
 
 def resolve(scopes, path):
@@ -74,6 +82,34 @@ def is_user_function(value) -> bool:
         return False
     filename = os.path.abspath(value.__code__.co_filename)
     return not filename.startswith(_NOT_USER)
+
+
+def installed_version(value) -> str | None:
+    """``dist==version`` of the installed distribution a callable comes from (a helper of an
+    installed package that the compile calls: another version may compute something else),
+    or None (PyPTO's, the standard library's, anything else)."""
+    if not callable(value) or isinstance(value, type) or hasattr(value, "__pypto_builtin__"):
+        return None
+    top = (getattr(value, "__module__", None) or "").partition(".")[0]
+    if top in ("", "pypto"):
+        return None
+    dists = _distributions().get(top)
+    if not dists:
+        return None
+    return ",".join(f"{d}=={_version(d)}" for d in sorted(set(dists)))
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> dict:
+    return importlib.metadata.packages_distributions()
+
+
+@functools.lru_cache(maxsize=None)
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
 
 
 def _watched(scope, path):
@@ -150,12 +186,11 @@ class Dependencies:
         for path in paths:
             scope, value = resolve(scopes, path)
             if value is not _MISSING:
-                self.value(path, value,
-                           _watched(scope, path) if scope is source.globals else None)
+                self.value(path, value, _watched(scope, path))
 
     def value(self, path, value, scope) -> None:
-        """One value read at ``path`` (from the module globals ``scope``, or None for a
-        closure, whose values are fixed when the kernel is first compiled)."""
+        """One value read at ``path`` from ``scope`` (module globals, or a function's closure
+        cells: ``source.Cells``), rechecked at launch; None: not rechecked."""
         label = ".".join(path)
         if is_jit_function(value):
             if id(value) not in self.seen:
@@ -166,6 +201,8 @@ class Dependencies:
         elif is_user_function(value):
             self.h.update(f"{label}=function".encode())
             self.helper(value)
+        elif (version := installed_version(value)) is not None:
+            self.h.update(f"{label}=function of {version}".encode())
         else:
             return
         if scope is not None and not any(r.scope is scope and r.path == path
@@ -184,11 +221,9 @@ class Dependencies:
         for default in (fn.__defaults__ or ()) + tuple((fn.__kwdefaults__ or {}).values()):
             h.update((repr(default) if is_folded_constant(default)
                       else type(default).__name__).encode())
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                self.value((name,), cell.cell_contents, None)
-            except ValueError:            # an empty cell
-                pass
+        cells = Cells(fn)
+        for name in cells:
+            self.value((name,), cells[name], cells)
         names = sorted(_code_names(fn.__code__))
         for name in names:
             value = fn.__globals__.get(name, _MISSING)

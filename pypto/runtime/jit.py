@@ -405,8 +405,8 @@ class JITFunction:
         for key in [k for k, v in self._kernels.items() if v is kernel]:
             del self._kernels[key]
         if envs.log_enabled("recompile"):
-            print(f"[pypto recompile] {self.__name__}: global "
-                  f"{', '.join(r.name() for r in stale)} changed since it was compiled",
+            print(f"[pypto recompile] {self.__name__}: "
+                  f"{', '.join(r.described() for r in stale)} changed since it was compiled",
                   file=sys.stderr)
         return True
 
