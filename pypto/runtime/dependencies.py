@@ -93,7 +93,9 @@ def installed_version(value) -> str | None:
     top = (getattr(value, "__module__", None) or "").partition(".")[0]
     if top in ("", "pypto"):
         return None
-    dists = _distributions().get(top)
+    # (Python 3.10 maps only distributions that declare their modules: a distribution named
+    # as its module, numpy's, is found by name)
+    dists = _distributions().get(top) or ([top] if _version(top) != "?" else None)
     if not dists:
         return None
     return ",".join(f"{d}=={_version(d)}" for d in sorted(set(dists)))
