@@ -264,25 +264,31 @@ ENGINES = [pytest.param("native", id="native"),
 def test_ctrl_c_stops_an_endless_launch(endless, engine):
     """On either engine: the pto-isa one polls the same stop bits at its loops' back edges,
     between blocks and in its waits."""
-    path = script_file(ENDLESS)
     blocks = 2 ** 40 if engine == "native" else 2 ** 32 - 1    # pto-isa numbers 32 bits
-    proc = subprocess.Popen([sys.executable, path, endless, str(blocks)],
-                            env=script_env(PYPTO_ENGINE=engine),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = interrupted(ENDLESS, [endless, str(blocks)], script_env(PYPTO_ENGINE=engine), 5)
+    assert "KeyboardInterrupt" in out and "after 1.0" in out
+
+
+def interrupted(body: str, args: list, env: dict, within: float) -> str:
+    """The output of ``body`` run with ``args``, sent SIGINT a second after it prints "ready";
+    it must then end, cleanly, within ``within`` seconds."""
+    path = script_file(body)
+    proc = subprocess.Popen([sys.executable, path, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
-        out, err = proc.communicate(timeout=5)
+        out, err = proc.communicate(timeout=within)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         os.unlink(path)
-    assert time.monotonic() - sent < 5
+    assert time.monotonic() - sent < within
     assert proc.returncode == 0, err[-2000:]
-    assert "KeyboardInterrupt" in out and "after 1.0" in out
+    return out
 
 
 ENDLESS_MPMD = r"""
@@ -328,22 +334,7 @@ def test_ctrl_c_stops_an_endless_mpmd_run():
     """The Execution Graph's tasks (kernel ranges on the main thread and on its helper
     threads) obey the stop bits of the thread that started the run: Ctrl-C stops them all,
     and the next run goes as usual."""
-    path = script_file(ENDLESS_MPMD)
-    proc = subprocess.Popen([sys.executable, path], env=script_env(PYPTO_NUM_THREADS="2"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, err = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.unlink(path)
-    assert time.monotonic() - sent < 10
-    assert proc.returncode == 0, err[-2000:]
+    out = interrupted(ENDLESS_MPMD, [], script_env(PYPTO_NUM_THREADS="2"), 10)
     assert "KeyboardInterrupt" in out and "after 2.0 True" in out, out
 
 
