@@ -26,7 +26,10 @@ def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
     """The frontend's function through the Tile IR passes and the PTO passes: (Tile IR
     module, PTO program, the host's interleaved program or None). No code is generated, so
     ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile."""
-    module = run_pipeline(Module(fn, target))
+    module = Module(fn, target)
+    # a kernel that orders its own pipes keeps its windows as written (legalize_windows)
+    module.facts["self_synced"] = not auto_sync
+    module = run_pipeline(module)
     passes = PTO_PASSES if auto_sync else SELF_SYNCED_PASSES
     program, host = run_pto_passes(lower_to_pto(module, tensor_specs), passes, interleave)
     return module, program, host

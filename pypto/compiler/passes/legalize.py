@@ -13,7 +13,7 @@ import math
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
-from . import legalize_indexed, legalize_sort, legalize_sort32
+from . import legalize_indexed, legalize_sort, legalize_sort32, legalize_windows
 
 HALF = (dt.float16, dt.bfloat16)
 
@@ -442,7 +442,12 @@ def rewrite_block(block: Block, root: Block, rule) -> bool:
 
 def legalize(module: Module) -> Module:
     body = module.kernel.body
-    rule = lambda op: _legalize_op(op, module.target)       # noqa: E731
+    counters = legalize_windows.loop_counters(module)
+    checked = not module.facts.get("self_synced")
+
+    def rule(op):
+        return (checked and legalize_windows.rule(op, counters)) or \
+            _legalize_op(op, module.target)
     while rewrite_block(body, body, rule):   # rules may emit ops that need rules
         pass
     return module

@@ -18,6 +18,9 @@ from ...language import dtypes as dt
 from ..ir import Block, Op, ScalarType, TileType, Value
 
 INDEX = dt.int64
+# attr of a load or store whose window cannot start before its tensor (its coordinates went
+# through ``_never_before``, or it was checked at run time): legalize_windows leaves it be
+CHECKED = "_window_checked"
 
 
 class _Loop:
@@ -94,7 +97,7 @@ def gather(op: Op):
     def build(body, e, acc):
         coords = _coordinates(body, e, op, indices, offsets)
         elem = body.emit("tile.load", [tensor] + coords, [TileType(ty.dtype, one)],
-                         {"shape": one, "padding": pad}).result
+                         {"shape": one, "padding": pad, CHECKED: True}).result
         v = body.getval(elem, body.const(0))
         return body.emit("tile.setval", [acc, e, v], [ty]).result
 
@@ -113,7 +116,7 @@ def scatter(op: Op):
         coords = _coordinates(body, e, op, indices, offsets)
         v = body.getval(value, e)
         elem = body.emit("tile.setval", [elem, body.const(0), v], [one]).result
-        body.emit("tile.store", [tensor] + coords + [elem], attrs=atomic)
+        body.emit("tile.store", [tensor] + coords + [elem], attrs={**atomic, CHECKED: True})
         return elem
 
     pre, loop = _element_loop(op, init.result, build)
