@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import importlib.metadata
 import os
 import sysconfig

@@ -154,8 +154,8 @@ def _load_cycles(args: list, target: Target) -> float:
 
 
 def _conv_load_cycles(args: list, target: Target) -> float:
-    """TLOAD of an NC1HWC0 tensor into L1: one run of N*C1*H*W*C0 elements."""
-    dtype = _DTYPES[args[0]]
+    """TLOAD of an NC1HWC0 tensor into L1: one run of N*C1*H*W blocks of C0 elements (32
+    bytes, whatever the dtype)."""
     n, c1, h, w = (int(x) for x in args[1:5])
     nbytes = n * c1 * h * w * 32
     return transfer_cycles("gm", "mat", burst_bytes((1, nbytes), target), target)
