@@ -31,32 +31,58 @@ def loop_counters(module: Module) -> dict:
     return out
 
 
-_GROWING = {"arith.add", "arith.mul", "arith.floordiv", "arith.mod", "arith.min", "arith.cast"}
+def nonnegative(v: Value, counters: dict) -> bool:
+    """Is ``v`` >= 0 whatever the arguments? (``lower_bound``)"""
+    low = lower_bound(v, counters)
+    return low is not None and low >= 0
 
 
-def nonnegative(v: Value, counters: dict, depth: int = 0) -> bool:
-    """Is ``v`` >= 0 whatever the arguments? Constants, block ids, tensor extents, loop
-    counters that start at one and step by one, and sums, products, quotients and minima of
-    such (a maximum needs one)."""
-    if depth > 32:
-        return False
+def lower_bound(v: Value, counters: dict, depth: int = 0):
+    """A number ``v`` is never below, or None: constants, block ids (0), the block count (1),
+    tensor extents (0), loop counters (their start, when they step up), and what sums,
+    products, differences with a constant, quotients, remainders, minima and maxima of such
+    keep."""
+    if depth > 48:
+        return None
+    low = lambda x: lower_bound(x, counters, depth + 1)      # noqa: E731
     op = v.owner
     if op is None:
         bounds = counters.get(id(v))
         if bounds is None:
-            return False
-        lb, step = bounds                  # it starts at lb and moves by step
-        return nonnegative(lb, counters, depth + 1) and nonnegative(step, counters, depth + 1)
-    if op.name == "arith.constant":
-        return op.attrs.get("value", -1) >= 0
-    if op.name in ("pto.program_id", "pto.num_programs", "tensor.dim"):
-        return True
-    if op.name == "arith.max":
-        return any(nonnegative(x, counters, depth + 1) for x in op.operands)
-    if op.name in _GROWING or op.name == "arith.select":
-        args = op.operands[1:] if op.name == "arith.select" else op.operands
-        return all(nonnegative(x, counters, depth + 1) for x in args)
-    return False
+            return None
+        start, step = (low(x) for x in bounds)
+        return start if step is not None and step >= 0 else None
+    name, args = op.name, op.operands
+    if name == "arith.constant":
+        value = op.attrs.get("value")
+        return value if isinstance(value, (int, float)) else None
+    if name in ("pto.program_id", "tensor.dim"):
+        return 0
+    if name == "pto.num_programs":
+        return 1
+    if name == "arith.cast":
+        return low(args[0])
+    if name == "arith.select":
+        lows = [low(x) for x in args[1:]]
+        return None if None in lows else min(lows)
+    lows = [low(x) for x in args]
+    if name == "arith.max":
+        known = [x for x in lows if x is not None]
+        return max(known) if known else None
+    if name == "arith.sub":                     # a - c, for a constant c
+        c = args[1].owner
+        if lows[0] is not None and c is not None and c.name == "arith.constant":
+            return lows[0] - c.attrs["value"]
+        return None
+    if None in lows:
+        return None
+    if name in ("arith.add", "arith.min"):
+        return sum(lows) if name == "arith.add" else min(lows)
+    if name == "arith.mul" and all(x >= 0 for x in lows):
+        return lows[0] * lows[1]
+    if name in ("arith.floordiv", "arith.mod") and lows[0] >= 0 and lows[1] >= 1:
+        return 0
+    return None
 
 
 def _window_offsets(op: Op) -> tuple[list, int]:
@@ -73,6 +99,8 @@ def rule(op: Op, counters: dict):
     """The checked form of a load or store that may start before its tensor, or None."""
     if op.name not in ("tile.load", "tile.store") or op.attrs.get(CHECKED):
         return None
+    if op.name == "tile.load" and op.attrs.get("padding", 0) is None:
+        return None            # padding=None: the user promises the window is inside
     tensor = op.operands[0]
     if tensor.type.layout != "ND":
         return None
