@@ -322,27 +322,49 @@ class PlacedTile(NamedTuple):
         return not (self.end < other.start or other.end < self.start)
 
 
+# The orders tiles are placed in: by start (then the longest-lived first), and, when that
+# leaves no room, the largest first (which fragments less: short-lived small tiles no longer
+# split the space the big ones need). A plan that fits in the first order is kept as it is.
+_ORDERS = (lambda iv, size: (iv[0], -iv[1]), lambda iv, size: (-size, iv[0], -iv[1]))
+
+
 def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dict) -> int:
     capacity = target.buffers[space]
+    sizes = {id(m): tile_bytes(m[2].type, target, boxes.get(m[2].id)) for m in members}
+    plans = []
+    for order in _ORDERS:
+        placed, high = _place(members, sizes, order, target)
+        plans.append((placed, high))
+        if high <= capacity:
+            break
+    placed, high = plans[-1] if plans[-1][1] <= capacity else plans[0]
+    for offset, size, start, end, root, vals in placed:
+        for v in vals.values():
+            v.addr = offset
+        placed_tiles.append(PlacedTile(_describe(root), size, offset, start, end,
+                                       _lines(vals)))
+    if high > capacity:
+        culprit = max(placed, key=lambda p: p[0] + p[1])
+        alive = [p for p in placed if not (culprit[3] < p[2] or p[3] < culprit[2])]
+        _overflow(space, high, capacity, alive, target, culprit[5])
+    return high
+
+
+def _place(members: list, sizes: dict, order, target) -> tuple[list, int]:
+    """First-fit offsets for ``members`` taken in ``order``: (placements, bytes used)."""
     placed: list[tuple] = []    # (offset, size, start, end, root, vals)
     high = 0
-    for start, end, root, vals in sorted(members, key=lambda iv: (iv[0], -iv[1])):
-        size = tile_bytes(root.type, target, boxes.get(root.id))
+    for member in sorted(members, key=lambda m: order(m, sizes[id(m)])):
+        start, end, root, vals = member
+        size = sizes[id(member)]
         offset = 0
         for o, s, st, en, _, _ in sorted(placed, key=lambda p: p[:2]):
             overlaps_in_time = not (end < st or en < start)
             if overlaps_in_time and offset < o + s and o < offset + size:
                 offset = -(-(o + s) // target.alignment) * target.alignment
         placed.append((offset, size, start, end, root, vals))
-        for v in vals.values():
-            v.addr = offset
         high = max(high, offset + size)
-        placed_tiles.append(PlacedTile(_describe(root), size, offset, start, end,
-                                       _lines(vals)))
-        if high > capacity:
-            alive = [p for p in placed if not (end < p[2] or p[3] < start)]
-            _overflow(space, high, capacity, alive, target, vals)
-    return high
+    return placed, high
 
 
 def _describe(root: Value) -> str:
