@@ -331,29 +331,26 @@ _ORDERS = (lambda iv, size: (iv[0], -iv[1]), lambda iv, size: (-size, iv[0], -iv
 def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dict) -> int:
     capacity = target.buffers[space]
     sizes = {id(m): tile_bytes(m[2].type, target, boxes.get(m[2].id)) for m in members}
-    plans = []
-    for order in _ORDERS:
-        placed, high = _place(members, sizes, order, target)
-        plans.append((placed, high))
-        if high <= capacity:
-            break
-    placed, high = plans[-1] if plans[-1][1] <= capacity else plans[0]
+    plans = [_place(members, sizes, order, capacity, target) for order in _ORDERS[:1]]
+    if plans[0][1] > capacity:
+        plans.append(_place(members, sizes, _ORDERS[1], capacity, target))
+    placed, high, over = plans[-1] if plans[-1][1] <= capacity else plans[0]
     for offset, size, start, end, root, vals in placed:
         for v in vals.values():
             v.addr = offset
         placed_tiles.append(PlacedTile(_describe(root), size, offset, start, end,
                                        _lines(vals)))
-    if high > capacity:
-        culprit = max(placed, key=lambda p: p[0] + p[1])
-        alive = [p for p in placed if not (culprit[3] < p[2] or p[3] < culprit[2])]
-        _overflow(space, high, capacity, alive, target, culprit[5])
+    if over is not None:                  # the first order's report: where it overflowed
+        asked, alive, vals = over
+        _overflow(space, asked, capacity, alive, target, vals)
     return high
 
 
-def _place(members: list, sizes: dict, order, target) -> tuple[list, int]:
-    """First-fit offsets for ``members`` taken in ``order``: (placements, bytes used)."""
+def _place(members: list, sizes: dict, order, capacity: int, target) -> tuple:
+    """First-fit offsets for ``members`` taken in ``order``: (placements, bytes used, and
+    (bytes, tiles alive, values) where a tile first went past ``capacity``, or None)."""
     placed: list[tuple] = []    # (offset, size, start, end, root, vals)
-    high = 0
+    high, over = 0, None
     for member in sorted(members, key=lambda m: order(m, sizes[id(m)])):
         start, end, root, vals = member
         size = sizes[id(member)]
@@ -364,7 +361,10 @@ def _place(members: list, sizes: dict, order, target) -> tuple[list, int]:
                 offset = -(-(o + s) // target.alignment) * target.alignment
         placed.append((offset, size, start, end, root, vals))
         high = max(high, offset + size)
-    return placed, high
+        if high > capacity and over is None:
+            alive = [p for p in placed if not (end < p[2] or p[3] < start)]
+            over = (high, alive, vals)
+    return placed, high, over
 
 
 def _describe(root: Value) -> str:
