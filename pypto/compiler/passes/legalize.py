@@ -442,12 +442,10 @@ def rewrite_block(block: Block, root: Block, rule) -> bool:
 
 def legalize(module: Module) -> Module:
     body = module.kernel.body
-    counters = legalize_windows.loop_counters(module)
-    checked = not module.facts.get("self_synced")
+    bounds = None if module.facts.get("self_synced") else legalize_windows.Bounds(module)
 
     def rule(op):
-        return (checked and legalize_windows.rule(op, counters)) or \
-            _legalize_op(op, module.target)
+        return (bounds and legalize_windows.rule(op, bounds)) or _legalize_op(op, module.target)
     while rewrite_block(body, body, rule):   # rules may emit ops that need rules
         pass
     return module

@@ -19,7 +19,7 @@ from ..ir import Block, Op, ScalarType, TileType, Value
 
 INDEX = dt.int64
 # attr of a load or store whose window cannot start before its tensor (its coordinates went
-# through ``_never_before``, or it was checked at run time): legalize_windows leaves it be
+# through ``never_before``, or it was checked at run time): legalize_windows leaves it be
 CHECKED = "_window_checked"
 
 
@@ -45,24 +45,28 @@ class _Loop:
         return self.emit("tile.getval", [tile, at], [ScalarType(tile.type.dtype)]).result
 
 
+def position(body: _Loop, e: Value, shape: tuple) -> list:
+    """Row and column (or the index alone, for a rank-1 tile) of element ``e`` of a tile of
+    ``shape``, row-major."""
+    if len(shape) == 2:
+        cols = body.const(shape[1])
+        return [body.arith("floordiv", e, cols), body.arith("mod", e, cols)]
+    return [e]
+
+
 def _coordinates(body: _Loop, e: Value, op: Op, indices: Value, offsets: list) -> list:
     """Tensor coordinates of element ``e`` of the index tile: the index along ``axis``, the
     element's own position along the other axis, each plus the window's offset."""
-    shape = indices.type.shape
-    if len(shape) == 2:
-        cols = body.const(shape[1])
-        position = [body.arith("floordiv", e, cols), body.arith("mod", e, cols)]
-    else:
-        position = [e]
+    at = position(body, e, indices.type.shape)
     ix = body.getval(indices, e)
     ix = body.emit("arith.cast", [ix], [ScalarType(INDEX)], {"dtype": INDEX}).result
     axis = op.attrs["axis"]
-    coords = [body.arith("add", off, ix if a == axis else position[a])
+    coords = [body.arith("add", off, ix if a == axis else at[a])
               for a, off in enumerate(offsets)]
-    return [_never_before(body, op.operands[0], a, c) for a, c in enumerate(coords)]
+    return [never_before(body, op.operands[0], a, c) for a, c in enumerate(coords)]
 
 
-def _never_before(body: _Loop, tensor: Value, axis: int, c: Value) -> Value:
+def never_before(body: _Loop, tensor: Value, axis: int, c: Value) -> Value:
     """A negative coordinate becomes the tensor's extent: the chip's partition view would
     start before the tensor (its clipping only cuts at the end), while one at the extent
     is empty, so the load reads padding and the store writes nothing."""
@@ -72,55 +76,65 @@ def _never_before(body: _Loop, tensor: Value, axis: int, c: Value) -> Value:
     return body.emit("arith.select", [below, extent, c], [ScalarType(INDEX)]).result
 
 
-def _element_loop(op: Op, carried: Value, build) -> tuple[list, Op]:
-    """``for e in range(numel): carried = build(body, e, carried)``."""
-    pre = _Loop(op.loc)
-    n = op.operands[1].type.numel
+def _element_loop(n: int, carried: Value, build, loc) -> tuple[list, Op]:
+    """``for e in range(n): carried = build(body, e, carried)``."""
+    pre = _Loop(loc)
     lb, ub, step = pre.const(0), pre.const(n), pre.const(1)
     e = Value(ScalarType(INDEX), "e")
     arg = Value(carried.type, "acc")
-    body = _Loop(op.loc)
+    body = _Loop(loc)
     out = build(body, e, arg)
     body.emit("scf.yield", [out])
     loop = Op("scf.for", [lb, ub, step, carried], [carried.type],
-              blocks=[Block([e, arg], body.ops)], loc=op.loc)
+              blocks=[Block([e, arg], body.ops)], loc=loc)
     return pre.ops, loop
 
 
-def gather(op: Op):
-    tensor, indices, *offsets = op.operands
-    ty = op.result.type
-    pad = op.attrs.get("padding", 0)
-    init = Op("tile.full", [], [ty], {"value": _typed(pad, ty.dtype)}, loc=op.loc)
+def load_elements(tensor: Value, ty: TileType, pad, coords, loc) -> tuple[list, Value]:
+    """(ops, the tile): a ``ty`` tile read element by element, element ``e`` from the
+    one-element window at ``coords(body, e)`` (``pad`` where that lies outside)."""
+    init = Op("tile.full", [], [ty], {"value": _typed(pad, ty.dtype)}, loc=loc)
     one = (1,) * len(ty.shape)
 
     def build(body, e, acc):
-        coords = _coordinates(body, e, op, indices, offsets)
-        elem = body.emit("tile.load", [tensor] + coords, [TileType(ty.dtype, one)],
+        elem = body.emit("tile.load", [tensor] + coords(body, e), [TileType(ty.dtype, one)],
                          {"shape": one, "padding": pad, CHECKED: True}).result
         v = body.getval(elem, body.const(0))
         return body.emit("tile.setval", [acc, e, v], [ty]).result
 
-    pre, loop = _element_loop(op, init.result, build)
+    pre, loop = _element_loop(ty.numel, init.result, build, loc)
     return [init] + pre + [loop], loop.result
+
+
+def store_elements(tensor: Value, value: Value, atomic, coords, loc) -> list:
+    """The ops writing tile ``value`` element by element, element ``e`` to the one-element
+    window at ``coords(body, e)`` (dropped where that lies outside; ``atomic``: "add")."""
+    one = TileType(value.type.dtype, (1,) * len(value.type.shape))
+    init = Op("tile.full", [], [one], {"value": _typed(0, one.dtype)}, loc=loc)
+    attrs = {"atomic": atomic, CHECKED: True} if atomic else {CHECKED: True}
+
+    def build(body, e, elem):
+        at = coords(body, e)
+        v = body.getval(value, e)
+        elem = body.emit("tile.setval", [elem, body.const(0), v], [one]).result
+        body.emit("tile.store", [tensor] + at + [elem], attrs=attrs)
+        return elem
+
+    pre, loop = _element_loop(value.type.numel, init.result, build, loc)
+    return [init] + pre + [loop]
+
+
+def gather(op: Op):
+    tensor, indices, *offsets = op.operands
+    return load_elements(tensor, op.result.type, op.attrs.get("padding", 0),
+                         lambda body, e: _coordinates(body, e, op, indices, offsets), op.loc)
 
 
 def scatter(op: Op):
     tensor, indices, value, *offsets = op.operands
-    d = value.type.dtype
-    one = TileType(d, (1,) * len(indices.type.shape))
-    init = Op("tile.full", [], [one], {"value": _typed(0, d)}, loc=op.loc)
-    atomic = {"atomic": op.attrs["reduce"]} if op.attrs.get("reduce") else {}
-
-    def build(body, e, elem):
-        coords = _coordinates(body, e, op, indices, offsets)
-        v = body.getval(value, e)
-        elem = body.emit("tile.setval", [elem, body.const(0), v], [one]).result
-        body.emit("tile.store", [tensor] + coords + [elem], attrs={**atomic, CHECKED: True})
-        return elem
-
-    pre, loop = _element_loop(op, init.result, build)
-    return [init] + pre + [loop], None
+    return store_elements(tensor, value, op.attrs.get("reduce"),
+                          lambda body, e: _coordinates(body, e, op, indices, offsets),
+                          op.loc), None
 
 
 def _typed(value, d):
