@@ -144,6 +144,11 @@ class CostModel:
     # correction per hand-off (fa_cost_model.py, NPU_LOGICAL_TILE_SYNC_CYCLES = 1000, the sync
     # its simulator does not model). Barriers (syncall) are not charged it.
     cross_core_sync_cycles: float = 1000.0
+    # The L2's bandwidth over the HBM's, shared by the active cores like it (the model's L2:
+    # ``backends/ascend/model/memory.py``). Not published; CANN's matmul guide puts it above
+    # 3x, and pto-isa's GEMM moves ~3.4 TB/s into 24 cores at 6144^3 (2.1x the HBM): 3x
+    # (approx.), 4800 GB/s on b1-b3, 2400 on b4
+    l2_over_hbm: float = 3.0
 
 # Float -> narrower int conversions A2/A3's TCVT makes without saturation (pto-isa
 # npu/a2a3/TCvt.hpp, kIsNarrowingCvt and its NonSatTorch paths): the value is truncated (or
@@ -169,11 +174,6 @@ class Target:
     hbm_gib: int
     l2_mib: int               # 192 MiB on b1-b3, 96 on b4 (shared/reference/ascend910b.md)
     hbm_gbps: float
-    # L2 bandwidth in GB/s, shared by the active cores like the HBM's (the model's L2:
-    # ``backends/ascend/model/memory.py``). Not published; CANN's matmul guide puts it above
-    # 3x the HBM's, and pto-isa's GEMM moves ~3.4 TB/s into 24 cores at 6144^3 (2.1x the HBM),
-    # so 3x the HBM: 4800 GB/s on b1-b3, 2400 on b4 (approx.).
-    l2_gbps: float = 0.0
     # bytes per on-chip buffer, keyed by PTO location
     buffers: dict = field(default_factory=lambda: {
         "vec": UB_USABLE, "mat": 512 * KiB, "left": 64 * KiB, "right": 64 * KiB,
@@ -187,15 +187,19 @@ class Target:
     sort_instructions: bool = True
     costs: CostModel = field(default_factory=CostModel)   # the cycle model's parameters
 
+    @property
+    def l2_gbps(self) -> float:
+        return self.hbm_gbps * self.costs.l2_over_hbm
+
     def cores_for(self, uses_cube: bool) -> int:
         return self.cube_cores if uses_cube else self.vector_cores
 
 
 TARGETS = {t.name: t for t in (
-    Target("ascend910b1", "Ascend910B1", 24, 48, 1.85, 64, 192, 1600.0, 4800.0),
-    Target("ascend910b2", "Ascend910B2", 24, 48, 1.80, 64, 192, 1600.0, 4800.0),
-    Target("ascend910b3", "Ascend910B3", 20, 40, 1.80, 64, 192, 1600.0, 4800.0),
-    Target("ascend910b4", "Ascend910B4", 20, 40, 1.50, 32, 96, 800.0, 2400.0),
+    Target("ascend910b1", "Ascend910B1", 24, 48, 1.85, 64, 192, 1600.0),
+    Target("ascend910b2", "Ascend910B2", 24, 48, 1.80, 64, 192, 1600.0),
+    Target("ascend910b3", "Ascend910B3", 20, 40, 1.80, 64, 192, 1600.0),
+    Target("ascend910b4", "Ascend910B4", 20, 40, 1.50, 32, 96, 800.0),
 )}
 ALIASES = {"ascend910b": "ascend910b1"}
 

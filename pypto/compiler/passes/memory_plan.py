@@ -324,17 +324,19 @@ class PlacedTile(NamedTuple):
 
 # The orders tiles are placed in: by start (then the longest-lived first), and, when that
 # leaves no room, the largest first (which fragments less: short-lived small tiles no longer
-# split the space the big ones need). A plan that fits in the first order is kept as it is.
+# split the space the big ones need). A plan that fits in the first order is kept as it is;
+# one that fits in neither is reported where the first overflowed.
 _ORDERS = (lambda iv, size: (iv[0], -iv[1]), lambda iv, size: (-size, iv[0], -iv[1]))
 
 
 def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dict) -> int:
     capacity = target.buffers[space]
     sizes = {id(m): tile_bytes(m[2].type, target, boxes.get(m[2].id)) for m in members}
-    plans = [_place(members, sizes, order, capacity, target) for order in _ORDERS[:1]]
-    if plans[0][1] > capacity:
-        plans.append(_place(members, sizes, _ORDERS[1], capacity, target))
-    placed, high, over = plans[-1] if plans[-1][1] <= capacity else plans[0]
+    placed, high, over = _place(members, sizes, _ORDERS[0], capacity, target)
+    if over is not None:
+        other = _place(members, sizes, _ORDERS[1], capacity, target)
+        if other[2] is None:
+            placed, high, over = other
     for offset, size, start, end, root, vals in placed:
         for v in vals.values():
             v.addr = offset
@@ -347,10 +349,11 @@ def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dic
 
 
 def _place(members: list, sizes: dict, order, capacity: int, target) -> tuple:
-    """First-fit offsets for ``members`` taken in ``order``: (placements, bytes used, and
-    (bytes, tiles alive, values) where a tile first went past ``capacity``, or None)."""
+    """First-fit offsets for ``members`` taken in ``order``: (placements, bytes used, None),
+    or, as soon as a tile goes past ``capacity``, (the placements so far, bytes used, (bytes,
+    tiles alive, values) there)."""
     placed: list[tuple] = []    # (offset, size, start, end, root, vals)
-    high, over = 0, None
+    high = 0
     for member in sorted(members, key=lambda m: order(m, sizes[id(m)])):
         start, end, root, vals = member
         size = sizes[id(member)]
@@ -361,10 +364,10 @@ def _place(members: list, sizes: dict, order, capacity: int, target) -> tuple:
                 offset = -(-(o + s) // target.alignment) * target.alignment
         placed.append((offset, size, start, end, root, vals))
         high = max(high, offset + size)
-        if high > capacity and over is None:
+        if high > capacity:
             alive = [p for p in placed if not (end < p[2] or p[3] < start)]
-            over = (high, alive, vals)
-    return placed, high, over
+            return placed, high, (high, alive, vals)
+    return placed, high, None
 
 
 def _describe(root: Value) -> str:

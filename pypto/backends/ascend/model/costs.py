@@ -114,11 +114,11 @@ def transfer_cycles(src: str, dst: str, nbytes: int, target: Target,
     else:
         raise ValueError(f"the cycle model has no bandwidth for {src} -> {dst} on "
                          f"{target.name}")
-    if "gm" in path and gm_cycles is not None:
+    if "gm" in path:
+        if gm_cycles is None:
+            share = target.hbm_gbps * 1e9 / max(1, active_cores) / (target.clock_ghz * 1e9)
+            gm_cycles = nbytes / share
         cycles = max(cycles, gm_cycles)
-    elif "gm" in path:
-        share = target.hbm_gbps * 1e9 / max(1, active_cores) / (target.clock_ghz * 1e9)
-        cycles = max(cycles, nbytes / share)
     return cycles
 
 
@@ -165,8 +165,8 @@ SORT_OPS = ("tsort32", "tmrgsort", "tgather")
 RUNTIME_WHOLE_ROWS = ("unary", "transcendental", "reciprocal")
 
 
-def vector_repeats(tile: Tile, family: str, target: Target) -> tuple[int, int]:
-    """(repeats, rows issued one by one) of a vector instruction over ``tile``: the whole
+def vector_repeats(tile: Tile, family: str, target: Target) -> int:
+    """The repeats of a vector instruction over ``tile``: the whole
     valid region at once when its rows are back to back, else each row's repeats, issued row
     by row (pto-isa's A2/A3 code for a tile whose valid shape is known only at run time: a
     unary instruction checks at run time whether its rows are whole, the others cannot:
@@ -177,14 +177,14 @@ def vector_repeats(tile: Tile, family: str, target: Target) -> tuple[int, int]:
     dynamic = tile.v_row is None or tile.v_col is None
     whole_rows = cols == tile.cols or rows == 1
     if whole_rows and (family in RUNTIME_WHOLE_ROWS or not dynamic):
-        return -(-rows * row_bytes // step), 1
-    return rows * -(-row_bytes // step), rows
+        return -(-rows * row_bytes // step)
+    return rows * -(-row_bytes // step)
 
 
 def _streaming_cycles(family: str, tile: Tile, target: Target) -> float:
     costs = target.costs
     spec = costs.vector[family]
-    repeats, _ = vector_repeats(tile, family, target)
+    repeats = vector_repeats(tile, family, target)
     issues = max(1, -(-repeats // costs.max_repeats))
     return issues * spec.head_cycles + repeats * spec.repeat_cycles
 
@@ -226,7 +226,7 @@ def _per_row_cycles(family: str, tile: Tile, target: Target) -> float:
     costs = target.costs
     rows, _ = valid_shape(tile)
     per_row = costs.row_expand_cycles if family == "row_expand" else costs.select_row_cycles
-    repeats, _ = vector_repeats(tile, "unary", target)
+    repeats = vector_repeats(tile, "unary", target)
     return costs.vector["unary"].head_cycles + rows * per_row + repeats
 
 

@@ -45,8 +45,9 @@ REPLAY_HIT_RATE = 0.5       # a launch hitting more than this is modelled again 
 
 
 class GlobalMemory:
-    """The L2's contents (window -> [bytes, dirty]) in LRU order, and the traffic so far;
-    ``miss_share``: the fraction of the active cores that share the HBM's bandwidth."""
+    """The L2's contents (window -> [bytes, dirty]) in LRU order, and the bytes read from it
+    and from the HBM so far; ``miss_share``: the fraction of the active cores that share the
+    HBM's bandwidth."""
 
     def __init__(self, target: Target, miss_share: float = 1.0):
         self.target = target
@@ -55,7 +56,6 @@ class GlobalMemory:
         self.lines: OrderedDict = OrderedDict()
         self.held = 0
         self.hits = self.misses = 0            # bytes read from the L2 / from the HBM
-        self.written = self.written_back = 0   # bytes stored / written back to the HBM
 
     def _touch(self, key, nbytes: int, dirty: bool) -> tuple[bool, int]:
         """(hit, dirty bytes evicted to make room)."""
@@ -79,9 +79,7 @@ class GlobalMemory:
         if not nbytes:
             return 0, 0
         hit, evicted = self._touch(key, nbytes, store)
-        self.written_back += evicted
         if store:
-            self.written += nbytes
             return nbytes, evicted
         if hit:
             self.hits += nbytes
