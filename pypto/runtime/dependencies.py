@@ -13,6 +13,7 @@ import ast
 import functools
 import importlib.metadata
 import os
+import sys
 import sysconfig
 import types
 from typing import NamedTuple
@@ -90,11 +91,12 @@ def installed_version(value) -> str | None:
     if not callable(value) or isinstance(value, type) or hasattr(value, "__pypto_builtin__"):
         return None
     top = (getattr(value, "__module__", None) or "").partition(".")[0]
-    if top in ("", "pypto"):
+    if top in ("", "pypto") or top in sys.stdlib_module_names:
         return None
-    # (Python 3.10 maps only distributions that declare their modules: a distribution named
-    # as its module, numpy's, is found by name)
-    dists = _distributions().get(top) or ([top] if _version(top) != "?" else None)
+    # a distribution named as its module (numpy's) is found by name, cheaply; the map of
+    # every installed distribution's modules (~0.1 s to build) only for the others (and
+    # Python 3.10's map knows only distributions that declare their modules)
+    dists = [top] if _version(top) != "?" else _distributions().get(top)
     if not dists:
         return None
     return ",".join(f"{d}=={_version(d)}" for d in sorted(set(dists)))
