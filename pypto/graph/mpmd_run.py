@@ -22,7 +22,7 @@ import heapq
 import queue
 import threading
 
-from ..backends.ascend.control import EXITING, INTERRUPTED, exiting
+from ..backends.ascend.control import stop_error
 from ..backends.ascend.host_pool import start_interruptible
 from ..runtime import pool as runtime
 from ..layout import as_array
@@ -129,10 +129,9 @@ class _Run:
         lo, hi = batch[0].block, batch[-1].block + 1
         status = entry(runtime.own_scratch(), grid[0], grid[1], grid[2], lo, hi,
                        self.stop_mask, *params)
-        if status == INTERRUPTED:
-            raise KeyboardInterrupt
-        if status == EXITING:
-            raise exiting(step.name)
+        stopped = stop_error(status, step.name)
+        if stopped is not None:
+            raise stopped
         if status:
             raise RuntimeError(f"{step.name}: blocks {lo}..{hi - 1} returned status {status}")
 

@@ -23,7 +23,7 @@ import numpy as np
 from .. import envs
 from . import hooks
 from . import pool as runtime
-from ..backends.ascend.control import EXITING, INTERRUPTED, exiting
+from ..backends.ascend.control import stop_error
 from ..cache import STATS as cache_stats
 from .device import Tensor, _current_target
 from ..layout import LayoutTensor, as_array
@@ -285,10 +285,9 @@ def call(_pypto_grid, {", ".join(names)}):
                 "PYPTO_SYNC_TIMEOUT seconds)")
         if status == 4:
             return grid_too_large(name, grid)
-        if status == INTERRUPTED:
-            return KeyboardInterrupt()
-        if status == EXITING:
-            return exiting(name)
+        stopped = stop_error(status, name)
+        if stopped is not None:
+            return stopped
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
     def profiled(grid, values, raw_values):

@@ -101,3 +101,12 @@ def exiting(kernel_name: str) -> RuntimeError:
             time.sleep(3600)
     return RuntimeError(f"{kernel_name}: not launched, the interpreter is exiting (a launch "
                         "from an exit handler that runs after PyPTO's)")
+
+
+def stop_error(status: int, kernel_name: str) -> BaseException | None:
+    """The exception a launch's INTERRUPTED or EXITING status stands for, else None."""
+    if status == INTERRUPTED:
+        return KeyboardInterrupt()
+    if status == EXITING:
+        return exiting(kernel_name)
+    return None

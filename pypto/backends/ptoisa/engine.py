@@ -28,7 +28,7 @@ from ... import envs
 from ... import cache as cache_mod
 from ...errors import InternalError
 from ..ascend import ptoas
-from ..ascend.control import EXITING, INTERRUPTED, exiting
+from ..ascend.control import stop_error
 from ..ascend.host_pool import stop_control
 from ..ascend.entry import WORKSPACE_ACCS
 from ...target import get_target
@@ -282,10 +282,9 @@ class PtoIsaKernel:
         status = self._run(self.slots(grid, args), bounds, len(names), blocks, threads,
                            envs.PYPTO_SYNC_TIMEOUT.number(minimum=1), error, ERROR_BYTES,
                            control, stop_mask)
-        if status == INTERRUPTED:
-            raise KeyboardInterrupt
-        if status == EXITING:
-            raise exiting(self.name)
+        stopped = stop_error(status, self.name)
+        if stopped is not None:
+            raise stopped
         if status == STATUS_BLOCK_FAILED:
             text = re.sub(r"tensor #(\d+)", lambda m: f"tensor {names[int(m.group(1))]!r}",
                           error.value.decode(errors="replace"))
