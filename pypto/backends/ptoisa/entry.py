@@ -243,7 +243,7 @@ int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int
     launch.timeout_seconds = timeout_seconds;
     launch.tensors = tensors;
     launch.n_tensors = n_tensors;
-    launch.control = control;
+    launch.stop_word = control ? control + {stop} : nullptr;
     launch.stop_mask = stop_mask;
     std::atomic<bool> failed{{false}};
     const int len = int(error_len);

@@ -39,7 +39,7 @@ struct Launch {                       // one launch's shared state
     bool dead = false;
     const int64_t *tensors = nullptr; // [first byte, end) of each tensor argument; null: unchecked
     int64_t n_tensors = 0;
-    const int64_t *control = nullptr; // pypto's control block (backends/ascend/control.py)
+    const int64_t *stop_word = nullptr; // pypto's stop bits (backends/ascend/control.py)
     int64_t stop_mask = 0;            // the stop bits this launch obeys
     std::atomic<int64_t> stopped{0};  // the bits that stopped it
 };
@@ -80,13 +80,13 @@ inline thread_local Core core;
     siglongjmp(*core.abort_block, 1);
 }
 
-// Ctrl-C and interpreter exit: the control block's stop bits (word 0) that the launch obeys,
+// Ctrl-C and interpreter exit: the control block's stop bits that the launch obeys,
 // polled at every loop's back edge of the kernel (entry.py puts the calls there) and while a
 // block waits for another; a stopped block ends like a failed one.
 inline int64_t stop_bits() {
     const Launch *l = core.launch;
-    if (l == nullptr || l->control == nullptr) return 0;
-    return __atomic_load_n(&l->control[0], __ATOMIC_RELAXED) & l->stop_mask;
+    if (l == nullptr || l->stop_word == nullptr) return 0;
+    return __atomic_load_n(l->stop_word, __ATOMIC_RELAXED) & l->stop_mask;
 }
 
 inline void poll() {
