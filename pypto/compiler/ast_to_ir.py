@@ -450,8 +450,8 @@ def build_function(source: KernelSource, spec_args: dict, name: str) -> Function
 
 
 def tensor_param(name: str, dtype: dt.dtype, rank: int, layout: str = "ND",
-                 shape: tuple = ()) -> Value:
-    return Value(TensorType(dtype, rank, layout, tuple(shape)), name)
+                 shape: tuple = (), dims: tuple = ()) -> Value:
+    return Value(TensorType(dtype, rank, layout, tuple(shape), tuple(dims)), name)
 
 
 def scalar_param(name: str, dtype: dt.dtype) -> Value:

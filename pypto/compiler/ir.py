@@ -38,6 +38,9 @@ class TensorType:
     rank: int
     layout: str = "ND"
     shape: tuple = ()
+    # the extents a launch specialised the kernel on (an int each, None where dynamic; empty
+    # when unknown): what a shape no argument gives may be read from (pl.gather's rows)
+    dims: tuple = ()
 
     def __str__(self) -> str:
         if self.layout != "ND":

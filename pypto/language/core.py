@@ -110,11 +110,16 @@ def arange(start, end=None):
 
 # -- indexed memory access ------------------------------------------------------------------------
 @builtin
-def gather(tensor, indices, axis=0, offsets=None, padding=0):
+def gather(tensor, indices, axis=0, offsets=None, padding=0, shape=None):
     """``out[i, j] = tensor[offsets[0] + indices[i, j], offsets[1] + j]`` for ``axis=0`` (and
     the other way round for ``axis=1``): torch.gather over the window at ``offsets`` (zeros by
     default). ``indices`` is an integer tile of the tensor's rank; the result has its shape and
-    the tensor's dtype. An element whose coordinates fall outside the tensor is ``padding``."""
+    the tensor's dtype. An element whose coordinates fall outside the tensor is ``padding``.
+
+    Whole rows (torch.index_select): a rank-1 ``indices`` of R row numbers into a rank-2
+    tensor gives the (R, C) tile ``out[i, :] = tensor[offsets[0] + indices[i],
+    offsets[1]:offsets[1] + C]``, C the tensor's row length or ``shape=(R, C)``; each row is
+    one transfer on the NPU (an embedding lookup)."""
 
 
 @builtin
@@ -122,7 +127,11 @@ def scatter(tensor, indices, value, axis=0, offsets=None, reduce=None):
     """``tensor[offsets[0] + indices[i, j], offsets[1] + j] = value[i, j]`` for ``axis=0``:
     torch.scatter into the window at ``offsets``. ``reduce="add"`` adds instead (duplicate
     indices accumulate); without it the last element in row-major order wins. Elements whose
-    coordinates fall outside the tensor are dropped."""
+    coordinates fall outside the tensor are dropped.
+
+    Whole rows: a rank-1 ``indices`` of R row numbers into a rank-2 tensor writes row i of the
+    (R, C) ``value`` to row ``offsets[0] + indices[i]`` from column ``offsets[1]`` on (one
+    transfer a row on the NPU; a later duplicate wins, or adds with ``reduce="add"``)."""
 
 
 # -- elementwise -------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def specialise(jitfn, spec, bound):
             runtime_params.append((name, "tensor", arr.ndim))
         elif s[0] == "t":
             dtype = dtype_of(v)
-            spec_args[name] = tensor_param(name, dtype, v.ndim)
+            spec_args[name] = tensor_param(name, dtype, v.ndim, dims=s[2])
             tensor_specs[name] = (s[2], static_strides(s[2], s[3]))
             runtime_params.append((name, "tensor", v.ndim))
         elif s[0] == "f":

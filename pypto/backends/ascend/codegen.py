@@ -80,8 +80,14 @@ class Codegen:
         return self.allocas.alloca(ty, size=count if count > 1 else None)
 
     def tile_ptr(self, t: Tile):
-        return self.b.gep(self.scratch, [i64(self.space_base[t.loc] + t.addr)],
-                          source_etype=ir.IntType(8))
+        """A tile's bytes in the core's scratch; a row at a run-time row (``Tile.row_of``)
+        is that row of its tile, whose rows are dense here (no 32-byte pitch)."""
+        at = i64(self.space_base[t.loc] + t.addr)
+        if t.row_of is not None:
+            whole, row = t.row_of
+            pitch = i64(whole.cols * whole.dtype.itemsize)
+            at = self.b.add(at, self.b.mul(self.get(row), pitch))
+        return self.b.gep(self.scratch, [at], source_etype=ir.IntType(8))
 
     def elem_ptr(self, base, d: dt.dtype, index):
         return self.b.gep(base, [index], source_etype=storage_type(d))

@@ -99,10 +99,20 @@ def _coordinates(tensor_shape, indices, axis, offsets):
     return coords, inside
 
 
+def _by_element(indices, tensor, shape):
+    """The index of every element: a rank-1 tile of row numbers (whole rows) names row
+    ``indices[i]`` for each element of row i of a tile of ``shape``."""
+    idx = np.asarray(indices)
+    if idx.ndim < np.ndim(tensor):
+        idx = np.broadcast_to(idx.reshape(-1, 1), shape)
+    return idx
+
+
 def _gather(run, op, ins):
     """``padding`` wherever the named element lies outside the tensor."""
     tensor, indices, *offsets = ins
     ty = _result(op)
+    indices = _by_element(indices, tensor, ty.shape)
     out = np.full(ty.shape, convert(op.attrs.get("padding", 0), ty.dtype),
                   dtype=ty.dtype.to_numpy())
     coords, inside = _coordinates(tensor.shape, indices, op.attrs["axis"], offsets)
@@ -116,6 +126,7 @@ def _scatter(run, op, ins):
     ``reduce="add"``, each adds in the tensor's compute dtype); elements outside the tensor
     are dropped."""
     tensor, indices, value, *offsets = ins
+    indices = _by_element(indices, tensor, np.shape(value))
     coords, inside = _coordinates(tensor.shape, indices, op.attrs["axis"], offsets)
     if run.watch is not None:      # each element written; out of range is defined: dropped
         one = (1,) * tensor.ndim

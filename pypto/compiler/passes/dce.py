@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ..ir import SYNC_OPS, Block, Module, users
 
-SIDE_EFFECTS = {"tile.store", "tile.scatter", "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
+SIDE_EFFECTS = {"tile.store", "tile.scatter", "tile.store_row", "scf.for", "scf.if", "scf.while",
+                "scf.yield", "scf.condition",
                 *SYNC_OPS}
 
 

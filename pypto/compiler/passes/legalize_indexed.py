@@ -54,11 +54,13 @@ def position(body: _Loop, e: Value, shape: tuple) -> list:
     return [e]
 
 
-def _coordinates(body: _Loop, e: Value, op: Op, indices: Value, offsets: list) -> list:
-    """Tensor coordinates of element ``e`` of the index tile: the index along ``axis``, the
-    element's own position along the other axis, each plus the window's offset."""
-    at = position(body, e, indices.type.shape)
-    ix = body.getval(indices, e)
+def _coordinates(body: _Loop, e: Value, op: Op, indices: Value, offsets: list,
+                 shape: tuple) -> list:
+    """Tensor coordinates of element ``e`` of a tile of ``shape``: its index along ``axis``
+    (the index tile's element ``e``, or its row's for whole rows), the element's own position
+    along the other axis, each plus the window's offset."""
+    at = position(body, e, shape)
+    ix = body.getval(indices, e if len(indices.type.shape) == len(shape) else at[0])
     ix = body.emit("arith.cast", [ix], [ScalarType(INDEX)], {"dtype": INDEX}).result
     axis = op.attrs["axis"]
     coords = [body.arith("add", off, ix if a == axis else at[a])
@@ -125,16 +127,97 @@ def store_elements(tensor: Value, value: Value, atomic, coords, loc) -> list:
 
 
 def gather(op: Op):
+    if by_rows(op):
+        return gather_rows(op)
+    return gather_elements(op)
+
+
+def gather_elements(op: Op):
     tensor, indices, *offsets = op.operands
+    shape = op.result.type.shape
     return load_elements(tensor, op.result.type, op.attrs.get("padding", 0),
-                         lambda body, e: _coordinates(body, e, op, indices, offsets), op.loc)
+                         lambda body, e: _coordinates(body, e, op, indices, offsets, shape),
+                         op.loc)
 
 
 def scatter(op: Op):
+    if by_rows(op):
+        return scatter_rows(op), None
+    return scatter_elements(op)
+
+
+def scatter_elements(op: Op):
     tensor, indices, value, *offsets = op.operands
+    shape = value.type.shape
     return store_elements(tensor, value, op.attrs.get("reduce"),
-                          lambda body, e: _coordinates(body, e, op, indices, offsets),
+                          lambda body, e: _coordinates(body, e, op, indices, offsets, shape),
                           op.loc), None
+
+
+# -- whole rows: one transfer a row ---------------------------------------------------------
+
+def is_rows(op: Op) -> bool:
+    """A gather or scatter of whole rows (a rank-1 index tile into a rank-2 tensor)."""
+    return len(op.operands[1].type.shape) < op.operands[0].type.rank
+
+
+def by_rows(op: Op) -> bool:
+    """Whole rows moved one transfer each: unless one column wide, when the tile is a
+    column whose rows (one element each) do not start on the 32 bytes a transfer needs."""
+    shape = (op.result if op.results else op.operands[2]).type.shape
+    return is_rows(op) and (shape[1] > 1 or shape[0] == 1)
+
+
+def _row_loop(op: Op, carried: Value | None, build) -> tuple[list, Value | None]:
+    """``for r in range(rows)``: ``build(body, r, the tensor row, carried)`` with the row the
+    index tile's element r names, plus the window's row offset; a negative row moves to the
+    tensor's extent (the transfer is then empty: padding read, nothing written)."""
+    tensor, indices = op.operands[0], op.operands[1]
+    row0 = op.operands[-2]
+
+    def body_fn(body, r, acc):
+        ix = body.emit("arith.cast", [body.getval(indices, r)], [ScalarType(INDEX)],
+                       {"dtype": INDEX}).result
+        row = never_before(body, tensor, 0, body.arith("add", row0, ix))
+        return build(body, r, row, acc)
+
+    if carried is None:        # a scatter carries nothing: an index-typed dummy
+        pre = _Loop(op.loc)
+        carried = pre.const(0)
+        ops, loop = _element_loop(indices.type.shape[0], carried, body_fn, op.loc)
+        return pre.ops + ops + [loop], None
+    ops, loop = _element_loop(indices.type.shape[0], carried, body_fn, op.loc)
+    return ops + [loop], loop.result
+
+
+def gather_rows(op: Op):
+    """The result filled with the padding once, then each row one load into row r
+    (``tile.load_row``), which writes the part of the row inside the tensor only: no
+    padding work per row, so the loads stream on MTE2 with nothing between them."""
+    ty, col0 = op.result.type, op.operands[-1]
+    pad = op.attrs.get("padding", 0)
+    init = Op("tile.full", [], [ty], {"value": _typed(pad, ty.dtype)}, loc=op.loc)
+    attrs = {"padding": pad, CHECKED: True}
+
+    def build(body, r, row, acc):
+        return body.emit("tile.load_row", [acc, r, op.operands[0], row, col0], [ty],
+                         attrs).result
+    ops, result = _row_loop(op, init.result, build)
+    return [init] + ops, result
+
+
+def scatter_rows(op: Op) -> list:
+    """Row r of the value stored at the row its index names (``tile.store_row``), in order,
+    so a later duplicate wins (or adds, atomically)."""
+    tensor, _, value, _, col0 = op.operands
+    attrs = {CHECKED: True}
+    if op.attrs.get("reduce"):
+        attrs["atomic"] = op.attrs["reduce"]
+
+    def build(body, r, row, carried):
+        body.emit("tile.store_row", [tensor, row, col0, value, r], attrs=attrs)
+        return carried
+    return _row_loop(op, None, build)[0]
 
 
 def _typed(value, d):

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from ...language import dtypes as dt
 from ..ir import Block, Module, Op, ScalarType, Value
-from .legalize_indexed import (CHECKED, _Loop, load_elements, never_before, position,
-                               store_elements)
+from .legalize_indexed import (CHECKED, _Loop, gather_elements, is_rows, load_elements,
+                               never_before, position, scatter_elements, store_elements)
+
+# a gather or scatter of whole rows whose column offset may be negative goes element by
+# element, as any window that may start before its tensor
+ROWS = {"tile.gather": gather_elements, "tile.scatter": scatter_elements}
 
 
 class Bounds:
@@ -88,6 +92,8 @@ def rule(op: Op, bounds: Bounds):
     """The checked form of a load or store that may start before its tensor, or None. A
     ``padding=None`` load is the user's promise that its window lies inside; a layout
     tensor's windows are whole fractals or pixels, clipped by the printer."""
+    if op.name in ROWS and is_rows(op) and not bounds.nonnegative(op.operands[-1]):
+        return ROWS[op.name](op)       # whole rows from a column that may be negative
     if op.name not in ("tile.load", "tile.store") or op.attrs.get(CHECKED):
         return None
     if op.name == "tile.load" and op.attrs.get("padding", 0) is None:

@@ -24,6 +24,8 @@ from .unbatch import PLANE_OF
 ELEMENTWISE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.mov", "tile.full",
                "tile.load", "tile.arange"}
 LOOPS = ("scf.for", "scf.while")
+# ops whose result is their first operand with one element or row replaced: one buffer
+IN_PLACE = ("tile.setval", "tile.load_row")
 
 
 def tile_bytes(ttype, target, alloc=None) -> int:
@@ -108,7 +110,7 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
     if owner.name == "tile.matmul":   # the accumulator is updated in place
         if len(owner.operands) != 3 or owner.operands[2] is not arg:
             return False
-    elif owner.name == "tile.setval":  # one element replaced in place
+    elif owner.name in IN_PLACE:       # one element or row replaced in place
         if owner.operands[0] is not arg:
             return False
     elif owner.name in LOOPS or owner.name == "scf.if":
@@ -136,7 +138,7 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[2], op.result)
         if op.name == "tile.mrglists" and len(op.operands) == 2:   # over its -inf pairs
             classes.union(op.operands[1], op.result)
-        if op.name in ("tile.setval", "tile.bitcast"):   # a bitcast is its source's bytes
+        if op.name in IN_PLACE or op.name == "tile.bitcast":   # a bitcast: its source's bytes
             classes.union(op.operands[0], op.result)
     # cube tiles are whole fractal boxes: their padded bytes are planned, and lowering
     # allocates them so (Tile.alloc)

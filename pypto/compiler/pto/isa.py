@@ -112,7 +112,10 @@ def footprint(loc: str, dtype, rows: int, cols: int, target) -> int:
 
 
 def tile_extent(tile: Tile, target) -> tuple[str, int, int]:
-    """(buffer, first byte, end byte)."""
+    """(buffer, first byte, end byte); a row at a run-time row (``Tile.row_of``) may be any
+    of its tile's."""
+    if tile.row_of is not None:
+        tile = tile.row_of[0]
     nbytes = footprint(tile.loc, tile.dtype, *tile.alloc_shape, target)
     return tile.loc, tile.addr, tile.addr + nbytes
 

@@ -13,7 +13,7 @@ from ...errors import InternalError, NotOnChip
 from ..ir import Block, Module, TileType, Value
 from .isa import TMP_OPS
 from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
-                      row_pitch, view2d)
+                      row_pitch, row_tile, view2d)
 
 MAX_REPEATS = 255          # TMRGSORT's repeat field (pto-isa npu/a2a3/TMrgSort.hpp)
 
@@ -200,6 +200,24 @@ class _Lowering:
             out.append(Inst("tmov", [src], [dst], _host_hints(op)))
         at = self._element_offset(dst, at, out)
         out.append(Inst("tsetval", [at, value], [dst], _host_hints(op)))
+
+    def _tile_load_row(self, op, out):
+        """Row r of the tile (in place, as ``tile.setval``) loaded from the window at (row,
+        col): one TLOAD into that row (``row_tile``). The tile holds the padding already
+        (legalize_indexed.gather_rows), so the load pads nothing on the chip."""
+        src, r, tensor, row, col = (self.get(v) for v in op.operands)
+        dst = self.tile(op.result)
+        if dst is not src:
+            out.append(Inst("tmov", [src], [dst], _host_hints(op)))
+        out.append(Inst("tload", [tensor, row, col], [row_tile(dst, r)],
+                        {"pad": op.attrs["padding"], "_inside": True, **_host_hints(op)}))
+
+    def _tile_store_row(self, op, out):
+        """Row r of the value stored to the window at (row, col): one TSTORE."""
+        tensor, row, col, value, r = (self.get(v) for v in op.operands)
+        attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
+        out.append(Inst("tstore", [row_tile(value, r)], [tensor, row, col],
+                        {**attrs, **_host_hints(op)}))
 
     def _element_offset(self, tile: Tile, e, out: list):
         """Row-major element ``e`` as TGETVAL/TSETVAL count it: in the chip's layout, whose

@@ -177,7 +177,7 @@ def window(pr, t: TensorArg, offsets, tile: Tile, depth) -> tuple:
 def window_tile(pr, tile: Tile, view: str, sizes: list, depth, pad: int = 0) -> str:
     """The clipped tile of a window: ``tile``'s bytes with the window's valid sizes."""
     name = f"%{tile.name}.{view[1:]}"
-    pr.emit(f"{name} = pto.alloc_tile addr = {pr.const(tile.addr, 'i64')} "
+    pr.emit(f"{name} = pto.alloc_tile addr = {pr.address(tile, depth)} "
             f"valid_row = {sizes[0]} valid_col = {sizes[1]} : "
             f"{tile.type_text(dynamic=True, pad=pad)}", depth)
     return name
@@ -212,7 +212,7 @@ def fill_pad(pr, i: Inst, depth) -> None:
     pv, _, sizes = window(pr, tensor, offs, tile, depth)
     clipped = window_tile(pr, tile, pv, sizes, depth, pad=kind)
     full = f"{clipped}f"
-    pr.emit(f"{full} = pto.alloc_tile addr = {pr.const(tile.addr, 'i64')} : "
+    pr.emit(f"{full} = pto.alloc_tile addr = {pr.address(tile, depth)} : "
             f"{tile.type_text(pad=kind)}", depth)
     pr.emit(f"pto.tfillpad ins({clipped} : {tile.type_text(dynamic=True, pad=kind)}) "
             f"outs({full} : {tile.type_text(pad=kind)})", depth)

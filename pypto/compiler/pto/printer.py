@@ -23,7 +23,7 @@ from ...language import dtypes as dt
 from . import print_views, print_windows
 from .dialect import DEFAULT, Dialect
 from .isa import CROSS_CORE_OPS, SYNC_OPS
-from .program import For, If, Inst, Program, TensorArg, Tile, While, walk_insts
+from .program import For, If, Inst, Program, TensorArg, Tile, While, row_pitch, walk_insts
 from .spelling import (CMP_FLOAT, CMP_SIGNED, CMP_UNSIGNED, EXECUTED, EXECUTED_LINE,
                        EXECUTED_TYPE, FFTS_PARAM, FLOAT_MACROS, GRID_PARAMS, INNER_ATTRS,
                        UNSIGNED_INT, attr_text, attrs_text, block_query_lines,
@@ -82,6 +82,20 @@ class _Printer:
             self.consts[key] = name
             self.const_lines += [f"    {line}" for line in constant_lines(name, value, ty)]
         return self.consts[key]
+
+    def address(self, tile: Tile, depth) -> str:
+        """The i64 address of ``tile``'s bytes: its planned one, or for a row at a run-time
+        row (``Tile.row_of``) that row's, ``%<tile>.ra<n>`` = address + row x row pitch."""
+        if tile.row_of is None:
+            return self.const(tile.addr, "i64")
+        whole, row = tile.row_of
+        pitch = row_pitch(whole) * whole.dtype.itemsize
+        name = f"%{tile.name}.{self.fresh('ra')[1:]}"
+        self.emit(f"{name}.o = arith.muli {self.ref(row)}, {self.const(pitch, 'i64')} : i64",
+                  depth)
+        self.emit(f"{name} = arith.addi {name}.o, {self.const(whole.addr, 'i64')} : i64",
+                  depth)
+        return name
 
     def ref(self, x) -> str:
         """How a use of the scalar ``x`` (or an operand name) prints."""

@@ -57,6 +57,10 @@ class Tile:
     # shape must equal along the tload -> tmov -> tmatmul chain (passes/cube_box.py); None:
     # ``rows``/``cols``, which stay the matrix (and our simulation's dense tile)
     alloc: tuple[int, int] | None = None
+    # (tile, row): this (1, cols) tile is row ``row`` (a run-time Scalar) of ``tile``, whose
+    # name it has (a whole-row gather or scatter moves one; its address is computed where
+    # it is used, ``row_address``)
+    row_of: tuple | None = None
 
     @property
     def numel(self) -> int:
@@ -124,6 +128,12 @@ def row_pitch(tile: Tile) -> int:
     rounded up to 32 bytes (a one-column tile's elements are contiguous). TGETVAL/TSETVAL
     address elements by this layout."""
     return 1 if tile.is_column else _whole_32_bytes(tile.cols, tile.dtype)
+
+
+def row_tile(tile: Tile, row: Scalar) -> Tile:
+    """Row ``row`` of ``tile`` (``Tile.row_of``), a whole (1, cols) row."""
+    return Tile(tile.name, tile.loc, tile.dtype, 1, tile.cols, tile.addr, 1, tile.cols,
+                tile.pad, row_of=(tile, row))
 
 
 def element_type(dtype) -> str:

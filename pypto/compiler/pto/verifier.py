@@ -44,6 +44,8 @@ class _Checker:
         for v in values:
             if isinstance(v, Scalar) and id(v) not in scope:
                 self.report(f"{where} uses %{v.name} before it is defined")
+            elif isinstance(v, Tile) and v.row_of is not None:     # a run-time row
+                self.uses(v.row_of, scope, where)
             elif isinstance(v, Tile) and id(v) not in self.declared:
                 self.report(f"{where} names tile {v.name}, which the program does not declare")
 

@@ -152,7 +152,8 @@ INDEXED_DTYPES = (dt.float16, dt.bfloat16, dt.float32, dt.int8, dt.uint8, dt.int
 
 
 def _index_tile(indices, tensor, fn):
-    """The index operand: an integer tile (at most 32 bits) of the tensor's rank."""
+    """The index operand: an integer tile (at most 32 bits) of the tensor's rank, or a rank-1
+    tile of row numbers for a rank-2 tensor (whole rows: ``rows_form``)."""
     if not is_tile(indices):
         raise TypeError(f"{fn}(): indices must be an integer tile, got {describe(indices)}")
     d = indices.type.dtype
@@ -162,11 +163,26 @@ def _index_tile(indices, tensor, fn):
     if not d.is_int:
         raise TypeError(f"{fn}(): indices must be an int8/int16/int32 tile, got a {d} tile; "
                         f"convert them with indices.to(pl.int32)")
-    if len(indices.type.shape) != tensor.type.rank:
+    if len(indices.type.shape) != tensor.type.rank and not rows_form(indices, tensor):
         raise ValueError(f"{fn}(): indices of shape {indices.type.shape} (rank "
                          f"{len(indices.type.shape)}) for a rank-{tensor.type.rank} tensor; "
-                         "they must have the tensor's rank (torch.gather's rule)")
+                         "they must have the tensor's rank (torch.gather's rule), or be a "
+                         "rank-1 tile of row numbers of a rank-2 tensor (whole rows, "
+                         "torch.index_select's rule)")
     return indices
+
+
+def rows_form(indices, tensor) -> bool:
+    """A rank-1 index tile into a rank-2 tensor picks whole rows (``torch.index_select``)."""
+    return len(indices.type.shape) == 1 and tensor.type.rank == 2
+
+
+def _rows_axis(ax, fn):
+    if ax != 0:
+        raise ValueError(f"{fn}(): a rank-1 index tile picks rows (axis=0) only: a column "
+                         "of a row-major tensor is not one contiguous transfer. Pick "
+                         "columns with an index tile of the tensor's rank, or transpose the "
+                         "tensor")
 
 
 def _indexed_tensor(tensor, fn):
@@ -194,17 +210,42 @@ def _window_offsets(b, tensor, offsets, fn):
     return _offsets(b, tensor, offsets, fn)
 
 
-def gather(b, tensor, indices, axis=0, offsets=None, padding=0):
+def gather(b, tensor, indices, axis=0, offsets=None, padding=0, shape=None):
     tensor = _indexed_tensor(tensor, "gather")
     indices = _index_tile(indices, tensor, "gather")
     ax = _index_axis(axis, tensor, "gather")
     if not is_number(padding):
         raise TypeError(f"gather(): padding must be a compile-time number, got "
                         f"{describe(padding)}")
+    out_shape = indices.type.shape
+    if rows_form(indices, tensor):
+        _rows_axis(ax, "gather")
+        out_shape = _rows_shape(tensor, indices, shape)
+    elif shape is not None and tile_shape(shape) != out_shape:
+        raise ValueError(f"gather(): shape={shape} differs from the indices' shape "
+                         f"{out_shape}, which is the result's; leave shape= out")
     offs = _window_offsets(b, tensor, offsets, "gather")
     return b.emit("tile.gather", [tensor, indices] + offs,
-                  [TileType(tensor.type.dtype, indices.type.shape)],
+                  [TileType(tensor.type.dtype, out_shape)],
                   {"axis": ax, "padding": padding}).result
+
+
+def _rows_shape(tensor, indices, shape) -> tuple:
+    """The (rows, columns) a rank-1 index tile gathers: one row per index, and the columns
+    ``shape`` gives, or else the tensor's whole rows."""
+    rows = indices.type.shape[0]
+    if shape is None:
+        cols = (tensor.type.dims or (None, None))[1]
+        if not isinstance(cols, int):
+            raise ValueError("gather(): the tensor's row length is not a compile-time number; "
+                             f"give the result's shape=({rows}, COLUMNS) (and offsets= for "
+                             "where its columns start)")
+        return rows, cols
+    shape = tile_shape(shape)
+    if len(shape) != 2 or shape[0] != rows:
+        raise ValueError(f"gather(): shape={shape} for {rows} row indices; give "
+                         f"shape=({rows}, COLUMNS)")
+    return shape
 
 
 SCATTER_REDUCE = (None, "add")
@@ -220,10 +261,16 @@ def scatter(b, tensor, indices, value, axis=0, offsets=None, reduce=None):
         raise TypeError(f"scatter(reduce='add') supports {', '.join(map(str, ATOMIC_DTYPES))} "
                         f"tensors, not {tensor.type.dtype}")
     shape = indices.type.shape
+    if rows_form(indices, tensor):
+        _rows_axis(ax, "scatter")
+        shape = (shape[0], value.type.shape[-1]) if is_tile(value) else \
+            _rows_shape(tensor, indices, None)
     if is_tile(value):
         if value.type.shape != shape:
+            want = (f"a ({shape[0]}, COLUMNS) tile, one row per index" if rows_form(
+                indices, tensor) else "the indices' shape")
             raise ValueError(f"scatter(): value of shape {value.type.shape} for indices of "
-                             f"shape {shape}; they must have one shape")
+                             f"shape {indices.type.shape}; the value must be {want}")
     elif is_number(value) or (isinstance(value, Value) and value.is_scalar):
         value = full(b, shape, value, tensor.type.dtype)
     else:
