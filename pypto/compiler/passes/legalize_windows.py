@@ -18,7 +18,7 @@ from .legalize_indexed import (CHECKED, _Loop, gather_elements, is_rows, load_el
                                never_before, position, scatter_elements, store_elements)
 
 # a gather or scatter of whole rows whose column offset may be negative goes element by
-# element, as any window that may start before its tensor
+# element when it is, as any window that starts before its tensor
 ROWS = {"tile.gather": gather_elements, "tile.scatter": scatter_elements}
 
 
@@ -92,9 +92,11 @@ def rule(op: Op, bounds: Bounds):
     """The checked form of a load or store that may start before its tensor, or None. A
     ``padding=None`` load is the user's promise that its window lies inside; a layout
     tensor's windows are whole fractals or pixels, clipped by the printer."""
-    if op.name in ROWS and is_rows(op) and not bounds.nonnegative(op.operands[-1]):
-        return ROWS[op.name](op)       # whole rows from a column that may be negative
-    if op.name not in ("tile.load", "tile.store") or op.attrs.get(CHECKED):
+    if op.attrs.get(CHECKED):
+        return None
+    if op.name in ROWS and is_rows(op):
+        return _checked_rows(op, bounds)
+    if op.name not in ("tile.load", "tile.store"):
         return None
     if op.name == "tile.load" and op.attrs.get("padding", 0) is None:
         return None
@@ -108,15 +110,6 @@ def rule(op: Op, bounds: Bounds):
     unsure = [o for o in offsets[lead:] if not bounds.nonnegative(o)]
     if not unsure:
         return None
-    pre = _Loop(op.loc)
-    zero = pre.const(0)
-    ok = None
-    for o in unsure:
-        ge = pre.emit("arith.cmp", [o, zero], [ScalarType(dt.bool_)], {"pred": "ge"}).result
-        ok = ge if ok is None else pre.emit("arith.and", [ok, ge],
-                                            [ScalarType(dt.bool_)]).result
-    fast = Op(op.name, op.operands, [r.type for r in op.results],
-              {**op.attrs, CHECKED: True}, loc=op.loc)
 
     def coords(body, e):
         """The tensor coordinates of element ``e`` of the window; a negative one moves to
@@ -129,10 +122,32 @@ def rule(op: Op, bounds: Bounds):
     if op.results:
         pad = op.attrs.get("padding", 0)
         slow, value = load_elements(tensor, op.result.type, pad, coords, op.loc)
-        yields = [value]
-    else:
-        slow, yields = store_elements(tensor, op.operands[-1], op.attrs.get("atomic"),
-                                      coords, op.loc), []
+        return _branch(op, unsure, slow, [value])
+    return _branch(op, unsure, store_elements(tensor, op.operands[-1], op.attrs.get("atomic"),
+                                              coords, op.loc), [])
+
+
+def _checked_rows(op: Op, bounds: Bounds):
+    """Whole rows move one transfer each when the column offset is not negative (the row
+    itself is checked per row, legalize_indexed); else element by element."""
+    col = op.operands[-1]
+    if bounds.nonnegative(col):
+        return None
+    slow, value = ROWS[op.name](op)
+    return _branch(op, [col], slow, [value] if op.results else [])
+
+
+def _branch(op: Op, unsure: list, slow: list, yields: list):
+    """``if all(unsure >= 0): op as it is, else: slow`` (its results ``yields``)."""
+    pre = _Loop(op.loc)
+    zero = pre.const(0)
+    ok = None
+    for o in unsure:
+        ge = pre.emit("arith.cmp", [o, zero], [ScalarType(dt.bool_)], {"pred": "ge"}).result
+        ok = ge if ok is None else pre.emit("arith.and", [ok, ge],
+                                            [ScalarType(dt.bool_)]).result
+    fast = Op(op.name, op.operands, [r.type for r in op.results],
+              {**op.attrs, CHECKED: True}, loc=op.loc)
     then_block = Block([], [fast, Op("scf.yield", list(fast.results), loc=op.loc)])
     else_block = Block([], slow + [Op("scf.yield", yields, loc=op.loc)])
     branch = Op("scf.if", [ok], [r.type for r in op.results],

@@ -204,13 +204,14 @@ class _Lowering:
     def _tile_load_row(self, op, out):
         """Row r of the tile (in place, as ``tile.setval``) loaded from the window at (row,
         col): one TLOAD into that row (``row_tile``). The tile holds the padding already
-        (legalize_indexed.gather_rows), so the load pads nothing on the chip."""
+        (legalize_indexed.gather_rows), so the load writes the window only (``pad`` None),
+        on the chip and on the host."""
         src, r, tensor, row, col = (self.get(v) for v in op.operands)
         dst = self.tile(op.result)
         if dst is not src:
             out.append(Inst("tmov", [src], [dst], _host_hints(op)))
         out.append(Inst("tload", [tensor, row, col], [row_tile(dst, r)],
-                        {"pad": op.attrs["padding"], "_inside": True, **_host_hints(op)}))
+                        {"pad": None, "_inside": True, **_host_hints(op)}))
 
     def _tile_store_row(self, op, out):
         """Row r of the value stored to the window at (row, col): one TSTORE."""

@@ -24,8 +24,8 @@ def fill(pr, tile: Tile, value, depth) -> None:
     f16 and f32 tiles only, so a tile of bytes (a mask: eight elements a byte) or of
     bfloat16 is filled through an i16 view of its bytes, with the value's bits. An L1
     tile is filled whole, its fractal padding too (cube_box.py: the K padding is zero)."""
-    padded = tile.alloc is not None or tile.row_of is not None
-    if tile.alloc is not None:
+    padded = tile.alloc is not None
+    if padded:
         rows, cols = tile.alloc
         tile = dataclasses.replace(tile, rows=rows, cols=cols, v_row=rows, v_col=cols,
                                    alloc=None)
@@ -33,9 +33,9 @@ def fill(pr, tile: Tile, value, depth) -> None:
         v = float(value) if tile.dtype.is_floating else int(value)
         c, ty = pr.const(v, tile.dtype.mlir), tile.dtype.mlir
         name, dst_type = pr.operand(tile, "texpands")
-        if padded:        # the whole allocation, or a run-time row, seen as %<tile>.w<n>
+        if padded:                      # the whole allocation, seen as %<tile>.w<n>
             name = f"%{tile.name}.{pr.fresh('w')[1:]}"
-            pr.emit(f"{name} = pto.alloc_tile addr = {pr.address(tile, depth)} : "
+            pr.emit(f"{name} = pto.alloc_tile addr = {pr.const(tile.addr, 'i64')} : "
                     f"{dst_type}", depth)
         pr.emit(f"pto.texpands ins({c} : {ty}) outs({name} : {dst_type})", depth)
         return
@@ -63,7 +63,7 @@ def fill_halves(pr, tile: Tile, bits: str, depth) -> None:
     """``tile`` seen as i16 (``%<tile>.h<n>``, ``halves``) filled with the i16 ``bits``."""
     view = halves(tile)
     name = f"%{tile.name}.{pr.fresh('h')[1:]}"
-    pr.emit(f"{name} = pto.alloc_tile addr = {pr.address(tile, depth)} : "
+    pr.emit(f"{name} = pto.alloc_tile addr = {pr.const(tile.addr, 'i64')} : "
             f"{view.type_text()}", depth)
     pr.emit(f"pto.texpands ins({bits} : i16) outs({name} : {view.type_text()})", depth)
 

@@ -124,19 +124,21 @@ def s_tile(p, op, results, rest, scope, out):
         return
     if name == "tload":
         tensor, offsets = partition(p, ins, outs, scope)
-        tile = p.value(outs[0], scope)
+        tile = p.tile(outs[0], scope)
         kind = scope.pads.get(outs[0], PAD_ZERO)
         fill = next((i for i in reversed(out) if isinstance(i, Inst) and i.outs == [tile]
                      and i.op == "texpands" and not i.ins), None)
         if kind == PAD_NULL and fill is not None:
             attrs["pad"] = fill.attrs["value"]       # filled first (lower._tile_load)
+        elif kind == PAD_NULL and tile.row_of is not None:
+            attrs["pad"] = None          # a row of a tile filled before (lower._tile_load_row)
         else:
             attrs["pad"] = pad_value(kind, tile.dtype)
         out.append(Inst("tload", [tensor, *offsets], [tile], attrs))
         return
     if name == "tstore":
         tensor, offsets = partition(p, outs, ins, scope)
-        out.append(Inst("tstore", [p.value(ins[0], scope)], [tensor, *offsets], attrs))
+        out.append(Inst("tstore", [p.tile(ins[0], scope)], [tensor, *offsets], attrs))
         return
     if name in ("tcvt", "tci") and len(ins) == 2:      # the scratch (lower.scratch_type)
         attrs["tmp"] = p.value(ins.pop(), scope)

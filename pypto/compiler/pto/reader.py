@@ -38,7 +38,7 @@ from . import read_scalars, read_tiles
 from .read_text import statements
 from .isa import SYNC_OPS, tile_extent
 from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
-                      While, walk_insts)
+                      While, row_tile, walk_insts)
 from .spelling import (ALLOC_TILE, BLOCK_ARGS, CASTS, CLOSERS, CONDITION, CONSTANT, DTYPES,
                        EXECUTED, EXECUTED_LINE, EXECUTED_TYPE, FFTS_PARAM, FOR_HEAD,
                        FUNC_HEAD, GRID_PARAMS, HOISTED_NONFINITE, IF_HEAD, INDEX_CAST,
@@ -87,6 +87,8 @@ class _Scope:
         self.aliases: dict[str, str] = {}       # %<base>.<tag> → the name it stands for
         self.pads: dict[str, int] = {}          # a window tile's pad field
         self.alias_addr: dict[str, int] = {}    # a view's address
+        self.row_addr: dict[str, str] = {}      # %<tile>.ra<n> (a run-time row's address)
+        self.alias_row: dict[str, str] = {}     # a view at such an address -> its row
         self.derived: dict[str, list] = {}      # base → printer-derived lines (macros)
         self.reshape_views: set[str] = set()    # treshape results the printer copies by tmov
 
@@ -270,7 +272,9 @@ class Parser:
         if base not in scope.values or not isinstance(scope.values[base], Tile):
             raise self.error(f"{name} is not named after a declared tile")
         scope.aliases[name] = base
-        if addr is not None:
+        if addr in scope.row_addr:
+            scope.alias_row[name] = scope.row_addr[addr]
+        elif addr is not None:
             scope.alias_addr[name] = scope.consts[addr][0]
         pad = re.search(r"pad=(\d+)>", type_text)
         scope.pads[name] = int(pad.group(1)) if pad else 0
@@ -412,6 +416,11 @@ class Parser:
         name = results[0]
         if op == "arith.index_cast":
             scope.aliases[name] = self.match(INDEX_CAST, line, op).group(2)
+        elif op == "arith.muli" and re.fullmatch(r"ra\d+\.o", name.split(".", 1)[1]):
+            # a run-time row's address: row x pitch, then + the tile's (printer.address)
+            scope.row_addr[name[:-2]] = split_list(rest.split(":", 1)[0])[0]
+        elif op == "arith.addi" and name in scope.row_addr:
+            pass
         elif op == "arith.bitcast" and name.split(".", 1)[1].startswith("b"):
             scope.aliases[name] = derived_base(name)      # a fill's bits (print_views.fill_scalar)
         elif op == "pto.alloc_tile":
@@ -453,6 +462,14 @@ class Parser:
         if name in scope.consts or name in scope.partitions or name in scope.extents:
             raise self.error(f"{name} cannot be used here")
         raise self.error(f"undefined value {name}")
+
+    def tile(self, name: str, scope: _Scope) -> Tile:
+        """The tile a tload/tstore moves: a declared tile, or the run-time row of one that a
+        view at a row's address names (``Tile.row_of``)."""
+        tile = self.value(name, scope)
+        if name in scope.alias_row:
+            return row_tile(tile, self.value(scope.alias_row[name], scope))
+        return tile
 
     def define(self, name: str, dtype: dt.dtype, scope: _Scope) -> Scalar:
         s = Scalar(name[1:], dtype)

@@ -949,6 +949,15 @@ def _entries() -> list[Entry]:
     add("gather_rows_i32", "gather testsuite i32 broadcast",
         lambda: _pto(ix().gather_rows, _z(12, 20, dtype=I32), idx2[0], _z(4, 20, dtype=I32),
                      M=4, D=20))
+    add("index_select_f16", "gather testsuite f16 tail-cols",
+        lambda: _pto(ix().index_select_whole, _r(12, 40, dtype=F16), idx2[0],
+                     _z(4, 40, dtype=F16), M=4))
+    add("index_select_window_i8", "gather testsuite i8",
+        lambda: _pto(ix().index_select, _z(12, 70, dtype=np.int8), idx2[1],
+                     _z(4, 64, dtype=np.int8), 1, 3, M=4, D=64, PAD=5))
+    add("scatter_rows_add", "scatter atomic testsuite f32",
+        lambda: _pto(ix().scatter_rows, _z(9, 16), idx2[2], _r(3, 16), 0, 0, M=3, D=16,
+                     ADD=True))
     add("scatter_2d_add", "scatter atomic testsuite f32",
         lambda: _pto(ix().scatter_2d, _z(9, 6), idx2, _r(3, 4), 0, 0, M=3, K=4, AXIS=0,
                      ADD=True))

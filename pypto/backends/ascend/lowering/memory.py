@@ -103,7 +103,8 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
     tptr = cg.tile_ptr(tile)
     r_lo, r_hi = _valid_range(b, o0, d0, tile.rows)
     c_lo, c_hi = _valid_range(b, o1, d1, tile.cols)
-    padv = from_compute(b, const(tile.dtype, pad), tile.dtype) if to_tile else None
+    pads = to_tile and pad is not None      # None: the tile holds its padding already
+    padv = from_compute(b, const(tile.dtype, pad), tile.dtype) if pads else None
     vector_rows = _vector_rows(cg, tensor, tile, atomic)
 
     def fill(row_base, start, stop):
@@ -115,7 +116,7 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
         inside = b.and_(b.icmp_signed(">=", r, r_lo), b.icmp_signed("<", r, r_hi))
         with b.if_else(inside) as (then, otherwise):
             with then:
-                if to_tile:
+                if pads:
                     fill(row_base, i64(0), c_lo)
                 grow = b.add(o0, r)
                 if vector_rows:
@@ -125,10 +126,10 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
                     with counted_loop(b, c_lo, c_hi, name="c") as c:
                         _move_elem(cg, tensor.dtype, (gm, index(grow, b.add(o1, c))),
                                    tile.dtype, (tptr, b.add(row_base, c)), to_tile, atomic)
-                if to_tile:
+                if pads:
                     fill(row_base, c_hi, i64(tile.cols))
             with otherwise:
-                if to_tile:
+                if pads:
                     fill(row_base, i64(0), i64(tile.cols))
 
 

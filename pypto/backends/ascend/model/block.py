@@ -21,6 +21,7 @@ here where the reference is silent):
 """
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ from ...interpreter.numerics import apply_binary, convert
 from .costs import gm_bursts, instruction_cycles, valid_shape
 from .memory import GlobalMemory
 
+_DATA_WINDOWS = itertools.count()      # ids of windows placed by tile data (never alike)
 GM_PIPES = ("MTE2", "MTE3", "FIX")      # the pipes that move data to or from global memory
 PIPE_KIND = {"M": "compute", "V": "compute", "S": "compute", "MTE1": "memory",
              "MTE2": "memory", "MTE3": "memory", "FIX": "memory"}
@@ -180,6 +182,7 @@ class PartTimeline:
         self.free = dict.fromkeys(PIPES, float(env.start))
         self.flags: dict = defaultdict(deque)
         self.vals: dict = {}
+        self.from_data: set = set()        # scalars computed from tile data (TGETVAL)
         self.records: list = []
         self.busy = dict.fromkeys(PIPES, 0.0)
         self.shapes = self._bind(env)
@@ -284,6 +287,8 @@ class PartTimeline:
             cols = _inside(cols, dims[-1], offs[-1])
         size = tile.dtype.itemsize
         owner = self.env.pid if getattr(tensor, "workspace", False) else None
+        if any(getattr(o, "name", None) in self.from_data for o in offsets):
+            owner = ("data", next(_DATA_WINDOWS))      # an address the model cannot know
         window = (name, owner, tuple(offs), rows, cols)
         if not dims:
             return rows * cols * size, None, window
@@ -317,6 +322,8 @@ class PartTimeline:
                 if is_scalar(node):
                     self._issue(self.costs.scalar_cycles)
                     self.set(node.outs[0], self._scalar(node))
+                    if any(getattr(x, "name", None) in self.from_data for x in node.ins):
+                        self.from_data.add(node.outs[0].name)
                 elif is_sync(node):
                     yield from self._sync(node)
                 else:
@@ -324,8 +331,11 @@ class PartTimeline:
                     if node.op == "tgetval":
                         # tile data is not modelled: an index read from a tile is taken as
                         # 0, inside the tensor, so each gathered or scattered element is
-                        # charged its full one-element transfer (the most it can cost)
+                        # charged its full one-element transfer (the most it can cost);
+                        # the windows it places are each a window of their own for the L2
+                        # (a miss: the data may pick any row)
                         self.set(node.outs[0], 0)
+                        self.from_data.add(node.outs[0].name)
             elif isinstance(node, For):
                 yield from self._for(node)
             elif isinstance(node, If):

@@ -31,6 +31,8 @@ def _fold(body: list, known: dict) -> None:
         if isinstance(node, Inst):
             _learn(node, known)
             if node.op == "tload" and _empty(node.ins[0], node.ins[1:], node.outs[0], known):
+                if node.attrs["pad"] is None:     # the tile holds its padding already
+                    continue
                 hints = {k: v for k, v in node.attrs.items() if k.startswith("_")
                          and k != "_inside"}
                 out.append(Inst("texpands", [], list(node.outs),
