@@ -54,6 +54,8 @@ SCRIPTS = {
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
     "benchmarks/conv2d.py":
         r"^layer\s+input\s+count\s+PyPTO host\s+torch fp32\s+torch/PyPTO\s+NPU conv",
+    "benchmarks/embedding.py": r"^lookup \(tokens x D of vocab\)\s+PyPTO host\s+numpy\s+torch\s+"
+                               r"numpy/PyPTO\s+NPU \(model\)\s+HBM floor\s+share of HBM$",
     "benchmarks/topk.py": r"^shape\s+k\s+PyPTO host\s+numpy\s+torch\s+torch/PyPTO\s+NPU \(model\)$",
     # modelled NPU time against pto-isa's board figures: run_all.py does not run it
     "benchmarks/board.py":
