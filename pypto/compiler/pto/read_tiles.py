@@ -124,7 +124,7 @@ def s_tile(p, op, results, rest, scope, out):
         return
     if name == "tload":
         tensor, offsets = partition(p, ins, outs, scope)
-        tile = p.tile(outs[0], scope)
+        tile = p.moved_tile(outs[0], scope)
         kind = scope.pads.get(outs[0], PAD_ZERO)
         fill = next((i for i in reversed(out) if isinstance(i, Inst) and i.outs == [tile]
                      and i.op == "texpands" and not i.ins), None)
@@ -138,7 +138,7 @@ def s_tile(p, op, results, rest, scope, out):
         return
     if name == "tstore":
         tensor, offsets = partition(p, outs, ins, scope)
-        out.append(Inst("tstore", [p.tile(ins[0], scope)], [tensor, *offsets], attrs))
+        out.append(Inst("tstore", [p.moved_tile(ins[0], scope)], [tensor, *offsets], attrs))
         return
     if name in ("tcvt", "tci") and len(ins) == 2:      # the scratch (lower.scratch_type)
         attrs["tmp"] = p.value(ins.pop(), scope)

@@ -463,7 +463,7 @@ class Parser:
             raise self.error(f"{name} cannot be used here")
         raise self.error(f"undefined value {name}")
 
-    def tile(self, name: str, scope: _Scope) -> Tile:
+    def moved_tile(self, name: str, scope: _Scope) -> Tile:
         """The tile a tload/tstore moves: a declared tile, or the run-time row of one that a
         view at a row's address names (``Tile.row_of``)."""
         tile = self.value(name, scope)
