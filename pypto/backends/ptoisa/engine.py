@@ -30,7 +30,8 @@ from ...errors import InternalError
 from ..ascend import ptoas
 from ..ascend.control import stop_error
 from ..ascend.host_pool import stop_control
-from ..ascend.entry import WORKSPACE_ACCS
+from ...compiler.pto.program import TensorArg
+from ...compiler.pto.reader import parse_program
 from ...target import get_target
 from . import entry, toolchain
 
@@ -383,15 +384,21 @@ def assemble(kernel, tools: toolchain.Toolchain) -> str:
     return kernel.asm["cpp"]
 
 
+def _workspace_slots(kernel, target) -> dict:
+    """Each GM workspace parameter's bytes per block, as the ``.pto`` views it (a slot per
+    block: ``print_windows.workspace_view``)."""
+    program = parse_program(kernel.asm["pto"], target)
+    return {p.name: p.dims[0] * p.dims[1] * p.dtype.itemsize for p in program.params
+            if isinstance(p, TensorArg) and p.workspace}
+
+
 def _compile(kernels: list, tools) -> dict:
     sources = []
     for n, kernel in enumerate(kernels):
         cpp = assemble(kernel, tools)
         funcs, plan = _signature(kernel, cpp)
         target = get_target(kernel.metadata["target"])
-        workspace = WORKSPACE_ACCS * target.buffers["acc"]      # as the native engine's slot
-        names = {p for f in funcs for p, _ in f.params if p.startswith(entry.WORKSPACE)}
-        sources.append(entry.source(cpp, funcs, plan, {p: workspace for p in sorted(names)},
+        sources.append(entry.source(cpp, funcs, plan, _workspace_slots(kernel, target),
                                     f"pypto_kernel_{n}", f"pypto_run_{n}",
                                     entry.parts_run_together(kernel.asm["pto"])))
     source = "\n".join(sources)             # one translation unit: the headers parsed once

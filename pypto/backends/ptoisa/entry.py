@@ -113,28 +113,46 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
            namespace: str = "pypto_kernel", entry: str = "pypto_run",
            together: bool = False) -> str:
     """ptoas's code and its entry ``entry``, inside ``namespace`` so that several kernels can
-    share one translation unit. ``workspaces`` maps each workspace parameter to
-    its size in bytes; ``together`` runs a mixed kernel's two parts at once
-    (``parts_run_together``)."""
+    share one translation unit. ``workspaces`` maps each workspace parameter to the bytes of
+    one block's slot: as on the chip, the launch allocates one workspace for all its blocks
+    and passes every block the same pointer (the ``.pto`` indexes it by the block), and each
+    block may touch its own slot only. A mixed kernel's vector function runs twice a block,
+    as the cluster's two vector cores (sub-blocks 0 and 1, ``compiler/pto/subblocks.py``);
+    ``together`` runs the three at once (``parts_run_together``), else one by one."""
     index = {s.name if s.kind in ("ptr", "int", "float", "grid") else
              f"{s.name}_{s.kind[0]}{s.index}": i for i, s in enumerate(plan)}
-    calls = []
-    for f in sorted(funcs, key=lambda f: f.kind != "cube"):      # the cube hands over first
-        args = [_argument(name, ty, index) for name, ty in f.params]
-        calls.append(f"        {f.name}({', '.join(args)});")
-    if together and len(calls) == 2:
-        cube, vector = (c.strip() for c in calls)
-        calls = ["        cluster = Cluster{};", "        core.cluster = &cluster;",
-                 "        partner = std::thread([&, b, owner = &core] { run_part(launch, cluster, "
-                 "*owner, uint32_t(b), error, error_len, failed, [&] { " + vector + " }); });",
-                 "        " + cube, "        partner.join();", "        core.cluster = nullptr;"]
-    ws_decls = "".join(f"    std::vector<int64_t> ws_{n}(({size} + 7) / 8);\n"
-                       for n, size in workspaces.items())
-    ws_ranges = "".join(f"    core.add_workspace(ws_{n}.data(), ws_{n}.size() * 8);\n"
-                        for n in workspaces)
+    names = sorted(workspaces)
+    calls = {f.kind: f"{f.name}({', '.join(_argument(n, ty, index, names) for n, ty in f.params)});"
+             for f in funcs}
+    mixed = len(calls) == 2
+    if mixed and together:
+        body = ["cluster = Cluster{};", "core.cluster = &cluster;"]
+        body += [f"partner[{s}] = std::thread([&, b, owner = &core] {{ run_part(launch, cluster, "
+                 f"*owner, uint32_t(b), {s}, error, error_len, failed, [&] {{ "
+                 f"{calls['vector']} }}); }});" for s in (0, 1)]
+        body += [calls["cube"], "partner[0].join();", "partner[1].join();",
+                 "core.cluster = nullptr;"]
+    elif mixed:           # the cube hands over first
+        body = [calls["cube"]]
+        body += [f"set_execution_context(uint32_t(b), {s}, 2); core.subblock = {s}; "
+                 f"{calls['vector']}" for s in (0, 1)]
+        body += ["core.subblock = -1;"]
+    else:
+        body = list(calls.values())
+    ws_slots = "".join(f"    const int64_t ws_bytes_{i} = {workspaces[n]};\n"
+                       for i, n in enumerate(names))
+    ws_alloc = "".join(f"    std::vector<int64_t> ws_{i};\n" for i in range(len(names)))
+    ws_sized = "".join(f"        ws_{i}.resize(size_t((blocks * {workspaces[n]} + 7) / 8));\n"
+                       for i, n in enumerate(names))
+    ws_ranges = "".join(f"        core.add_workspace(ws[{i}] + b * ws_bytes_{i}, "
+                        f"size_t(ws_bytes_{i}));\n" for i in range(len(names)))
     kernel = polled(_EXTERN_C.sub("", cpp_text))   # extern "C": each namespace's f one f
-    return _TEMPLATE.format(kernel=kernel, workspaces=ws_decls, ranges=ws_ranges,
-                            calls="\n".join(calls), namespace=namespace, entry=entry,
+    return _TEMPLATE.format(kernel=kernel, slots=ws_slots, alloc=ws_alloc, sized=ws_sized,
+                            ranges=ws_ranges, pointers=", ".join(
+                                f"reinterpret_cast<char *>(ws_{i}.data())"
+                                for i in range(len(names))) or "nullptr",
+                            calls="\n".join("        " + c for c in body),
+                            parties=2 if mixed else 1, namespace=namespace, entry=entry,
                             interrupted=INTERRUPTED, exiting=EXITING, in_flight=IN_FLIGHT,
                             stop=STOP, exit_bit=EXIT_BIT, sigint_bit=SIGINT_BIT)
 
@@ -149,11 +167,11 @@ def polled(cpp_text: str) -> str:
                           cpp_text)
 
 
-def _argument(name: str, cxx_type: str, index: dict) -> str:
+def _argument(name: str, cxx_type: str, index: dict, workspaces: list) -> str:
     if name == FFTS_PARAM:
         return f"reinterpret_cast<{cxx_type}>(ffts)"
-    if name.startswith(WORKSPACE):
-        return f"reinterpret_cast<{cxx_type}>(ws_{name}.data())"
+    if name.startswith(WORKSPACE):        # the launch's one allocation, the same for all
+        return f"reinterpret_cast<{cxx_type}>(ws[{workspaces.index(name)}])"
     slot = f"slots[{index[name]}]"
     if cxx_type.endswith("*"):
         return f"reinterpret_cast<{cxx_type}>({slot})"
@@ -168,12 +186,15 @@ namespace {namespace} {{
 using namespace pypto_sim;
 {kernel}
 
+{slots}
 // Runs blocks first, first + stride, ... below blocks on this thread; false on an error.
-static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int64_t stride,
-                       char *error, int error_len, std::atomic<bool> &failed) {{
-{workspaces}    int64_t ffts[256] = {{}};
-    Cluster cluster;                 // a block's parts on two threads (source(together=True))
-    std::thread partner;
+// ws: the launch's GM workspaces (a slot of ws_bytes_<i> per block).
+static bool run_blocks(Launch &launch, const int64_t *slots, char *const *ws, int64_t first,
+                       int64_t stride, char *error, int error_len, std::atomic<bool> &failed) {{
+    (void)ws;
+    int64_t ffts[256] = {{}};
+    Cluster cluster;                 // a block's parts on three threads (together=True)
+    std::thread partner[2];
     sigjmp_buf abort_block;
     core = Core{{}};
     struct Forget {{ ~Forget() {{ core = Core{{}}; }} }} forget;   // no dangling jump target
@@ -181,9 +202,11 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
     core.abort_block = &abort_block;
     core.error = error;
     core.error_len = error_len;
-{ranges}    for (int64_t b = first; b < launch.blocks; b += stride) {{
+    for (int64_t b = first; b < launch.blocks; b += stride) {{
         if (failed.load()) return false;
         pto::cpu_sim::set_execution_context(uint32_t(b), 0, 1);
+        core.workspaces = 0;         // this block's slots only
+{ranges}
         if (sigsetjmp(abort_block, 1) != 0) {{
             failed.store(true);
             {{
@@ -191,7 +214,8 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
                 launch.dead = true;
                 launch.changed.notify_all();
             }}
-            if (partner.joinable()) partner.join();     // its waits end: the launch is dead
+            for (std::thread &p : partner)              // their waits end: the launch is dead
+                if (p.joinable()) p.join();
             return false;
         }}
         pypto_sim::poll();                          // a block of a huge grid stops here
@@ -204,7 +228,7 @@ static bool run_blocks(Launch &launch, const int64_t *slots, int64_t first, int6
             std::snprintf(what, sizeof what, "pto-isa CPU simulator: an unknown C++ exception");
         }}
         if (what[0] != '\\0') fail(what);     // outside the handler: longjmp skips no catch
-        for (uint32_t &f : core.local_flags) f = 0;
+        core.local_flags = Flags{{}};
     }}
     pto::cpu_sim::reset_execution_context();
     return true;
@@ -245,14 +269,22 @@ int {entry}(const int64_t *slots, const int64_t *tensors, int64_t n_tensors, int
     launch.n_tensors = n_tensors;
     launch.stop_word = control ? control + {stop} : nullptr;
     launch.stop_mask = stop_mask;
+    launch.parties = {parties};
+{alloc}    try {{                                       // one GM workspace for the launch
+{sized}    }} catch (const std::bad_alloc &) {{
+        std::snprintf(error, size_t(error_len), "pto-isa CPU simulator: the GM workspace of "
+                      "%lld blocks does not fit in this host's memory", (long long)blocks);
+        return 4;
+    }}
+    char *const ws[] = {{{pointers}}};
     std::atomic<bool> failed{{false}};
     const int len = int(error_len);
     if (threads <= 1) {{
-        run_blocks(launch, slots, 0, 1, error, len, failed);
+        run_blocks(launch, slots, ws, 0, 1, error, len, failed);
     }} else {{
         std::vector<std::thread> workers;
         for (int64_t t = 0; t < threads; ++t)
-            workers.emplace_back([&, t] {{ run_blocks(launch, slots, t, threads, error, len, failed); }});
+            workers.emplace_back([&, t] {{ run_blocks(launch, slots, ws, t, threads, error, len, failed); }});
         for (auto &w : workers) w.join();
     }}
     if (const int64_t bits = launch.stopped.load())

@@ -6,8 +6,10 @@
 // wait_flag_dev; ptoas 0.60 calls the last two by their builtins' names, __builtin_cce_*) and
 // ptoas 0.60's TCI and TCVT with a tmp tile. Their meaning follows pto-isa's NPU code
 // (npu/a2a3/TSync.hpp, SyncAll.hpp, TCI.hpp): a message carries a mode (bits 4-5) and a flag id
-// (bits 8-11); mode 0 synchronises every core of the launch (SYNCALL), mode 2 hands a flag
-// from a cube core to the vector core of its own cluster. Nothing in pto-isa is changed.
+// (bits 8-11); mode 0 synchronises every core of the launch (SYNCALL), mode 2 a cluster's
+// cube core and its two vector cores (sub-blocks 0 and 1): a flag the cube sets reaches both,
+// and the cube's wait ends when both have set theirs (npu/a2a3/TPush.hpp). Nothing in pto-isa
+// is changed.
 //
 // A failed assert in the simulator (``-D__assert_fail=pypto_assert_fail``), a wait that can
 // never be met and a TLOAD/TSTORE outside the launch's tensors end the block with an error
@@ -36,6 +38,8 @@ struct Launch {                       // one launch's shared state
     std::mutex mutex;
     std::condition_variable changed;
     uint64_t arrived[16] = {};        // SYNCALL arrivals per flag id, over all launches' rounds
+    uint32_t parties = 1;             // cores of a block that join a SYNCALL (a mixed kernel's
+                                      // two vector cores)
     bool dead = false;
     const int64_t *tensors = nullptr; // [first byte, end) of each tensor argument; null: unchecked
     int64_t n_tensors = 0;
@@ -44,14 +48,35 @@ struct Launch {                       // one launch's shared state
     std::atomic<int64_t> stopped{0};  // the bits that stopped it
 };
 
+// Mode-2 flags in flight: to each vector core (sub-block), and from each to the cube.
+struct Flags {
+    uint32_t to_vector[2][16] = {};
+    uint32_t to_cube[2][16] = {};
+
+    // A set by core ``subblock`` (-1: the cube) of flag ``id``.
+    void set(int subblock, unsigned id) {
+        if (subblock < 0) { to_vector[0][id] += 1; to_vector[1][id] += 1; }
+        else to_cube[subblock][id] += 1;
+    }
+    bool ready(int subblock, unsigned id) const {
+        return subblock < 0 ? to_cube[0][id] > 0 && to_cube[1][id] > 0
+                            : to_vector[subblock][id] > 0;
+    }
+    void take(int subblock, unsigned id) {
+        if (subblock < 0) { to_cube[0][id] -= 1; to_cube[1][id] -= 1; }
+        else to_vector[subblock][id] -= 1;
+    }
+};
+
 struct Cluster {                      // a block whose cube and vector parts run at once
-    uint32_t flags[16] = {};          // mode-2 flags in flight between its two threads
+    Flags flags;                      // between its three threads
 };
 
 struct Core {                         // one host thread's view: the block it is running
     Launch *launch = nullptr;
     Cluster *cluster = nullptr;       // set when the block's other part runs on another thread
-    uint32_t local_flags[16] = {};    // mode-2 flags set by this cluster's cube for its vector
+    int subblock = -1;                // the vector core (sub-block) running; -1: the cube
+    Flags local_flags;                // mode-2 flags of a block whose parts run one by one
     uint64_t syncall_round[16] = {};  // how many SYNCALLs on each id this core has joined
     bool pending[16] = {};
     sigjmp_buf *abort_block = nullptr;
@@ -60,7 +85,7 @@ struct Core {                         // one host thread's view: the block it is
     uintptr_t workspace[8][2] = {};   // this block's GM workspaces, [first byte, end)
     int workspaces = 0;
 
-    void add_workspace(const void *data, size_t bytes) {
+    void add_workspace(const void *data, size_t bytes) {   // (entry.py resets the count)
         if (workspaces == 8) return;  // (PyPTO prints at most a few)
         workspace[workspaces][0] = reinterpret_cast<uintptr_t>(data);
         workspace[workspaces++][1] = reinterpret_cast<uintptr_t>(data) + bytes;
@@ -321,15 +346,15 @@ inline uint16_t getFFTSMsg(uint16_t mode, uint16_t event_id, uint16_t base = 0x1
 inline void ffts_cross_core_sync(pipe_t, uint64_t message) {
     using namespace pypto_sim;
     const unsigned mode = (message >> 4) & 0x3, id = (message >> 8) & 0xf;
-    if (mode != 0 && core.cluster != nullptr) {      // to the part on the other thread
+    if (mode != 0 && core.cluster != nullptr) {      // to the parts on the other threads
         Launch &l = *core.launch;
         std::lock_guard<std::mutex> lock(l.mutex);
-        core.cluster->flags[id] += 1;
+        core.cluster->flags.set(core.subblock, id);
         l.changed.notify_all();
         return;
     }
     if (mode != 0) {                  // to the other kind of core of this cluster
-        core.local_flags[id] += 1;
+        core.local_flags.set(core.subblock, id);
         return;
     }
     Launch &l = *core.launch;         // SYNCALL: arrive now, wait in wait_flag_dev
@@ -355,7 +380,7 @@ inline void wait_flag_dev(int64_t id_) {
     if (core.pending[id]) {           // every block of the launch must reach this round
         Launch &l = *core.launch;
         std::unique_lock<std::mutex> lock(l.mutex);
-        const uint64_t needed = core.syncall_round[id] * l.blocks;
+        const uint64_t needed = core.syncall_round[id] * l.blocks * l.parties;
         uint64_t seen = l.arrived[id];
         auto last_change = std::chrono::steady_clock::now();
         while (l.arrived[id] < needed && !l.dead) {
@@ -379,27 +404,30 @@ inline void wait_flag_dev(int64_t id_) {
     if (core.cluster != nullptr) {    // until the other part sets it
         Launch &l = *core.launch;
         std::unique_lock<std::mutex> lock(l.mutex);
-        uint32_t &flag = core.cluster->flags[id];
+        Flags &flags = core.cluster->flags;
+        const int me = core.subblock;
         const auto since = std::chrono::steady_clock::now();
-        while (flag == 0 && !l.dead) {
+        while (!flags.ready(me, id) && !l.dead) {
             l.changed.wait_for(lock, pypto_sim::WAIT_SLICE);
             if (pypto_sim::stop_bits()) { lock.unlock(); pypto_sim::poll(); lock.lock(); }
-            if (flag == 0 && pypto_sim::quiet_for(l, since)) {
+            if (!flags.ready(me, id) && pypto_sim::quiet_for(l, since)) {
                 l.dead = true;
                 l.changed.notify_all();
             }
         }
-        if (flag == 0) {
+        if (!flags.ready(me, id)) {
             lock.unlock();
-            fail("deadlock: wait_flag_dev on a cross-core flag the cluster's other part "
-                 "never set");
+            fail(me < 0 ? "deadlock: wait_flag_dev on a cross-core flag that not both vector "
+                          "cores of the cluster set"
+                        : "deadlock: wait_flag_dev on a cross-core flag the cluster's cube "
+                          "never set");
         }
-        flag -= 1;
+        flags.take(me, id);
         return;
     }
-    if (core.local_flags[id] == 0)
+    if (!core.local_flags.ready(core.subblock, id))
         fail("deadlock: wait_flag_dev on a cross-core flag that no core of this cluster set");
-    core.local_flags[id] -= 1;
+    core.local_flags.take(core.subblock, id);
 }
 
 namespace pypto_sim {
@@ -409,7 +437,8 @@ namespace pypto_sim {
 // and marks the launch dead, so the other part's waits end too.
 template <class Part>
 inline void run_part(Launch &launch, Cluster &cluster, const Core &owner, uint32_t block,
-                     char *error, int error_len, std::atomic<bool> &failed, Part part) {
+                     int subblock, char *error, int error_len, std::atomic<bool> &failed,
+                     Part part) {
     sigjmp_buf abort_block;
     core = Core{};
     std::memcpy(core.workspace, owner.workspace, sizeof core.workspace);   // shared with it
@@ -419,7 +448,8 @@ inline void run_part(Launch &launch, Cluster &cluster, const Core &owner, uint32
     core.abort_block = &abort_block;
     core.error = error;
     core.error_len = error_len;
-    pto::cpu_sim::set_execution_context(block, 0, 1);
+    core.subblock = subblock;
+    pto::cpu_sim::set_execution_context(block, uint32_t(subblock), 2);
     if (sigsetjmp(abort_block, 1) != 0) {
         failed.store(true);
         std::lock_guard<std::mutex> lock(launch.mutex);

@@ -22,7 +22,14 @@ ATOMIC_ADD_TYPES = (dt.float16, dt.float32, dt.bfloat16, dt.int8, dt.int16, dt.i
 
 
 def tensor_view(pr, a: TensorArg) -> None:
-    """A 1-D tensor is viewed as 1 x n with row stride 0 (the reader's mark for it)."""
+    """A 1-D tensor is viewed as 1 x n with row stride 0 (the reader's mark for it). The GM
+    workspace of a cube/vector split is one allocation for the launch, a slot per block:
+    viewed as (blocks, rows, cols), every window of it is in this block's plane
+    (``workspace_block``)."""
+    if a.workspace:
+        workspace_view(pr, a)
+        return
+
     def entry(value, arg):
         return pr.const(value, "index") if value is not None else pr.index(
             f"%{arg}", f"%{arg}.ix", 2)
@@ -46,6 +53,23 @@ def tensor_view(pr, a: TensorArg) -> None:
             f"!pto.tensor_view<{'x'.join('?' * len(dims))}x{gm_type(a.dtype)}>", 2)
 
 
+def workspace_view(pr, a: TensorArg) -> None:
+    """``%<ws>_tv``: (get_block_num, rows, cols) over the workspace; ``%<ws>.bkx`` (this
+    block's index) selects the plane its windows lie in. On the chip every block receives
+    the same workspace pointer (docs/engines.md, "Mixed kernels on the chip")."""
+    rows, cols = a.dims
+    idx = lambda v: pr.const(v, "index")        # noqa: E731
+    for tag, query in (("nb", "get_block_num"), ("bk", "get_block_idx")):
+        pr.emit(f"%{a.name}.{tag} = pto.{query}", 2)
+        pr.emit(f"%{a.name}.{tag}x = arith.index_cast %{a.name}.{tag} : i64 to index", 2)
+    pr.extents[(a.name, "blocks")] = f"%{a.name}.nbx"
+    pr.extents[(a.name, 0)], pr.extents[(a.name, 1)] = idx(rows), idx(cols)
+    attr = " {layout = #pto.layout<nd>}" if a.name in pr.nd_operands else ""
+    pr.emit(f"%{a.name}_tv = pto.make_tensor_view %{a.name}, shape = [%{a.name}.nbx, "
+            f"{idx(rows)}, {idx(cols)}], strides = [{idx(rows * cols)}, {idx(cols)}, "
+            f"{idx(1)}]{attr} : !pto.tensor_view<?x?x?x{gm_type(a.dtype)}>", 2)
+
+
 def partition(pr, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str, list]:
     """The window of ``tile``'s shape at ``offsets``, clipped to the tensor: its sizes are
     ``min(max(extent - offset, 0), tile size)`` per axis (what a load reads and a store
@@ -57,12 +81,14 @@ def partition(pr, t: TensorArg, offsets, tile: Tile, depth) -> tuple[str, str, l
     if t.rank == 1:
         offs = [0] + offs
     offs = [pr.index(o, f"{name}.o{axis}", depth) for axis, o in enumerate(offs)]
+    if t.workspace:                     # this block's plane (workspace_view)
+        offs = [f"%{t.name}.bkx"] + offs
     lead = len(offs) - 2
     sizes, view_offs = [], list(offs)
     for axis in range(lead):
         sizes.append(pr.const(1, "index"))
-        view_offs[axis] = plane(pr, name, axis, pr.extents[(t.name, axis)], offs[axis],
-                                depth)
+        extent = pr.extents[(t.name, "blocks" if t.workspace else axis)]
+        view_offs[axis] = plane(pr, name, axis, extent, offs[axis], depth)
     for axis in range(lead, len(offs)):
         o, full = offs[axis], (tile.rows, tile.cols)[axis - lead]
         if t.rank == 1 and axis == 0:

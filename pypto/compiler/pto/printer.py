@@ -22,6 +22,7 @@ from ...errors import NotOnChip
 from ...language import dtypes as dt
 from . import print_views, print_windows
 from .dialect import DEFAULT, Dialect
+from .subblocks import SUBBLOCK, skeleton
 from .isa import CROSS_CORE_OPS, SYNC_OPS
 from .program import For, If, Inst, Program, TensorArg, Tile, While, row_pitch, walk_insts
 from .spelling import (CMP_FLOAT, CMP_SIGNED, CMP_UNSIGNED, EXECUTED, EXECUTED_LINE,
@@ -150,11 +151,26 @@ class _Printer:
                               f"{t.type_text(row_view=True)}", 2)
         if cross_core:       # A2/A3's cross-core flags live where the runtime's FFTS says
             self.emit(f"pto.set_ffts %{FFTS_PARAM} : {self.dialect.ffts_type}", 2)
-        self.body(body, 2)
+        if p.kind == "mixed" and kind == "vector":
+            self.subblocks(body)
+        else:
+            self.body(body, 2)
         self.emit("return", 2)
         head = (f"  func.func @{name}({', '.join(args)}) attributes "
                 f"{{pto.entry, pto.kernel_kind = #pto.kernel_kind<{kind}>}} {{")
         return [head] + self.const_lines + self.lines + ["  }"]
+
+    def subblocks(self, body: list) -> None:
+        """A mixed kernel's vector function, which both AIVs of a cluster run: the part on
+        sub-block 0, its skeleton (``subblocks.py``) on sub-block 1."""
+        sb = f"%{SUBBLOCK}"
+        self.emit(f"{sb} = pto.get_subblock_idx", 2)
+        self.emit(f"{sb}.p = arith.cmpi eq, {sb}, {self.const(0, 'i64')} : i64", 2)
+        self.emit(f"scf.if {sb}.p {{", 2)
+        self.body(body, 3)
+        self.emit("} else {", 2)
+        self.body(skeleton(body), 3)
+        self.emit("}", 2)
 
     # -- control flow -----------------------------------------------------------------------
     def body(self, insts, depth) -> None:

@@ -30,6 +30,8 @@ def s_partition(p, op, results, rest, scope, out):
     offsets = split_list(m.group(2))
     if tensor.layout != "ND":
         offsets = layout_offsets(p, tensor, results[0], offsets, scope)
+    elif tensor.workspace:           # this block's plane of the workspace (workspace_view)
+        offsets = offsets[-2:]
     elif tensor.rank == 1:           # printed with a leading 0 offset, as a 1 x n view
         offsets = offsets[1:]
     elif tensor.rank > 2:            # a plane's clamped offsets (print_windows.plane)
@@ -86,7 +88,8 @@ def s_sync(p, op, results, rest, scope, out):
         if mode is not None:
             attrs["mode"] = int(mode)
         syncall, part = Inst("syncall", [], []), p.kind
-        if name == "sync.wait" and out and out[-1].op == "sync.set" and \
+        if name == "sync.wait" and out and isinstance(out[-1], Inst) and \
+                out[-1].op == "sync.set" and \
                 sync_lines(syncall, part) == [
                     sync_lines(out[-1], part)[0],
                     sync_lines(Inst(name, [], [], attrs), part)[0]]:

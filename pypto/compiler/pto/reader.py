@@ -37,13 +37,14 @@ from ...target import TARGETS
 from . import read_scalars, read_tiles
 from .read_text import statements
 from .isa import SYNC_OPS, tile_extent
+from .subblocks import SUBBLOCK
 from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
                       While, row_tile, walk_insts)
 from .spelling import (ALLOC_TILE, BLOCK_ARGS, CASTS, CLOSERS, CONDITION, CONSTANT, DTYPES,
                        EXECUTED, EXECUTED_LINE, EXECUTED_TYPE, FFTS_PARAM, FOR_HEAD,
                        FUNC_HEAD, GRID_PARAMS, HOISTED_NONFINITE, IF_HEAD, INDEX_CAST,
                        KERNEL_KIND, MODULE_HEAD, RESHAPE, STATEMENT, TENSOR_VIEW, VIEW_LAYOUTS,
-                       WHILE_HEAD, closing_bracket, constant_lines, constant_name,
+                       WHILE_HEAD, WORKSPACE_BLOCK, closing_bracket, constant_lines, constant_name,
                        constant_value, derived_base, gm_type, literal, nonfinite_constant,
                        split_list, unspell_attr)
 
@@ -217,6 +218,9 @@ class Parser:
                 self.next()
                 scope.consts[EXECUTED] = (0, EXECUTED_TYPE)
                 continue
+            if WORKSPACE_BLOCK.fullmatch(line):    # the workspace's block plane (workspace_view)
+                self.next()
+                continue
             const = CONSTANT.fullmatch(line)
             value = constant_value(*const.group(2, 3)) if const else None
             if const and const.group(1) in (constant_name(value, const.group(3)),
@@ -346,11 +350,13 @@ class Parser:
         if name not in scope.views:
             raise self.error(f"tensor parameter {name} has no pto.make_tensor_view")
         _, shape, strides, layout = scope.views[name]
+        workspace = re.fullmatch(rf"{WORKSPACE}\d*", name[1:]) is not None   # one per slot
+        if workspace and len(shape) == 3:      # (blocks, rows, cols): a slot per block
+            shape, strides = shape[1:], strides[1:]
         dims = [self.static(e, scope) for e in shape]
         steps = [self.static(e, scope) for e in strides]
         if len(dims) == 2 and dims[0] == 1 and steps[0] == 0:     # a 1-D tensor as 1 x n
             dims, steps = dims[1:], steps[1:]
-        workspace = re.fullmatch(rf"{WORKSPACE}\d*", name[1:]) is not None   # one per slot
         logical = ()
         if layout == "NZ":                       # printed with the batch axis of 1 in front
             dims, steps = dims[1:], steps[1:]
@@ -401,6 +407,8 @@ class Parser:
     def printer_form(self, op, results, rest, line, scope: _Scope, out: list) -> bool:
         """Is this line one of the printer's own spellings (derived names, macros), read
         here? (``reader_ptoas`` reads text no printer wrote and has none.)"""
+        if results == [f"%{SUBBLOCK}"] and op == "pto.get_subblock_idx":
+            return True                         # the two vector cores' split (subblocks.py)
         if results and all("." in r for r in results):
             self.derived(op, results, rest, line, scope, out)
             return True
@@ -510,6 +518,12 @@ class Parser:
 
     def s_if(self, op, results, rest, scope, out):
         m = self.match(IF_HEAD, rest, "scf.if")
+        if m.group(1) == f"%{SUBBLOCK}.p":      # sub-block 0's part; 1's skeleton is derived
+            part, _, closer = self.block(scope)
+            if closer != "} else {" or self.block(scope)[2] != "}":
+                raise self.error("the vector cores' split is scf.if ... } else { ... }")
+            out += part
+            return
         cond = self.value(m.group(1), scope)
         types = [self.dtype(t) for t in split_list(m.group(2) or "")]
         if len(types) != len(results):

@@ -349,6 +349,8 @@ VIEW_LAYOUTS = {None: "ND", "nz": "NZ", "nd": "ND"}
 ALLOC_TILE = re.compile(rf"({_N}) = pto\.alloc_tile(?: addr = ({_N}))?"
                         rf"(?: valid_row = ({_N}) valid_col = ({_N}))? : (!pto\.tile_buf<.*>)")
 # the printer's index casts are value-preserving: an operand's index, a while result's copy
+# the block count and index a GM workspace's view reads (print_windows.workspace_view)
+WORKSPACE_BLOCK = re.compile(rf"%\w+\.(?:nb|bk) = pto\.get_block_(?:num|idx)")
 INDEX_CAST = re.compile(rf"({_N}) = arith\.index_cast ({_N}) : (?:i\d+|index) to "
                         rf"(?:i\d+|index)")
 FOR_HEAD = re.compile(rf"\s*({_N}) = ({_N}) to ({_N}) step ({_N})"
