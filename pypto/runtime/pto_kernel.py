@@ -24,6 +24,7 @@ from ..backends.ascend import ptoas
 from ..backends.ascend.codegen import generate_llvm_ir
 from ..backends.ascend.llvm_driver import compile_to_object, host_identity
 from ..backends.ascend.compile import program_metadata
+from ..backends.ptoisa.entry import parts_run_together
 from ..compiler.pto import Inst, TensorArg, walk_insts
 from ..compiler.pto.passes.hazards import check_program
 from ..compiler.pto.printer import print_program
@@ -126,6 +127,12 @@ class PtoKernel:
             simulated.launch(grid, dict(zip((n for n, _, _ in self.params), values)))
             mode = "pto-isa"
         else:
+            if parts_run_together(self.text):
+                raise ValueError(
+                    f"{self.__name__}: its cube and vector parts hand tiles both ways or inside "
+                    "a loop, so they must run at once, as the chip's cores do; the native "
+                    "engine runs a loaded .pto's parts one after the other (a @pypto.jit "
+                    "kernel's own launch interleaves them). Launch it with engine='pto-isa'")
             passed = [id(v) if isinstance(v, np.ndarray) else v for v in values]
             status = runtime.run(self.compiled.entry, grid, tuple(passed))
             if status:

@@ -9,6 +9,7 @@ mask widths the ui8 text does not carry.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -16,9 +17,9 @@ import numpy as np
 
 from ...language import dtypes as dt
 from .isa import PAD_NULL, PAD_ZERO, TMP_OPS
-from .program import Inst, TensorArg, Tile
-from .spelling import (BARRIER, CROSS_CORE, EXECUTED, FLAG, PARTITION, pad_value, split_list,
-                       sync_lines)
+from .program import BOXED, Inst, TensorArg, Tile
+from .spelling import (BARRIER, CROSS_CORE, EXECUTED, FLAG, PARTITION, literal, pad_value,
+                       split_list, sync_lines)
 from .spelling import SSA_NAME as _N
 
 
@@ -287,3 +288,34 @@ def _printer_default(inst: Inst) -> bool:
         return False
     src, dst = inst.ins[0].dtype, inst.outs[0].dtype
     return src.is_floating and not dst.is_floating and inst.attrs["rmode"] == "trunc"
+
+
+def tile_type(p, name: str, addr: int, text: str) -> Tile:
+    """A ``Tile`` from ``!pto.tile_buf<...>``; the layout fields must be those the printer
+    derives from the location and shape, since a Tile has no others."""
+    fields = {f.name for f in dataclasses.fields(Tile)} - {"name", "addr"}
+    kwargs = {}
+    for item in split_list(text[len("!pto.tile_buf<"):-1]):
+        key, _, value = (s.strip() for s in item.partition("="))
+        if key in fields:
+            kwargs[key] = (p.dtype(value) if key == "dtype" else
+                           None if value == "?" else literal(value))
+    allocated = kwargs.get("rows"), kwargs.get("cols")
+    for size, valid in (("rows", "v_row"), ("cols", "v_col")):
+        if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes
+            kwargs[size] = kwargs[valid]
+    if kwargs.get("loc") in BOXED and allocated != (kwargs.get("rows"), kwargs.get("cols")):
+        kwargs["alloc"] = allocated           # whole fractal boxes (passes/cube_box.py)
+    try:
+        tile = Tile(name=name, addr=addr, **kwargs)
+        printed = tile.type_text()
+        if printed != text and tile.dtype == dt.uint8:     # a mask: bits, not bytes
+            mask = dataclasses.replace(tile, dtype=dt.bool_, cols=tile.cols * 8,
+                                       v_col=None if tile.v_col is None else tile.v_col * 8)
+            if mask.type_text() == text:
+                tile, printed = mask, text
+    except (TypeError, KeyError) as e:
+        raise p.error(f"incomplete or unknown tile type ({e})") from None
+    if printed != text:
+        raise p.error(f"tile type not representable; the printer would write {printed}")
+    return tile

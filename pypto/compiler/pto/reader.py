@@ -37,16 +37,16 @@ from ...target import TARGETS
 from . import read_scalars, read_tiles
 from .read_text import statements
 from .isa import SYNC_OPS, tile_extent
-from .subblocks import SUBBLOCK
-from .program import (BOXED, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
+from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
                       While, row_tile, walk_insts)
 from .spelling import (ALLOC_TILE, BLOCK_ARGS, CASTS, CLOSERS, CONDITION, CONSTANT, DTYPES,
                        EXECUTED, EXECUTED_LINE, EXECUTED_TYPE, FFTS_PARAM, FOR_HEAD,
                        FUNC_HEAD, GRID_PARAMS, HOISTED_NONFINITE, IF_HEAD, INDEX_CAST,
                        KERNEL_KIND, MODULE_HEAD, RESHAPE, STATEMENT, TENSOR_VIEW, VIEW_LAYOUTS,
-                       WHILE_HEAD, WORKSPACE_BLOCK, closing_bracket, constant_lines, constant_name,
-                       constant_value, derived_base, gm_type, literal, nonfinite_constant,
-                       split_list, unspell_attr)
+                       WHILE_HEAD, WORKSPACE_BLOCK, closing_bracket, constant_lines,
+                       constant_name, constant_value, derived_base, gm_type,
+                       nonfinite_constant, split_list, unspell_attr)
+from .subblocks import SUBBLOCK
 
 
 class PtoParseError(ValueError):
@@ -261,7 +261,7 @@ class Parser:
     def alloc(self, scope: _Scope, name: str, addr: str | None, type_text: str) -> None:
         if addr is None or addr not in scope.consts:
             raise self.error("pto.alloc_tile needs addr = <a constant>")
-        tile = self.tile_type(name[1:], scope.consts[addr][0], type_text)
+        tile = read_tiles.tile_type(self, name[1:], scope.consts[addr][0], type_text)
         old = self.tiles.get(name)
         if old is not None and (old.type_text(), old.addr) != (tile.type_text(), tile.addr):
             raise self.error(f"tile {name} is declared twice with different types")
@@ -282,36 +282,6 @@ class Parser:
             scope.alias_addr[name] = scope.consts[addr][0]
         pad = re.search(r"pad=(\d+)>", type_text)
         scope.pads[name] = int(pad.group(1)) if pad else 0
-
-    def tile_type(self, name: str, addr: int, text: str) -> Tile:
-        """A ``Tile`` from ``!pto.tile_buf<...>``; the layout fields must be those the printer
-        derives from the location and shape, since a Tile has no others."""
-        fields = {f.name for f in dataclasses.fields(Tile)} - {"name", "addr"}
-        kwargs = {}
-        for item in split_list(text[len("!pto.tile_buf<"):-1]):
-            key, _, value = (s.strip() for s in item.partition("="))
-            if key in fields:
-                kwargs[key] = (self.dtype(value) if key == "dtype" else
-                               None if value == "?" else literal(value))
-        allocated = kwargs.get("rows"), kwargs.get("cols")
-        for size, valid in (("rows", "v_row"), ("cols", "v_col")):
-            if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes
-                kwargs[size] = kwargs[valid]
-        if kwargs.get("loc") in BOXED and allocated != (kwargs.get("rows"), kwargs.get("cols")):
-            kwargs["alloc"] = allocated           # whole fractal boxes (passes/cube_box.py)
-        try:
-            tile = Tile(name=name, addr=addr, **kwargs)
-            printed = tile.type_text()
-            if printed != text and tile.dtype == dt.uint8:     # a mask: bits, not bytes
-                mask = dataclasses.replace(tile, dtype=dt.bool_, cols=tile.cols * 8,
-                                           v_col=None if tile.v_col is None else tile.v_col * 8)
-                if mask.type_text() == text:
-                    tile, printed = mask, text
-        except (TypeError, KeyError) as e:
-            raise self.error(f"incomplete or unknown tile type ({e})") from None
-        if printed != text:
-            raise self.error(f"tile type not representable; the printer would write {printed}")
-        return tile
 
     def dtype(self, text: str) -> dt.dtype:
         if text not in DTYPES:

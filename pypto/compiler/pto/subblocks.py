@@ -58,7 +58,8 @@ def _node(node, needed: set):
 def _inst(inst: Inst, needed: set):
     if inst.op in CROSS_CORE_OPS:
         return inst
-    wanted = [o for o in inst.outs if isinstance(o, Scalar) and o.name in needed]
+    defined = [] if inst.op == "tstore" else inst.outs     # a store's outs are its window
+    wanted = [o for o in defined if isinstance(o, Scalar) and o.name in needed]
     if is_scalar(inst):
         if not wanted:
             return None
