@@ -118,6 +118,31 @@ def matmul_row_block_kernel(a, b, c, BM: pl.constexpr, BN: pl.constexpr, BK: pl.
     pl.store(c, offsets=(pm * BM, 0), value=pl.matmul(ta, tb))
 
 
+@pypto.jit
+def matmul_k_steps_kernel(a, b, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr,
+                          BK: pl.constexpr, STEPS: pl.constexpr, B_TRANS: pl.constexpr = False,
+                          STAGES: pl.constexpr = 1):
+    """pto-isa's GEMM schedule: one load brings STEPS K tiles to L1, and each matmul takes a
+    slice of it (extracted straight into L0A/L0B). ``b`` is (N, K) when B_TRANS."""
+    pm = pl.program_id(0)
+    pn = pl.program_id(1)
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in pl.range(0, K, BK * STEPS, num_stages=STAGES):
+        ta = pl.load(a, offsets=(pm * BM, k), shape=(BM, BK * STEPS))
+        if B_TRANS:
+            tb = pl.load(b, offsets=(pn * BN, k), shape=(BN, BK * STEPS))
+        else:
+            tb = pl.load(b, offsets=(k, pn * BN), shape=(BK * STEPS, BN))
+        for s in pl.static_range(STEPS):
+            if B_TRANS:
+                acc = pl.matmul(ta[:, s * BK:(s + 1) * BK], tb[:, s * BK:(s + 1) * BK],
+                                acc=acc, b_trans=True)
+            else:
+                acc = pl.matmul(ta[:, s * BK:(s + 1) * BK], tb[s * BK:(s + 1) * BK, :],
+                                acc=acc)
+    pl.store(c, offsets=(pm * BM, pn * BN), value=acc.to(c.dtype))
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 def make_inputs(rng, m, n, k, dtype):

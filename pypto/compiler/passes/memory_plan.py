@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...errors import BufferOverflow, CompilationError, overflow_summary
-from ..ir import Block, Module, Op, TileType, Value, walk
+from ..ir import LEFT, RIGHT, Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
 from ..pto.lower import scratch_type
@@ -195,6 +195,27 @@ def _drop_hints(ops) -> None:
 
 
 def _assign(body: Block, classes, pos: dict, target, boxes: dict) -> dict:
+    """``_plan`` with the cube's operand buffers alternated (``_alternate``), or without when
+    that does not fit."""
+    try:
+        return _plan(body, classes, pos, target, boxes, alternate=True)
+    except CompilationError:
+        return _plan(body, classes, pos, target, boxes, alternate=False)
+
+
+def _alternate(intervals: dict) -> None:
+    """L0A/L0B values in program order, each kept live until the next one of its buffer has
+    been used: consecutive matmul operands then sit in two buffers in turn, so the extract
+    or move (MTE1) of the next overlaps the matmul (M) of this one, as pto-isa's GEMM
+    double-buffers L0A/L0B, instead of waiting for it to finish."""
+    for space in (LEFT, RIGHT):
+        members = sorted((iv for iv in intervals.values() if iv[2].type.space == space),
+                         key=lambda iv: iv[0])
+        for this, following in zip(members, members[1:]):
+            this[1] = max(this[1], following[1])
+
+
+def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
     the placed tiles (``PlacedTile``) per buffer."""
     group_end = _fusion_group_ends(body, pos)
@@ -244,6 +265,8 @@ def _assign(body: Block, classes, pos: dict, target, boxes: dict) -> dict:
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
 
     visit(body, [])
+    if alternate:
+        _alternate(intervals)
     usage, layout = {}, {}
     for space in target.buffers:
         members = [iv for iv in intervals.values() if iv[2].type.space == space]

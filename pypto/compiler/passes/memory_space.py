@@ -91,8 +91,18 @@ def _fold_store_casts(block: Block, space) -> None:
                 op.operands[-1] = v.owner.operands[0]
 
 
+def _l1_slice(v: Value) -> bool:
+    """Is ``v`` a slice of a tile (a matmul operand taken from a wider L1 tile: pto-isa's
+    GEMM loads several K steps per TLOAD and TEXTRACTs each into L0A/L0B)?"""
+    if v.owner is None or v.owner.name != "tile.slice" or len(v.type.shape) != 2:
+        return False
+    whole = v.owner.operands[0].owner
+    return whole is not None and whole.name == "tile.load"
+
+
 def _insert_moves(block: Block) -> None:
-    """Put a tile.mov L1→L0A/L0B in front of each matmul operand."""
+    """Put a tile.mov L1→L0A/L0B in front of each matmul operand; an operand sliced from an
+    L1 tile is extracted from it straight into L0A/L0B instead (one TEXTRACT, no L1 copy)."""
     new_ops = []
     for op in block.ops:
         for b in op.blocks:
@@ -102,8 +112,14 @@ def _insert_moves(block: Block) -> None:
                 src = op.operands[i]
                 transpose = op.attrs.pop(flag, False)
                 shape = src.type.shape[::-1] if transpose else src.type.shape
-                mov = Op("tile.mov", [src], [TileType(src.type.dtype, shape, space)],
-                         {"transpose": True} if transpose else None, loc=op.loc)
+                attrs = {"transpose": True} if transpose else {}
+                if _l1_slice(src):
+                    name, src = "tile.slice", src.owner.operands[0]
+                    attrs["starts"] = op.operands[i].owner.attrs["starts"]
+                else:
+                    name = "tile.mov"
+                mov = Op(name, [src], [TileType(src.type.dtype, shape, space)],
+                         attrs or None, loc=op.loc)
                 mov.result.hint = src.hint
                 new_ops.append(mov)
                 op.operands[i] = mov.result
@@ -203,7 +219,7 @@ def _operands_to_cube(body: Block, slots: _Slots) -> None:
             if op.name != "tile.matmul":
                 continue
             for i, src in enumerate(op.operands[:2]):
-                if src.owner is not None and src.owner.name == "tile.load":
+                if src.owner is not None and src.owner.name == "tile.load" or _l1_slice(src):
                     continue
                 exchange, loaded = _exchange(src, slots, op.loc, block is not body,
                                              to_cube=True)
@@ -226,6 +242,8 @@ def infer_memory_space(module: Module) -> Module:
                 acc_roots.add(classes.find(op.operands[2]).id)
             for src in op.operands[:2]:
                 mat_values.add(src.id)
+                if _l1_slice(src):        # a slice of an L1 tile, extracted into L0A/L0B
+                    mat_values.add(src.owner.operands[0].id)
 
     def space(v: Value) -> str:
         if v.id in mat_values:
@@ -243,7 +261,8 @@ def infer_memory_space(module: Module) -> Module:
                 continue
             s = space(r)
             for u in use_map.get(r, ()):
-                if s == MAT and u.name != "tile.matmul":
+                if s == MAT and u.name != "tile.matmul" and not (
+                        u.name == "tile.slice" and u.result.id in mat_values):
                     raise _mixing_error(u, "a tile loaded for a matmul is also used by vector "
                                            "code")
                 if s == ACC and u.name not in CUBE_USERS:
@@ -256,6 +275,7 @@ def infer_memory_space(module: Module) -> Module:
             if v.is_tile:
                 v.type = v.type.with_space(space(v))
     _insert_moves(body)
+    dead_code_elimination(module)      # the L1 slices extracted straight into L0A/L0B
     module.facts["placed"] = True
     module.facts["uses_cube"] = bool(acc_roots)
     return module

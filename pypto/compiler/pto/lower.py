@@ -458,7 +458,9 @@ TILE_TO_PTO = {
     "tile.transpose": lambda op: ("ttrans", {}),
     "tile.slice": lambda op: ("textract", {"starts": view2d(op.attrs["starts"])
                                            if len(op.attrs["starts"]) == 2
-                                           else (0,) + tuple(op.attrs["starts"])}),
+                                           else (0,) + tuple(op.attrs["starts"]),
+                                           **({"transpose": True}
+                                              if op.attrs.get("transpose") else {})}),
     "tile.gather_mask": lambda op: ("tgather", {"pattern": op.attrs["pattern"]}),
     "tile.concat": lambda op: ("tconcat", {"axis": 1 if len(op.result.type.shape) < 2
                                            else op.attrs["axis"]}),

@@ -341,6 +341,8 @@ class _Printer:
             return
         if op == "textract":       # from L1: the offsets are operands
             r0, c0 = i.attrs["starts"]
+            if attrs.pop("transpose", False):     # from the L1 tile's ZN view, transposed
+                ins, (r0, c0) = [print_views.transposed(self, i, depth)], (c0, r0)
             ins += [(self.const(r0, "index"), "index"), (self.const(c0, "index"), "index")]
             del attrs["starts"]
         if print_views.on_halves(op, i.outs[0].dtype):

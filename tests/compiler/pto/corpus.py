@@ -524,6 +524,16 @@ def matmul_b_trans(a, b, c, M: pl.constexpr, N: pl.constexpr, K: pl.constexpr):
 
 
 @pypto.jit
+def matmul_pipelined_static_k(a, b, c, K: pl.constexpr, BM: pl.constexpr, BN: pl.constexpr,
+                              BK: pl.constexpr):
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in pl.range(0, K, BK, num_stages=2):
+        acc = pl.matmul(pl.load(a, offsets=(0, k), shape=(BM, BK)),
+                        pl.load(b, offsets=(k, 0), shape=(BK, BN)), acc=acc)
+    pl.store(c, offsets=(0, 0), value=acc)
+
+
+@pypto.jit
 def matmul_softmax(a, b, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
     """A K loop on the cube feeding a row softmax on the vector unit (the mixed split)."""
     pm = pl.program_id(0)
@@ -778,6 +788,21 @@ def _entries() -> list[Entry]:
     add("ts_matmul_persistent", "testsuite matmul-f16 k-loop num-programs",
         lambda: _pto(mm().matmul_persistent_kernel, _r(64, 64, dtype=F16),
                      _r(64, 64, dtype=F16), _z(64, 64), 64, 64, 64, BM=32, BN=32, BK=32))
+    # pto-isa's GEMM schedule: STEPS K tiles per load, each matmul extracting its slice of
+    # the L1 tiles straight into L0A/L0B (TEXTRACT), the operands double-buffered in L0
+    add("ts_matmul_k_steps", "testsuite matmul-f16 k-loop num-stages l1-slice tail-cols",
+        lambda: _pto(mm().matmul_k_steps_kernel, _r(64, 200, dtype=F16),
+                     _r(200, 64, dtype=F16), _z(64, 64), 64, 64, 200, BM=32, BN=32, BK=16,
+                     STEPS=4, STAGES=2))
+    add("ts_matmul_k_steps_b_trans", "testsuite matmul-f16 k-loop l1-slice transpose",
+        lambda: _pto(mm().matmul_k_steps_kernel, _r(32, 128, dtype=F16),
+                     _r(48, 128, dtype=F16), _z(32, 48), 32, 48, 128, BM=32, BN=48, BK=32,
+                     STEPS=2, B_TRANS=True))
+    # a pipelined loop of two iterations known at compile time: MLIR inlines its one unrolled
+    # trip, and PTOAS rejected the prefetch past the end as a window of the constant size 0
+    add("matmul_two_iterations_stages2", "matmul-f16 k-loop num-stages",
+        lambda: _pto(matmul_pipelined_static_k, _r(32, 64, dtype=F16), _r(64, 32, dtype=F16),
+                     _z(32, 32), K=64, BM=32, BN=32, BK=32))
 
     # op families ------------------------------------------------------------------------------
     add("unary_exp_log", "unary f32 tail-rows tail-cols",

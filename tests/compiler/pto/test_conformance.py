@@ -44,6 +44,7 @@ REQUIRED_TAGS = {
     "tail-rows", "tail-cols", "grid-1d", "grid-2d", "grid-3d", "num-programs", "dynamic",
     "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4",
     "layout-nz", "layout-nc1hwc0", "gather", "scatter", "sort", "topk", "column-mask",
+    "l1-slice",
 }
 
 

@@ -274,13 +274,17 @@ def ttrans(cg, inst):
 
 
 def textract(cg, inst):
+    """The window at ``starts`` of the source; ``transpose`` (a matmul operand extracted
+    into L0B for ``b_trans``): the window's transpose."""
     src, out = inst.ins[0], inst.outs[0]
     r0, c0 = inst.attrs["starts"]
+    flip = inst.attrs.get("transpose", False)
     b = cg.b
     sp, op_ = cg.tile_ptr(src), cg.tile_ptr(out)
     with counted_loop(b, i64(0), i64(out.rows), name="r") as r:
         with counted_loop(b, i64(0), i64(out.cols), name="c") as c:
-            si = b.add(b.mul(b.add(r, i64(r0)), i64(src.cols)), b.add(c, i64(c0)))
+            sr, sc = (c, r) if flip else (r, c)
+            si = b.add(b.mul(b.add(sr, i64(r0)), i64(src.cols)), b.add(sc, i64(c0)))
             cg.store_elem(cg.load_elem(sp, src.dtype, si), op_, out.dtype,
                           b.add(b.mul(r, i64(out.cols)), c))
 

@@ -10,22 +10,23 @@ by what comes next:
   iteration it is a ``tmatmul`` (an ``scf.if`` on the induction variable). A loop that may run
   no iteration keeps a zeroing before it, behind ``scf.if lb >= ub``;
 * otherwise the accumulator is zeroed by a small matmul of zero operands: ``texpands`` into two
-  L1 tiles (PIPE_MTE2 on the cube), ``tmov`` into L0A/L0B, ``tmatmul``. Those tiles are placed
-  above everything else in their buffers.
+  L1 tiles (PIPE_MTE2 on the cube), ``tmov`` into L0A/L0B, ``tmatmul``. The L1 tiles are
+  placed above everything else in L1; the L0A/L0B ones at the start of their buffers, since
+  an L0A/L0B tile holds data only from its move to its matmul (``memory_space._insert_moves``)
+  and so nothing there is live across the zeroing (the planner may have spread the operands
+  over the whole buffer to alternate them: ``memory_plan._alternate``).
 """
 from __future__ import annotations
 
 from ....errors import BufferOverflow, InternalError, NotOnChip, overflow_summary
 from ....language import dtypes as dt
 from ..isa import place_above
-from ..program import (For, If, Inst, Program, Scalar, Tile, While, fractal_box, nested_bodies,
-                       walk_insts)
+from ..program import (For, If, Inst, Program, Scalar, Tile, While, constant_values,
+                       fractal_box, nested_bodies, walk_insts)
 
 
 def init_accumulators(program: Program) -> Program:
-    consts = {i.outs[0].name: i.attrs["value"] for _, body in program.parts
-              for i in walk_insts(body) if isinstance(i, Inst) and i.op == "arith.constant"}
-    _Rewriter(program, consts).block(program.body)
+    _Rewriter(program, constant_values(program)).block(program.body)
     return program
 
 
@@ -120,6 +121,9 @@ class _Rewriter:
                                 f"{box[0]}x{box[1]} fractal boxes")
         tile = Tile(f"zero_{loc}{len(self.p.tiles)}", loc, dtype, rows, cols, 0, rows, cols,
                     alloc=None if alloc == (rows, cols) else alloc)
+        if loc in ("left", "right"):      # nothing is live in L0A/L0B across a zeroing
+            self.p.tiles.append(tile)
+            return tile
 
         def overflow(end):
             # at the accumulator's line; ``late``: found after memory planning

@@ -12,9 +12,16 @@ i. Tiles are fixed buffers in PTO, so the loop is unrolled by two to alternate t
             tload ping <- slice(i + 2*step)        # prefetch
             body(i + step) reading pong
 
+The two halves also take the cube's operands (the L0A/L0B tiles the loop moves or extracts
+into) in two buffers where they fit, so the move for iteration i+1 (MTE1) overlaps the matmul
+of iteration i (M), as pto-isa's GEMM double-buffers L0A/L0B.
+
 The flags that make the overlap safe come from the sync pass, which now sees two buffers
 instead of one and only orders the real dependences. Loads past the end are clamped to the
 tensor like every load, so the extra prefetch of the last round reads nothing it should not.
+A loop of at most two iterations known at compile time is left as it is: there is nothing to
+overlap, and MLIR inlines the unrolled loop's one trip, so PTOAS would see the prefetch past
+the end as a window of the constant size 0, which it rejects.
 A load is left in place when its tensor is also stored in the loop (the prefetch could read
 data the previous iteration has not written yet) or its address depends on loop-carried state.
 """
@@ -25,7 +32,8 @@ import threading
 
 from ....errors import BufferOverflow, overflow_summary
 from ..isa import is_scalar, place_above, tile_extent
-from ..program import For, If, Inst, Program, Scalar, Tile, While, nested_bodies, walk_insts
+from ..program import (For, If, Inst, Program, Scalar, Tile, While, constant_values,
+                       nested_bodies, walk_insts)
 from ....language import dtypes as dt
 
 _local = threading.local()
@@ -39,18 +47,31 @@ def _next() -> int:
 
 def double_buffer(program: Program) -> Program:
     _local.names = itertools.count()
+    consts = constant_values(program)
     for _, body in program.parts:
-        _visit(body, program)
+        _visit(body, program, consts)
     return program
 
 
-def _visit(body: list, program: Program) -> None:
+def _visit(body: list, program: Program, consts: dict) -> None:
     for node in list(body):
         for nested in nested_bodies(node):
-            _visit(nested, program)
+            _visit(nested, program, consts)
         if isinstance(node, For) and node.stages == 2:
             at = body.index(node)
-            body[at:at + 1] = _pipeline(node, program)
+            body[at:at + 1] = [node] if _at_most_two(node, consts) else _pipeline(node,
+                                                                                   program)
+
+
+def _at_most_two(loop: For, consts: dict) -> bool:
+    """Does the loop run at most two iterations, known at compile time?"""
+    lb, ub, step = (consts.get(x.name) for x in (loop.lb, loop.ub, loop.step))
+    if None in (lb, ub, step) or step <= 0:
+        return False
+    if ub - lb <= 2 * step:
+        loop.stages = 1
+        return True
+    return False
 
 
 # -- which loads can run ahead --------------------------------------------------------------
@@ -119,6 +140,25 @@ def _fresh_tile(program: Program, like: Tile, load: Inst) -> Tile:
         error.late = True
         return error
     return place_above(program, tile, overflow)
+
+
+def _operand_pongs(loop: For, program: Program) -> dict:
+    """A second L0A/L0B buffer for each matmul operand the loop body moves or extracts into,
+    where the buffer has room (else that operand keeps one buffer)."""
+    pongs = {}
+    for n in walk_insts(loop.body):
+        if not (isinstance(n, Inst) and n.op in ("tmov", "textract")):
+            continue
+        t = n.outs[0]
+        if t.loc not in ("left", "right") or id(t) in pongs:
+            continue
+        tile = Tile(f"{t.name}_pong{_next()}", t.loc, t.dtype, t.rows, t.cols, 0, t.v_row,
+                    t.v_col, t.pad, t.alloc)
+        try:
+            pongs[id(t)] = place_above(program, tile, lambda end: BufferOverflow("no room"))
+        except BufferOverflow:
+            continue
+    return pongs
 
 
 def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
@@ -220,6 +260,7 @@ def _pipeline(loop: For, program: Program) -> list:
     ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0], l) if _shares_space(
         l.outs[0], loop, program) else l.outs[0]) for l, _ in loads}
     pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l) for l, _ in loads}
+    pong.update(_operand_pongs(loop, program))
     dropped = {id(l) for l, _ in loads}
     rest = [n for n in loop.body if id(n) not in dropped]
     _unfuse(rest, {l.attrs.get("_fuse") for l, _ in loads} - {None})
