@@ -22,6 +22,14 @@ GFLOP/s and fp16 in / fp32 accumulate >= 0.75x numpy's fp32 GFLOP/s (as fast per
 1024^3 >= 50x torch's fp16. % limit: of the fp32 FMA peak measured in the same run
 (machine.py).
 
+Modelled NPU (printed after the host table): the plain kernel a user writes for the chip
+(``npu_gemm_kernel``: one program per 128 x 256 output tile, ``pl.range(..., num_stages=2)``
+over K in steps of 64, fp16 or bf16 in, fp32 out) at 3072^3 and 6144^3 (--quick: 3072^3),
+modelled on ascend910b1 by the calibrated cycle model (docs/cycle_model.md), beside pto-isa's
+hand-written GEMM on the 24-core A3 / 910B2 board (shared/reference/ascend910b.md: 206.7 us
+and 1.506 ms, 281 and 308 TFLOPS; cube and TLOAD busy 79.0 / 90.9 % and 86.7 / 95.2 %). Goal
+(issue 32): >= 0.8 x the board's TFLOPS.
+
 Each library is measured for every case before the next one starts, with a pause in between,
 so only one thread pool is busy at a time; all three use PyPTO's thread count (torch through
 torch.set_num_threads, numpy's OpenBLAS through OPENBLAS_NUM_THREADS and threadpoolctl or
@@ -50,6 +58,7 @@ from __future__ import annotations
 
 import json
 
+import ml_dtypes
 import numpy as np
 from _harness import (
     OPENBLAS_TUNING_VARIABLES,
@@ -60,7 +69,9 @@ from _harness import (
     main_for,
     make_row,
     median_time,
+    parse_args,
     pct_of,
+    print_table,
     run_without_openblas_tuning,
     settle,
     speedup,
@@ -107,6 +118,51 @@ def batched_matmul_kernel(a, b, c, K, BB: pl.constexpr, BM: pl.constexpr, BN: pl
         tb = pl.load(b, offsets=(pb * BB, k, pn * BN), shape=(BB, BK, BN))
         acc = pl.matmul(ta, tb, acc=acc)
     pl.store(c, offsets=(pb * BB, pm * BM, pn * BN), value=acc.to(c.dtype))
+
+
+@pypto.jit(target="ascend910b1")
+def npu_gemm_kernel(a, b, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    pm = pl.program_id(0)
+    pn = pl.program_id(1)
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in pl.range(0, K, BK, num_stages=2):
+        acc = pl.matmul(pl.load(a, offsets=(pm * BM, k), shape=(BM, BK)),
+                        pl.load(b, offsets=(k, pn * BN), shape=(BK, BN)), acc=acc)
+    pl.store(c, offsets=(pm * BM, pn * BN), value=acc)
+
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+NPU_TILE = (128, 256, 64)
+NPU_BOARD = {3072: (206.7, 79.0, 90.9), 6144: (1506.0, 86.7, 95.2)}   # us, cube %, TLOAD %
+NPU_GOAL = 0.8
+
+
+def npu_rows(quick: bool) -> list:
+    """The modelled NPU table: the plain GEMM per size and dtype beside the board."""
+    from pypto.backends.ascend.model.launch import model_kernel
+    rows = []
+    for n in (3072,) if quick else tuple(NPU_BOARD):
+        board_us, board_cube, board_tload = NPU_BOARD[n]
+        board_tflops = 2 * n ** 3 / board_us / 1e6
+        for dtype in (np.float16, BF16):
+            a, b = np.zeros((n, n), dtype), np.zeros((n, n), dtype)
+            c = np.zeros((n, n), np.float32)
+            bm, bn, bk = NPU_TILE
+            model = model_kernel(npu_gemm_kernel, (n // bm, n // bn), a, b, c, n, n, n,
+                                 BM=bm, BN=bn, BK=bk)
+            cores = len({blk.core for blk in model.blocks}) * model.cycles
+            tflops = 2 * n ** 3 / model.time_ms / 1e9
+            ratio = tflops / board_tflops
+            rows.append([f"GEMM {np.dtype(dtype).name}", f"{n}^3", f"{model.time_ms * 1e3:,.1f}",
+                         f"{tflops:.0f}", f"{board_tflops:.0f}", f"{ratio:.2f}",
+                         f"{model.pipe_busy.get('M', 0) / cores * 100:.1f} / {board_cube}",
+                         f"{model.pipe_busy.get('MTE2', 0) / cores * 100:.1f} / {board_tload}",
+                         "yes" if ratio >= NPU_GOAL else "NO"])
+    return rows
+
+
+NPU_HEADERS = ["kernel", "size", "model us", "model TFLOPS", "board TFLOPS", "model/board",
+               "cube % model/board", "TLOAD % model/board", f">= {NPU_GOAL}x board"]
 
 
 def pypto_matmul(a, b, c):
@@ -274,6 +330,9 @@ def main(argv=None) -> None:
         + ", ".join(f"{d} {'x'.join(map(str, t))}" for d, t in TILES.items())
         + "; % limit: of the fp32 FMA peak"),
              patterns=(), flops=True, argv=argv)
+    print(f"\nmodelled NPU time (ascend910b1, tiles {'x'.join(map(str, NPU_TILE))}, one program "
+          "per tile) against pto-isa's hand-written GEMM on the board")
+    print_table(NPU_HEADERS, npu_rows(parse_args(__doc__.splitlines()[0], argv).quick))
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ SHOWS = {
     "tutorials/08_safety_nets.py": [
         "LaunchWarning: add was launched without a grid", "[pypto sanitize: unwritten] add:",
         "[pypto sanitize: out of range] add: block (64, 0, 0)", "[pypto sanitize: race]",
-        "the right grid: no report\n\n", "sanitized", "BM=8 (instead of 64)",
+        "the right grid: no report\n\n", "sanitized", "BM=16 (instead of 64)",
         "[pypto sanitize: unfilled buffer] fill_if_asked: block (0, 0, 0)", "host cores"],
     "tutorials/11_autotune.py": [
         "objective npu (modelled NPU time): 12 configs", "<- best", "best_config: BM: ",
@@ -128,8 +128,7 @@ SHOWS = {
         "modelled NPU time", "tile size", "multi-core", "memory layout", "sync",
         "memory layout (cube)", "NZ operands",
         "one core of 8). Utilization is busy core-cycles", "Why ours differ from the seed's figures",
-        "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in",
-        "largest"],     # "the largest that fits" (wrapped: one word is checked)
+        "TILE=8192 (pypto.autotune)", "pypto.autotune over TILE in", "its sweep"],
     "benchmarks/board.py": ["host runs of the three ports at small sizes: match numpy",
                             "GEMM fp16", "flash attn h128", "top-k fp32 k=1000"],
     "benchmarks/autotune.py": [

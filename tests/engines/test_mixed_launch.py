@@ -97,7 +97,8 @@ def test_a_second_vector_core_that_does_not_keep_step_deadlocks(monkeypatch):
     """The cube waits for both AIVs' acknowledgements (FFTS mode 2)."""
     monkeypatch.setenv("PYPTO_SYNC_TIMEOUT", "2")
     text = _pto()
-    head, rest = text.split("} else {", 1)
+    head, rest = text.split("\n    } else {", 1)      # the sub-block branch's else
+    head += "\n"
     skeleton, tail = rest.split("\n    }\n", 1)
     with pytest.raises(SimulatorError, match="deadlock: wait_flag_dev on a cross-core flag"):
         _run(head + "} else {\n    }\n" + tail, "pto-isa")

@@ -36,7 +36,9 @@ def test_no_fill_before_the_cube_loads_and_the_same_result():
     a, b, c = _operands()
     padded = windowed_matmul.compile(a, b, c, 8, PAD=True).asm["pto"]
     inside = windowed_matmul.compile(a, b, c, 8, PAD=False).asm["pto"]
-    assert padded.count("pto.texpands") == 2 and "pto.texpands" not in inside
+    # padded: b's window at (0, 0) is whole at compile time (no fill); a's at a run-time
+    # offset is filled under its window check (passes/fillpad.py)
+    assert padded.count("pto.texpands") == 1 and "pto.texpands" not in inside
     windowed_matmul[(1,)](a, b, c, 8, PAD=False)
     np.testing.assert_allclose(c, a[8:40].astype(np.float32) @ b.astype(np.float32),
                                rtol=1e-6, atol=1e-5)

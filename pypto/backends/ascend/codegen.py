@@ -23,6 +23,16 @@ from .lowering_utils import I64, PTR, counted_loop, finish_loop_ids, i64, storag
 
 # the host's tload pads a tile itself, so the chip's tfillpad after it is nothing here
 HOST_NOPS = FLAG_OPS + ("barrier", "tfillpad")
+
+
+def _host_nothing(node, nops) -> bool:
+    """Is ``node`` nothing on the host: a nop, a prefill (the host's load pads), or a branch
+    of only those (a fill under its window check, passes/fillpad.py)? Dropped, it cannot split
+    a fusion group it sits in."""
+    if isinstance(node, If):
+        return not node.results and all(_host_nothing(n, nops)
+                                         for n in node.then_body + node.else_body)
+    return getattr(node, "op", None) in nops or getattr(node, "attrs", {}).get("_prefill")
 POLL_TRIPS = 1024           # trips of a long loop between polls of the stop bits
 QUIET_TRIPS = 1 << 16       # a for loop with at most this many trips, known when compiled,
                             # ends soon enough unpolled
@@ -114,8 +124,7 @@ class Codegen:
         # flags and pipe barriers order the chip's pipes; the host runs one stream in order
         # (and a mixed kernel's cube part before its vector part, so their flags are met too)
         nops = HOST_NOPS + (CROSS_CORE_OPS if self.p.kind == "mixed" else ())
-        insts = [i for i in insts if getattr(i, "op", None) not in nops
-                 and not getattr(i, "attrs", {}).get("_prefill")]
+        insts = [i for i in insts if not _host_nothing(i, nops)]
         planned = forwarding.plan(insts, self.p.target)
         self.forwarding.reads.update(planned.reads)
         self.forwarding.loads |= planned.loads

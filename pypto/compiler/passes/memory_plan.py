@@ -14,7 +14,7 @@ from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import LEFT, RIGHT, Block, Module, Op, TileType, Value, walk
 from ..pto.isa import footprint
 from ..pto import view2d
-from ..pto.lower import scratch_type
+from ..pto.lower import TILE_TO_PTO, scratch_type
 from .cube_box import cube_boxes
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
@@ -26,6 +26,13 @@ ELEMENTWISE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.mov
 LOOPS = ("scf.for", "scf.while")
 # ops whose result is their first operand with one element or row replaced: one buffer
 IN_PLACE = ("tile.setval", "tile.load_row")
+# PTO instructions whose result may take the buffer of an operand read for the last time:
+# the arithmetic pto-isa's own kernels run in place (TADD(x, x, y), TMULS(x, x, s), TEXP(x,
+# x)). Not TRECIP / TPRELU (ptoas 0.60's A3 verifier: "src and dst to use different
+# storage"), TANDS / TORS / TXORS (the same, any arch), nor conversions or selections.
+IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tsubs",
+                              "tmuls", "tdivs", "tmaxs", "tmins", "texp", "tlog", "tsqrt",
+                              "tabs", "trelu"})
 
 
 def tile_bytes(ttype, target, alloc=None) -> int:
@@ -265,6 +272,7 @@ def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool)
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
 
     visit(body, [])
+    _share_dying_operands(body, intervals, classes, pos)
     if alternate:
         _alternate(intervals)
     usage, layout = {}, {}
@@ -273,6 +281,48 @@ def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool)
         layout[space] = []
         usage[space] = _first_fit(members, space, target, layout[space], boxes)
     return usage, layout
+
+
+def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> None:
+    """An elementwise op's result takes the buffer of a UB operand it reads for the last time
+    (same shape and element size; ``IN_PLACE_OPCODES``): A2/A3's vector instructions read
+    each repeat before they write it, so ``y = relu(acc * s)`` needs one 128 x 256 fp32
+    buffer, not two. Not for a result that shares a buffer already (loop-carried), an op
+    with a scratch tile, or a host fusion group (its members live in registers until the
+    group's end)."""
+    moved: dict = {}                  # class root id -> the interval it was merged into
+
+    def interval(v: Value):
+        key = classes.find(v).id
+        while key in moved:
+            key = moved[key]
+        return key, intervals.get(key)
+
+    for op in walk(body):
+        if "_fuse" in op.attrs or "_scratch" in op.attrs or _opcode(op) not in IN_PLACE_OPCODES:
+            continue
+        r = op.result
+        rkey, riv = interval(r)
+        if r.type.space != "vec" or riv is None or len(riv[3]) != 1:
+            continue
+        for v in op.operands:
+            if not (v.is_tile and v.type.space == "vec" and v.type.shape == r.type.shape
+                    and v.type.dtype.itemsize == r.type.dtype.itemsize):
+                continue
+            vkey, viv = interval(v)
+            if viv is None or vkey == rkey or viv[1] != pos[id(op)]:
+                continue
+            viv[1] = max(viv[1], riv[1])
+            viv[3].update(riv[3])
+            moved[rkey] = vkey
+            del intervals[rkey]
+            break
+
+
+def _opcode(op: Op) -> str | None:
+    """The PTO instruction a one-to-one Tile IR op becomes (lower.TILE_TO_PTO), else None."""
+    rule = TILE_TO_PTO.get(op.name) if op.name in ("tile.binary", "tile.unary") else None
+    return rule(op)[0] if rule is not None else None
 
 
 def _fusion_group_ends(block: Block, pos: dict) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...language import dtypes as dt
 from .isa import PAD_NULL, PAD_ZERO, TMP_OPS
-from .program import BOXED, Inst, TensorArg, Tile
+from .program import BOXED, If, Inst, TensorArg, Tile
 from .spelling import (BARRIER, CROSS_CORE, EXECUTED, FLAG, PARTITION, literal, pad_value,
                        split_list, sync_lines)
 from .spelling import SSA_NAME as _N
@@ -99,6 +99,16 @@ def s_sync(p, op, results, rest, scope, out):
     out.append(Inst(name, [], [], attrs))
 
 
+def _fills(nodes):
+    """The constant fills (``texpands`` without operands) among ``nodes``, looking inside an
+    ``scf.if`` with no else branch (a load's fill under its window check)."""
+    for n in nodes:
+        if isinstance(n, If) and not n.else_body:
+            yield from _fills(n.then_body)
+        elif isinstance(n, Inst) and n.op == "texpands" and not n.ins:
+            yield n
+
+
 def s_tile(p, op, results, rest, scope, out):
     """``pto.<op> ins(...) outs(...) {attrs}``: any tile instruction, known or not."""
     ins, outs, inner, attrs = p.operands(rest, op)
@@ -130,12 +140,14 @@ def s_tile(p, op, results, rest, scope, out):
         tensor, offsets = partition(p, ins, outs, scope)
         tile = p.moved_tile(outs[0], scope)
         kind = scope.pads.get(outs[0], PAD_ZERO)
-        fill = next((i for i in reversed(out) if isinstance(i, Inst) and i.outs == [tile]
-                     and i.op == "texpands" and not i.ins), None)
+        fill = next((i for i in _fills(reversed(out)) if i.outs == [tile]), None)
         if kind == PAD_NULL and fill is not None:
-            attrs["pad"] = fill.attrs["value"]       # filled first (lower._tile_load)
-        elif kind == PAD_NULL and tile.row_of is not None:
-            attrs["pad"] = None          # a row of a tile filled before (lower._tile_load_row)
+            # filled first (lower._tile_load), perhaps under the window's check (fillpad)
+            attrs["pad"] = fill.attrs["value"]
+        elif kind == PAD_NULL:
+            # a row of a tile filled before (lower._tile_load_row), or a whole window whose
+            # fill was dropped at compile time (passes/fillpad.py)
+            attrs["pad"] = None
         else:
             attrs["pad"] = pad_value(kind, tile.dtype)
         out.append(Inst("tload", [tensor, *offsets], [tile], attrs))
@@ -156,10 +168,12 @@ def s_tile(p, op, results, rest, scope, out):
     if name == "tmuls" and len(outs) == 1 and ins and (
             piece(p, ins[0], outs[0], scope, out)):
         return
-    if name == "tmov" and ins and re.search(r"\.t\d+$", ins[0]):
+    if name in ("tmov", "textract") and ins and re.search(r"\.t\d+$", ins[0]):
         attrs["transpose"] = True        # through a transposed view (print_views.transposed)
     if name == "textract" and len(ins) == 3:       # from L1: offsets as operands
-        attrs["starts"] = tuple(scope.consts[n][0] for n in ins[1:])
+        starts = tuple(scope.consts[n][0] for n in ins[1:])
+        # the transposed view's offsets are the source's, swapped (printer: textract)
+        attrs["starts"] = starts[::-1] if attrs.get("transpose") else starts
         ins = ins[:1]
     row = re.search(r"\.k(\d+)_(\d+)$", ins[0]) if name == "tcvt" and ins else None
     if row is not None:              # a conversion row by row (print_views.cvt_rows)

@@ -798,6 +798,11 @@ def _entries() -> list[Entry]:
         lambda: _pto(mm().matmul_k_steps_kernel, _r(32, 128, dtype=F16),
                      _r(48, 128, dtype=F16), _z(32, 48), 32, 48, 128, BM=32, BN=48, BK=32,
                      STEPS=2, B_TRANS=True))
+    # elementwise results in the buffer of the operand they read last (memory_plan): the
+    # chain fits the UB only so (host fusion groups dropped), one 128 KiB buffer
+    add("inplace_chain", "testsuite unary binary-ts f32",
+        lambda: _pto(_tests("compiler.test_in_place").chain, _r(128, 256), _z(1, 256),
+                     _z(128, 256), R=128, C=256))
     # a pipelined loop of two iterations known at compile time: MLIR inlines its one unrolled
     # trip, and PTOAS rejected the prefetch past the end as a window of the constant size 0
     add("matmul_two_iterations_stages2", "matmul-f16 k-loop num-stages",

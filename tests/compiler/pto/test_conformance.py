@@ -99,6 +99,10 @@ PTO_ORACLE = str(ORACLE / "pto-oracle")
 ASSEMBLERS = {"0.60": ORACLE / "bin" / "ptoas", "0.27": ORACLE / "bin" / "0.27" / "ptoas"}
 VERSIONS = [v for v, path in ASSEMBLERS.items() if path.is_file()]
 
+from pypto.compiler.pto.dialect import Dialect          # noqa: E402
+from pypto.compiler.pto.printer import print_program    # noqa: E402
+from pypto.compiler.pto.reader import parse_program     # noqa: E402
+
 from . import corpus   # noqa: E402  (after the skip: no oracle, no compiling)
 
 NAMES = [entry.name for entry in corpus.CORPUS if not entry.refused]
@@ -303,6 +307,17 @@ def test_pto_conforms_to_ptoas(name, checked, version):
     if r.npu != "OK":
         pytest.fail(f"pto-oracle npu-check (pto-isa's A2/A3 headers) rejects ptoas {version}'s "
                     f"C++ of {_describe(name)}:\n{r.npu}\n  file: {r.cpp}", pytrace=False)
+    # PyPTO's reader reads it back to the program that prints the same text (the corpus is
+    # compiled with PYPTO_VERIFY_PTO=0, so this is where its kernels are held to it)
+    text = r.path.read_text()
+    again = print_program(parse_program(text), Dialect(tuple(map(int, version.split(".")))))
+    if again != text:
+        line = next(i for i, (a, b) in enumerate(zip(text.splitlines() + [""],
+                                                     again.splitlines() + [""])) if a != b)
+        pytest.fail(f"{_describe(name)}: the printed .pto does not read back identically; "
+                    f"line {line + 1}:\n  printed {text.splitlines()[line:line + 1]}\n  "
+                    f"re-read {again.splitlines()[line:line + 1]}\n  file: {r.path}",
+                    pytrace=False)
 
 
 def test_corpus_is_large_and_covers_every_family():

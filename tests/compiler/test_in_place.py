@@ -1,0 +1,62 @@
+"""An elementwise op's result takes the UB buffer of an operand it reads for the last time
+(passes/memory_plan.py, ``_share_dying_operands``): a chain over a 128 x 256 fp32 tile needs
+one 128 KiB buffer, not two, so it fits the 192 KiB UB; results are unchanged (the chain also
+runs on three engines and both assemblers from the conformance corpus, ``inplace_chain``)."""
+import numpy as np
+import pytest
+
+import pypto
+import pypto.language as pl
+
+
+@pypto.jit
+def chain(x, bias, out, R: pl.constexpr, C: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(R, C))
+    y = pl.exp(pl.maximum(t * 2.0 + 1.0, 0.0) * -0.5) - 1.0
+    pl.store(out, offsets=(0, 0), value=(y / 3.0).to(out.dtype))
+
+
+def _args(r, c, dtype):
+    rng = np.random.default_rng(r * c)
+    x = rng.standard_normal((r, c)).astype(np.float32)
+    return x, np.zeros((1, c), np.float32), np.zeros((r, c), dtype)
+
+
+def test_a_chain_on_a_128_x_256_fp32_tile_fits_the_ub():
+    x, bias, out = _args(128, 256, np.float32)
+    kernel = chain.compile(x, bias, out, R=128, C=256)
+    ub = kernel.metadata["buffer_bytes"]["vec"]
+    # one 128 KiB buffer for the whole chain: before, each op's result was a buffer of its
+    # own and the plan overflowed the UB
+    assert ub == 128 * 256 * 4, ub
+    chain[(1,)](x, bias, out, R=128, C=256)
+    want = (np.exp(np.maximum(x * 2 + 1, 0) * -0.5) - 1) / 3
+    np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("r,c", [(8, 32), (33, 70)])
+def test_in_place_results_match_numpy(r, c):
+    x, bias, out = _args(r, c, np.float32)
+    chain[(1,)](x, bias, out, R=r, C=c)
+    want = (np.exp(np.maximum(x * 2 + 1, 0) * -0.5) - 1) / 3
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+@pypto.jit
+def reciprocal_chain(x, out, R: pl.constexpr, C: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(R, C))
+    pl.store(out, offsets=(0, 0), value=pl.reciprocal(t * 2.0) + 1.0)
+
+
+def test_a_reciprocal_keeps_its_own_buffer():
+    """ptoas 0.60 rejects an A3 TRECIP whose source is its destination ("expects A3 trecip src
+    and dst to use different storage"; the hypothesis op chains met it): the in-place rule
+    leaves it out (the compile goes through ptoas when PYPTO_PTOAS is set)."""
+    x = np.random.default_rng(1).uniform(0.5, 2.0, (64, 256)).astype(np.float32)
+    out = np.zeros_like(x)
+    pto = reciprocal_chain.compile(x, out, R=64, C=256).asm["pto"]
+    recip = next(line for line in pto.splitlines() if "pto.trecip" in line)
+    src, dst = (recip.split(f"{side}(")[1].split(" :")[0] for side in ("ins", "outs"))
+    assert src != dst, recip
+    reciprocal_chain[(1,)](x, out, R=64, C=256)
+    np.testing.assert_allclose(out, 1 / (x * 2) + 1, rtol=1e-6)
