@@ -72,6 +72,8 @@ SCRIPTS = {
 
 # What a tutorial must show besides its table (the .pto lines and errors it teaches)
 SHOWS = {
+    "tutorials/03_matmul.py": ["modelled on ascend910b1, 1536^3", "pto-isa's GEMM on the board"],
+    "benchmarks/matmul.py": ["modelled NPU time (ascend910b1", "GEMM float16", "GEMM bfloat16"],
     "tutorials/05_multicore_barrier.py": [
         "pto.barrier #pto.pipe<PIPE_ALL>",
         "pto.sync.set #pto.pipe<PIPE_MTE3>, 14 {ffts_mode = 0 : i32}",

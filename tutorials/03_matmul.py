@@ -14,6 +14,7 @@ import numpy as np
 
 import pypto
 import pypto.language as pl
+from pypto.backends.ascend.model.launch import model_kernel
 
 # ----------------------------------------------------------------------------------------------
 # 1. Tiles and the 2-D grid.
@@ -136,6 +137,28 @@ def main():
     except pypto.CompilationError as e:
         first_line = str(e).splitlines()[0]          # "file:line:col: in kernel: message"
         print("    BM=BN=256 ->", first_line.split(": in ", 1)[-1].split(" Tiles in it")[0])
+
+    # --- what the NPU would take ------------------------------------------------------------
+    # There is no NPU here: the cycle model of the 910B (docs/cycle_model.md, calibrated
+    # against instruction timings and kernels measured on the chip) says how long one launch
+    # would take, and how busy the cube (M pipe) and the loads (MTE2) would be. Beside it,
+    # pto-isa's hand-written GEMM on a 24-core board (shared/reference/ascend910b.md).
+    board = {1536: (38.8, 54.5, 72.2), 3072: (206.7, 79.0, 90.9)}   # us, cube %, TLOAD %
+    n = 1536 if args.quick else 3072
+    a = np.zeros((n, n), np.float16)
+    c = np.zeros((n, n), np.float32)
+    m = model_kernel(matmul_kernel, (n // BM, n // BN), a, a, c, n, BM=BM, BN=BN, BK=BK)
+    core_time = len({blk.core for blk in m.blocks}) * m.cycles
+    board_us, board_cube, board_tload = board[n]
+    print(f"\nmodelled on {m.target.name}, {n}^3: {m.time_ms * 1e3:.1f} us = "
+          f"{2 * n ** 3 / m.time_ms / 1e9:.0f} TFLOPS, cube busy "
+          f"{m.pipe_busy['M'] / core_time:.0%}, TLOAD {m.pipe_busy['MTE2'] / core_time:.0%}; "
+          f"pto-isa's GEMM on the board: {board_us} us = {2 * n ** 3 / board_us / 1e6:.0f} "
+          f"TFLOPS, cube {board_cube:.0f}%, TLOAD {board_tload:.0f}%")
+    print(textwrap.fill(
+        "Each K step here waits for its loads: tutorial 06's num_stages=2 overlaps them with "
+        "the cube, and with 128 x 256 tiles benchmarks/matmul.py models the same plain kernel "
+        "at 0.8 x the board.", 96))
 
     # --- timing against numpy -----------------------------------------------------------------
     # numpy has no fp16 GEMM, so its side is the fp32 BLAS GEMM on fp32 copies of the inputs.

@@ -6,6 +6,7 @@ import sys
 
 from ... import envs
 from ..verifier import verify
+from .col_expand import fuse_col_expand
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .fuse_elementwise import fuse_elementwise
@@ -23,6 +24,7 @@ PIPELINE = (
     ("legalize-storage", legalize_storage),
     ("legalize", legalize),
     ("legalize-types", legalize_types),
+    ("col-expand", fuse_col_expand),
     ("infer-memory-space", infer_memory_space),
     ("fuse-elementwise", fuse_elementwise),
     ("plan-memory", plan_memory),

@@ -32,7 +32,8 @@ IN_PLACE = ("tile.setval", "tile.load_row")
 # storage"), TANDS / TORS / TXORS (the same, any arch), nor conversions or selections.
 IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tsubs",
                               "tmuls", "tdivs", "tmaxs", "tmins", "texp", "tlog", "tsqrt",
-                              "tabs", "trelu"})
+                              "tabs", "trelu", *(f"tcolexpand{op}" for op in (
+                                  "add", "sub", "mul", "div", "max", "min"))})
 
 
 def tile_bytes(ttype, target, alloc=None) -> int:
@@ -321,7 +322,8 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> N
 
 def _opcode(op: Op) -> str | None:
     """The PTO instruction a one-to-one Tile IR op becomes (lower.TILE_TO_PTO), else None."""
-    rule = TILE_TO_PTO.get(op.name) if op.name in ("tile.binary", "tile.unary") else None
+    rule = TILE_TO_PTO.get(op.name) if op.name in ("tile.binary", "tile.unary",
+                                                   "tile.col_expand") else None
     return rule(op)[0] if rule is not None else None
 
 

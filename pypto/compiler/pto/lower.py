@@ -452,6 +452,7 @@ TILE_TO_PTO = {
     "tile.where": lambda op: ("tsel", {}),
     "tile.cast": _cast_rule,
     "tile.broadcast": _broadcast_rule,
+    "tile.col_expand": lambda op: (f"tcolexpand{op.attrs['op']}", {}),
     "tile.reduce": _reduce_rule,
     "tile.reshape": lambda op: ("treshape", {}),
     "tile.bitcast": lambda op: ("treshape", {}),     # a view of the bytes as another dtype
