@@ -77,3 +77,17 @@ def test_a_bias_relu_epilogue_fits_at_128_x_256():
     gemm_bias[(1, 2)](a, b, bias, c, k, BM=128, BN=256, BK=64)
     want = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias, 0)
     np.testing.assert_allclose(c, want, rtol=2e-3, atol=2e-3)
+
+
+def test_a_one_column_tile_keeps_its_broadcast():
+    """An (M, 1) tile is printed through its (1, M) row view, whose valid shape is not the
+    row's: ptoas 0.60 rejected its tcolexpandadd ("expects src1 valid_shape[1] to equal dst
+    valid_shape[1]"; the hypothesis differential test met it), so it stays a broadcast."""
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    r = np.full((1, 1), 0.5, np.float32)
+    outs = [np.zeros((4, 1), np.float32) for _ in range(7)]
+    pto = row_ops.compile(x, r, *outs, M=4, N=1).asm["pto"]
+    assert "tcolexpandadd" not in pto
+    row_ops[(1,)](x, r, *outs, M=4, N=1)
+    for got, want in zip(outs, _want(x, r)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

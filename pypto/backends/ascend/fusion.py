@@ -31,6 +31,12 @@ def _order_sensitive(closing) -> bool:
         closing.ins[0].dtype.is_floating
 
 
+def _element_rule(op: str):
+    """A member's element rule; a column expand's is its binary op's (the (1, N) row is read
+    at row 0, as every one-row source of a group)."""
+    return ELEMENT_RULES.get(op) or ELEMENT_RULES["t" + op.removeprefix("tcolexpand")]
+
+
 def fused(cg, insts):
     """A fusion group (passes/fuse_elementwise.py) as one loop nest over the output shape:
     each instruction's element rule runs on values held in registers, sources are read with
@@ -156,7 +162,7 @@ def _fused_loop(cg, insts, windows, keep=frozenset(), gm_reads=None, virtual=fro
                 _fused_loop(cg, insts, windows, keep, gm_reads, virtual, valid_cols,
                             guards, guarded_only=True)
         return
-    rules = [([], None) if inst.op == "tload" else ELEMENT_RULES[inst.op](cg, inst)
+    rules = [([], None) if inst.op == "tload" else _element_rule(inst.op)(cg, inst)
              for inst in members]
     tiles = {id(t): t for inst in insts for t in inst.ins + inst.outs if isinstance(t, Tile)}
     # every tile's address, computed here so that it dominates both column loops below

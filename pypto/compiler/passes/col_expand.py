@@ -38,7 +38,8 @@ def _full_and_row(op: Op, readers: dict):
     if op.name != "tile.binary" or op.attrs.get("op") not in OPS:
         return None
     shape, dtype = op.result.type.shape, op.result.type.dtype
-    if len(shape) != 2 or shape[0] == 1 or dtype not in DTYPES:
+    # an (M, 1) tile is printed through its (1, M) row view: its valid shape is not the row's
+    if len(shape) != 2 or shape[0] == 1 or shape[1] == 1 or dtype not in DTYPES:
         return None
     orders = [(0, 1), (1, 0)] if op.attrs["op"] in COMMUTATIVE else [(0, 1)]
     for i, j in orders:
