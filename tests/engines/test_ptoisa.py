@@ -161,8 +161,7 @@ ALWAYS = {"rt_mixed", "matmul_softmax_mixed", "tut05_scale_barrier", "tut05_neve
           # is a graph kernel, covered by its ops' entries)
           "matmul_i8_single", "rt_cube_trans_int8",
           # matmul operands extracted from L1 slices into double-buffered L0A/L0B
-          "ts_matmul_k_steps", "ts_matmul_k_steps_b_trans", "matmul_two_iterations_stages2",
-          "inplace_chain", "col_expand_ops", "col_expand_ops_f16"}
+          "ts_matmul_k_steps", "ts_matmul_k_steps_b_trans", "inplace_chain", "col_expand_ops"}
 assert not TOOLS or ALWAYS <= set(CORPUS_NAMES), ALWAYS - set(CORPUS_NAMES)
 DEFAULT_CORPUS = set(CORPUS_NAMES[::2]) | ALWAYS
 SLOW_CORPUS = set(CORPUS_NAMES) - DEFAULT_CORPUS

@@ -98,6 +98,12 @@ def _partial(load: Inst, consts: dict, names):
     known = [(value(o), d) for o, d in zip(offsets, dims)]
     if all(o is not None and d is not None for o, d in known):
         return any(o < 0 or o + n > d for (o, d), n in zip(known, sizes))
+    return _window_check(tensor, offsets, dims, sizes, names)
+
+
+def _window_check(tensor, offsets, dims, sizes, names) -> tuple[list, Scalar]:
+    """The scalar instructions computing ``offset < 0 or offset + size > extent`` on some
+    axis, and their i1 result."""
     insts: list = []
 
     def emit(op, ins, out_dtype, **attrs):
