@@ -160,7 +160,7 @@ ALWAYS = {"rt_mixed", "matmul_softmax_mixed", "tut05_scale_barrier", "tut05_neve
           # cube tiles allocated in whole fractal boxes (passes/cube_box.py; conv_f32_dilated
           # is a graph kernel, covered by its ops' entries)
           "matmul_i8_single", "rt_cube_trans_int8",
-          # matmul operands extracted from L1 slices into double-buffered L0A/L0B
+          # L1 slices into double-buffered L0A/L0B; in-place UB results; column expands
           "ts_matmul_k_steps", "ts_matmul_k_steps_b_trans", "inplace_chain", "col_expand_ops"}
 assert not TOOLS or ALWAYS <= set(CORPUS_NAMES), ALWAYS - set(CORPUS_NAMES)
 DEFAULT_CORPUS = set(CORPUS_NAMES[::2]) | ALWAYS
