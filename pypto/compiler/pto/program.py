@@ -238,18 +238,20 @@ class Program:
         return [(self.kind, self.body)]
 
 
-_FOLD = {"arith.mul": lambda a, b: a * b, "arith.add": lambda a, b: a + b}
+_FOLD = {"arith.mul": lambda a, b: a * b, "arith.add": lambda a, b: a + b,
+         "arith.sub": lambda a, b: a - b}
 
 
 def constant_values(program: Program) -> dict:
-    """Scalar name -> value, for the program's constants and their products and sums (a
-    double-buffered loop steps by 2 x its step)."""
+    """Scalar name -> value, for the program's integer constants and their sums, differences
+    and products (a double-buffered loop steps by 2 x its step; unbatched planes add their
+    index to an offset)."""
     consts: dict = {}
     for _, body in program.parts:
         for i in walk_insts(body):
             if not isinstance(i, Inst):
                 continue
-            if i.op == "arith.constant":
+            if i.op == "arith.constant" and isinstance(i.attrs.get("value"), int):
                 consts[i.outs[0].name] = i.attrs["value"]
             elif i.op in _FOLD and all(getattr(x, "name", None) in consts for x in i.ins):
                 consts[i.outs[0].name] = _FOLD[i.op](*(consts[x.name] for x in i.ins))

@@ -59,19 +59,16 @@ def _visit(body: list, program: Program, consts: dict) -> None:
             _visit(nested, program, consts)
         if isinstance(node, For) and node.stages == 2:
             at = body.index(node)
-            body[at:at + 1] = [node] if _at_most_two(node, consts) else _pipeline(node,
-                                                                                   program)
+            if _at_most_two(node, consts):
+                node.stages = 1
+            else:
+                body[at:at + 1] = _pipeline(node, program)
 
 
 def _at_most_two(loop: For, consts: dict) -> bool:
     """Does the loop run at most two iterations, known at compile time?"""
     lb, ub, step = (consts.get(x.name) for x in (loop.lb, loop.ub, loop.step))
-    if None in (lb, ub, step) or step <= 0:
-        return False
-    if ub - lb <= 2 * step:
-        loop.stages = 1
-        return True
-    return False
+    return None not in (lb, ub, step) and 0 < step and ub - lb <= 2 * step
 
 
 # -- which loads can run ahead --------------------------------------------------------------

@@ -9,15 +9,11 @@ sync and the hazard checker see the result.
 """
 from __future__ import annotations
 
-from ..program import Inst, Program, Scalar, TensorArg, nested_bodies
-
-# scalar arithmetic folded to find constant offsets (the unbatch pass adds plane indices)
-_FOLD = {"arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b,
-         "arith.mul": lambda a, b: a * b}
+from ..program import Inst, Program, Scalar, TensorArg, constant_values, nested_bodies
 
 
 def fold_empty_windows(program: Program) -> Program:
-    known: dict[str, int] = {}
+    known = constant_values(program)      # offsets folded (the unbatch pass adds plane indices)
     for _, body in program.parts:
         _fold(body, known)
     return program
@@ -29,7 +25,6 @@ def _fold(body: list, known: dict) -> None:
         for nested in nested_bodies(node):
             _fold(nested, known)
         if isinstance(node, Inst):
-            _learn(node, known)
             if node.op == "tload" and _empty(node.ins[0], node.ins[1:], node.outs[0], known):
                 if node.attrs["pad"] is None:     # the tile holds its padding already
                     continue
@@ -42,15 +37,6 @@ def _fold(body: list, known: dict) -> None:
                 continue
         out.append(node)
     body[:] = out
-
-
-def _learn(inst: Inst, known: dict) -> None:
-    if not inst.outs or not isinstance(inst.outs[0], Scalar) or inst.outs[0].dtype.is_floating:
-        return
-    if inst.op == "arith.constant" and isinstance(inst.attrs.get("value"), int):
-        known[inst.outs[0].name] = inst.attrs["value"]
-    elif inst.op in _FOLD and all(isinstance(x, Scalar) and x.name in known for x in inst.ins):
-        known[inst.outs[0].name] = _FOLD[inst.op](*(known[x.name] for x in inst.ins))
 
 
 def _empty(tensor, offsets, tile, known: dict) -> bool:
