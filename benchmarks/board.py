@@ -19,10 +19,11 @@ numpy, so the ports compute what they claim. --reps is accepted for the harness 
   of the cores' time against the board's TMATMUL and TLOAD ratios. "1 step/load" is the same
   kernel loading one K step (128-byte rows) per TLOAD, the obvious port: the board's figure is
   the schedule to beat, not that kernel's time.
-* GEMM pto-isa .pto: the same schedule as pto-isa's kernel, instruction for instruction,
-  built as a PTO program (``gemm_ptoisa_program``: 4 K steps per TLOAD of 512-byte rows,
-  TEXTRACT into double-buffered L0A/L0B) and modelled with ``model_launch``: the model held
-  against the board on the board's own instruction stream, apart from what PyPTO emits.
+* GEMM pto-isa .pto / flash attn pto-isa .pto: pto-isa's kernels instruction for
+  instruction, built as PTO programs (``ptoisa_programs.py``) and modelled with
+  ``model_launch``: the model held against the board on the board's own instruction stream,
+  apart from what PyPTO emits (for flash attention: both AIVs, 4 QK tiles in flight, FIFOs
+  through GM, TROWEXPANDSUB/MUL).
 * Flash attention fp16, head 128, S0 = S1 = S (``kernels/manual/common/flash_atten``, the
   910B2 table): one program per 64 query rows, keys in blocks of 128, online softmax, S and P
   handed between cube and vector through global memory (tutorial 12's kernel without the
@@ -44,6 +45,9 @@ from _harness import main_table
 import pypto
 import pypto.language as pl
 from pypto.backends.ascend.model.launch import model_kernel, model_launch
+from ptoisa_programs import fa_program, gemm_program
+from ptoisa_programs import fa_args as fa_program_args
+from ptoisa_programs import gemm_args as gemm_program_args
 
 TARGET = "ascend910b2"      # the board's chip: 24 AIC / 48 AIV at 1.80 GHz
 
@@ -95,11 +99,6 @@ def gemm_args(m, n, k, steps=GEMM_STEPS):
     return (a, b, c), meta
 
 
-def gemm_model_args(n) -> dict:
-    (a, b, c), _ = gemm_args(n, n, n)
-    return {"a": a, "b": b, "c": c}
-
-
 def gemm_check(rng) -> None:
     m, n, k = GM_GRID[0] * BASE_M, GM_GRID[1] * BASE_N, 4 * BASE_K
     (a, b, c), meta = gemm_args(m, n, k)
@@ -108,80 +107,6 @@ def gemm_check(rng) -> None:
     gemm_kernel[GM_GRID](a, b, c, **meta)
     want = a.astype(np.float32) @ b.astype(np.float32).T
     np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-2, err_msg="board GEMM port")
-
-
-def gemm_ptoisa_program(m, n, k):
-    """pto-isa's GEMM kernel instruction for instruction (gemm_performance_kernel.cpp) as a PTO
-    program for the model: what PyPTO cannot yet emit (4 K steps per TLOAD, TEXTRACT of
-    64-wide slices into double-buffered L0A/L0B), so the model can be held against the board
-    on the board's own instruction stream. ``arith`` computes the offsets; flags as the
-    kernel's set_flag / wait_flag; the K loop is unrolled by 8 (2 L1 buffers x stepK 4)."""
-    from pypto.compiler.pto import For, Inst, Program, Scalar, TensorArg, Tile
-    from pypto.language import dtypes as dt
-    from pypto.target import get_target
-    f16, f32, i64 = dt.float16, dt.float32, dt.int64
-    sm, sn, step_k = m // GM_GRID[0], n // GM_GRID[1], 4
-    ta = TensorArg("a", f16, (m, k), (k, 1))
-    tb = TensorArg("b", f16, (n, k), (k, 1))
-    tc = TensorArg("c", f32, (m, n), (n, 1))
-    a_mat = [Tile(f"amat{i}", "mat", f16, BASE_M, BASE_K * step_k, 0) for i in range(2)]
-    b_mat = [Tile(f"bmat{i}", "mat", f16, BASE_N, BASE_K * step_k, 0) for i in range(2)]
-    a_l0 = [Tile(f"a{i}", "left", f16, BASE_M, BASE_K, 0) for i in range(2)]
-    b_l0 = [Tile(f"b{i}", "right", f16, BASE_K, BASE_N, 0) for i in range(2)]
-    acc = Tile("acc", "acc", f32, BASE_M, BASE_N, 0)
-    names = iter(range(10 ** 6))
-
-    def arith(op, x, y, out):
-        r = Scalar(f"s{next(names)}", i64)
-        out.append(Inst(f"arith.{op}", [x, y], [r]))
-        return r
-
-    def flag(op, src, dst, event):
-        return Inst(op, [], [], {"src": src, "dst": dst, "event": event})
-
-    pid, i, j, k0 = (Scalar(x, i64) for x in ("pid", "i", "j", "k0"))
-    head = [Inst("pto.program_id", [], [pid], {"axis": 0})]
-    am0 = arith("mul", arith("mod", pid, GM_GRID[0], head), sm, head)
-    bn0 = arith("mul", arith("floordiv", pid, GM_GRID[0], head), sn, head)
-    head += [flag("set_flag", "MTE1", "MTE2", 0), flag("set_flag", "MTE1", "MTE2", 1),
-             flag("set_flag", "M", "MTE1", 0), flag("set_flag", "M", "MTE1", 1)]
-    kbody = []
-    row_a = arith("add", am0, i, kbody)
-    row_b = arith("add", bn0, j, kbody)
-    for s in range(2 * step_k):
-        buf, l0, first = s // step_k, s % 2, s % step_k == 0
-        if first:
-            col = arith("add", k0, s * BASE_K, kbody)
-            kbody += [flag("wait_flag", "MTE1", "MTE2", buf),
-                      Inst("tload", [ta, row_a, col], [a_mat[buf]]),
-                      flag("set_flag", "MTE2", "MTE1", 0),
-                      Inst("tload", [tb, row_b, col], [b_mat[buf]]),
-                      flag("set_flag", "MTE2", "MTE1", 1)]
-        kbody.append(flag("wait_flag", "M", "MTE1", l0))
-        if first:
-            kbody.append(flag("wait_flag", "MTE2", "MTE1", 0))
-        kbody.append(Inst("textract", [a_mat[buf]], [a_l0[l0]],
-                          {"starts": (0, s % step_k * BASE_K)}))
-        if first:
-            kbody.append(flag("wait_flag", "MTE2", "MTE1", 1))
-        kbody.append(Inst("textract", [b_mat[buf]], [b_l0[l0]],
-                          {"starts": (s % step_k * BASE_K, 0)}))
-        if s % step_k == step_k - 1:
-            kbody.append(flag("set_flag", "MTE1", "MTE2", buf))
-        kbody += [flag("set_flag", "MTE1", "M", l0), flag("wait_flag", "MTE1", "M", l0),
-                  Inst("tmatmul.acc", [acc, a_l0[l0], b_l0[l0]], [acc]),
-                  flag("set_flag", "M", "MTE1", l0)]
-    kloop = For(k0, 0, k, 2 * step_k * BASE_K, [], [], [], kbody)
-    jbody = [kloop, flag("set_flag", "M", "FIX", 0), flag("wait_flag", "M", "FIX", 0)]
-    row_c = arith("add", am0, i, jbody)
-    col_c = arith("add", bn0, j, jbody)
-    jbody += [Inst("tstore", [acc], [tc, row_c, col_c]),
-              flag("set_flag", "FIX", "M", 0), flag("wait_flag", "FIX", "M", 0)]
-    body = head + [For(i, 0, sm, BASE_M, [], [], [],
-                       [For(j, 0, sn, BASE_N, [], [], [], jbody)])]
-    body += [flag("wait_flag", "M", "MTE1", 0), flag("wait_flag", "M", "MTE1", 1),
-             flag("wait_flag", "MTE1", "MTE2", 0), flag("wait_flag", "MTE1", "MTE2", 1)]
-    return Program("gemm_ptoisa", "cube", [ta, tb, tc], [], body, get_target(TARGET), {})
 
 
 # -- flash attention ---------------------------------------------------------------------------
@@ -293,13 +218,16 @@ def cases(quick: bool):
     for n in QUICK["gemm"] if quick else GEMM_BOARD:
         ms, cube, tload = GEMM_BOARD[n]
         out.append(("GEMM pto-isa .pto", f"{n}^3", ms * 1e3, (cube, tload),
-                    lambda n=n: model_launch(gemm_ptoisa_program(n, n, n), GM_GRID,
-                                             gemm_model_args(n))))
+                    lambda n=n: model_launch(gemm_program(n, n, n, GM_GRID),
+                                             GM_GRID, gemm_program_args(n, n, n))))
     for s in QUICK["fa"] if quick else FA_BOARD:
         grid, args, meta = fa_args(s)
         out.append(("flash attn h128", f"S={s // 1024}k", FA_BOARD[s], None,
                     lambda grid=grid, args=args, meta=meta: model_kernel(fa_kernel, grid, *args,
                                                                          **meta)))
+    for s in QUICK["fa"] if quick else FA_BOARD:
+        out.append(("flash attn pto-isa .pto", f"S={s // 1024}k", FA_BOARD[s], None,
+                    lambda s=s: model_launch(fa_program(s), (s // 128,), fa_program_args(s))))
     for rows in QUICK["topk"] if quick else TOPK_BOARD:
         args, meta = topk_args(rows)
         out.append(("top-k fp32 k=1000", f"{rows}x1024", TOPK_BOARD[rows], None,

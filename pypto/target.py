@@ -64,6 +64,11 @@ class CostModel:
     # 495, TROWMAX f32 64x64 480 -> 7.5 cycles a row; rows wider than a repeat first fold
     # their repeats with binary adds
     row_reduce_cycles: float = 7.5
+    # a group reduction (vcgmax/vcgadd: each 32-byte block to one element) a repeat, pto-isa's
+    # A2/A3 cost model (costmodel/a2a3/cce_costmodel/cce_costmodel_vector_compute.hpp: 14 +
+    # 1 per repeat, where its vcadd line, 7 a repeat, matches the chip's 7.5 above); no
+    # measured figure
+    group_reduce_cycles: float = 1.0
     # broadcast of one element a row (a scalar read and a vector dup): TROWEXPAND 64x64 933
     row_expand_cycles: float = 14.4
     # a select sets the mask register from each row's bits before its vsel: TSEL f16 4x128 67,
@@ -146,9 +151,12 @@ class CostModel:
     cross_core_sync_cycles: float = 1000.0
     # The L2's bandwidth over the HBM's, shared by the active cores like it (the model's L2:
     # ``backends/ascend/model/memory.py``). Not published; CANN's matmul guide puts it above
-    # 3x, and pto-isa's GEMM moves ~3.4 TB/s into 24 cores at 6144^3 (2.1x the HBM): 3x
-    # (approx.), 4800 GB/s on b1-b3, 2400 on b4
-    l2_over_hbm: float = 3.0
+    # 3x, pto-isa's GEMM moves ~3.4 TB/s into 24 cores at 6144^3 (2.1x the HBM, bound by the
+    # cores' own DMA), and pto-isa's flash attention at S = 32k moves 640 KiB a key tile
+    # through GM per cluster (K, V, P into L1; S and PV out of L0C; S in and P out of the
+    # UBs), 21 GB in its 3263 us on the board: >= 6.4 TB/s, 4x the HBM. 4x: the least the
+    # board allows, 6400 GB/s on b1-b3, 3200 on b4
+    l2_over_hbm: float = 4.0
 
 # Float -> narrower int conversions A2/A3's TCVT makes without saturation (pto-isa
 # npu/a2a3/TCvt.hpp, kIsNarrowingCvt and its NonSatTorch paths): the value is truncated (or

@@ -110,6 +110,24 @@ def test_reductions_pay_per_row():
     assert wide > rows + 64 * 3 * c.vector["binary"].repeat_cycles
 
 
+def test_fp32_row_reductions_of_8192_elements_fold_in_groups():
+    """pto-isa's A2/A3 TROWMAX/TROWSUM fold fp32 tiles of these static shapes into a column
+    with vcgmax/vcgadd (TRowReduceOps.hpp, TryOptimizeFP32Reduce): one pass at a cycle a
+    repeat and a few small steps, instead of binary folds and a vcmax a row."""
+    c = B1.costs
+    for rows, cols in ((64, 128), (32, 256), (16, 512), (8, 1024)):
+        out = tile("vec", F32, rows, 1)
+        grouped = cost("trowmax", [tile("vec", F32, rows, cols)], [out])[0]
+        general = cost("trowmax", [dynamic(F32, rows, cols)], [out])[0]
+        assert grouped < general
+        steps = 4 * (c.vector_issue_cycles + c.vector_barrier_cycles)
+        assert grouped <= c.vector_issue_cycles + 128 * c.group_reduce_cycles + steps
+    # fp16, or another fp32 shape: the general path (TROWSUM f16 64x128 measured 495)
+    half = cost("trowsum", [tile("vec", F16, 64, 128)], [tile("vec", F16, 64, 1)])[0]
+    assert half == pytest.approx(495, rel=0.05)
+    assert cost("trowsum", [tile("vec", F32, 64, 64)], [tile("vec", F32, 64, 1)])[0] == \
+        c.vector_issue_cycles + 64 * c.row_reduce_cycles
+
 def test_more_than_255_repeats_pay_the_issue_again():
     big = tile("vec", F32, 128, 256)                       # 128 KiB = 512 repeats: 3 issues
     spec = B1.costs.vector["scalar"]
@@ -441,3 +459,38 @@ def test_all_cores_streaming_never_exceed_the_chips_hbm_bandwidth():
     moved = sum(r.bytes for b in m.blocks for r in b.records if r.name in ("tload", "tstore"))
     gbps = moved / (m.time_ms * 1e-3) / 1e9
     assert 0.5 * get_target("ascend910b1").hbm_gbps < gbps <= get_target("ascend910b1").hbm_gbps
+
+
+def _cluster(vector_cores, slow_aiv):
+    """A mixed program: the cube sets flag 0 and waits for flag 1; each AIV waits for flag
+    0, then AIV ``slow_aiv`` (by its sub-block index) adds a long vector op, then sets 1."""
+    from pypto.compiler.pto import If, Program
+    x = tile("vec", F32, 64, 64)
+    big = tile("vec", F32, 256, 256)
+    sb, slow = Scalar("sb", I64), Scalar("slow", dt.bool_)
+    sync = lambda kind, pipe, flag: Inst(f"sync.{kind}", [], [], {"pipe": pipe, "flag": flag})
+    cube = [sync("set", "S", 0), sync("wait", "S", 1)]
+    vector = [Inst("pto.get_subblock_idx", [], [sb]),
+              Inst("arith.cmp", [sb, slow_aiv], [slow], {"pred": "eq"}),
+              sync("wait", "S", 0), Inst("tadd", [x, x], [x]),
+              If(slow, [Inst("tadd", [big, big], [big])], [], [], [], []),
+              sync("set", "V", 1)]
+    return Program("cluster", "mixed", [], [], cube, B1, {}, vector,
+                   vector_cores=vector_cores)
+
+
+def test_ffts_mode_2_the_cube_waits_for_both_aivs_and_signals_both():
+    """A flag the cube sets reaches every AIV; the cube's wait ends when every AIV has set
+    its flag (pto-isa npu/a2a3/TPush.hpp, FFTS mode 2)."""
+    def cube_resumes(program):
+        m = model_launch(program, (1,), {})
+        aivs = [r for r in m.blocks[0].records if r.part == "vector" and r.name == "tadd"]
+        return m.blocks[0].end, aivs
+    sync = B1.costs.cross_core_sync_cycles
+    one_end, one = cube_resumes(_cluster(1, slow_aiv=1))      # the slow one is not run
+    two_end, two = cube_resumes(_cluster(2, slow_aiv=1))
+    assert len(one) == 1 and len(two) == 3                    # both AIVs got the cube's flag
+    slow_done = max(r.end for r in two)
+    assert two_end >= slow_done + sync > one_end
+    # sub-block 0 slow instead: the same wait, whichever AIV is late
+    assert cube_resumes(_cluster(2, slow_aiv=0))[0] == pytest.approx(two_end)

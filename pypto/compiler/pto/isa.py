@@ -71,7 +71,7 @@ def is_sync(inst) -> bool:
 def is_scalar(inst) -> bool:
     """Scalar arithmetic and block queries run on S and touch no buffer."""
     return inst.op.startswith("arith.") or inst.op in ("pto.program_id", "pto.num_programs",
-                                                        "tensor.dim")
+                                                        "pto.get_subblock_idx", "tensor.dim")
 
 
 def pipe_of(inst) -> str:

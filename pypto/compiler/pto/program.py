@@ -221,7 +221,10 @@ class While:
 class Program:
     """``kind`` is "vector", "cube" or "mixed"; a mixed kernel has two parts (the cube part in
     ``body``, the vector part in ``vector_body``) that run on the two kinds of core of a
-    cluster and exchange tiles through the GM workspace."""
+    cluster and exchange tiles through the GM workspace. ``vector_cores``: how many of the
+    cluster's two AIVs run ``vector_body`` (1: sub-block 0, as PyPTO emits it, sub-block 1
+    only keeping step; 2: both, each reading its own ``pto.get_subblock_idx``, as pto-isa's
+    hand-written mixed kernels split their rows)."""
     name: str
     kind: str
     params: list                 # TensorArg | Scalar, in call order
@@ -230,6 +233,7 @@ class Program:
     target: object
     buffer_bytes: dict
     vector_body: list | None = None
+    vector_cores: int = 1
 
     @property
     def parts(self) -> list[tuple[str, list]]:

@@ -85,6 +85,7 @@ class BlockEnv:
     core: int = 0
     part: str = "vector"
     memory: GlobalMemory | None = None     # the launch's L2 (None: every GM byte at HBM rate)
+    subblock: int = 0                      # which of the cluster's AIVs (a vector part)
 
 
 # -- scalar evaluation --------------------------------------------------------------------------
@@ -264,8 +265,9 @@ class PartTimeline:
         """(bytes, bursts, window) a load or store really moves: its tile clamped to the
         tensor at the instruction's offsets (ragged edges move less, a prefetch past the end
         nothing), the runs of global memory that takes (``gm_bursts``), and the window's key
-        for the L2 (``memory.py``): tensor, offsets and valid shape (a workspace is the
-        block's own)."""
+        for the L2 (``memory.py``): tensor, offsets and valid shape, or for a GM workspace
+        the block's whole buffer (what one core of the cluster stored there the other reads
+        back, whatever the shapes of the two transfers)."""
         if inst.op == "tload":
             tensor, offsets, tile = inst.ins[0], inst.ins[1:], inst.outs[0]
         else:
@@ -286,10 +288,13 @@ class PartTimeline:
             rows = _inside(rows, dims[-2], offs[-2]) if inside else 0
             cols = _inside(cols, dims[-1], offs[-1])
         size = tile.dtype.itemsize
-        owner = self.env.pid if getattr(tensor, "workspace", False) else None
-        if any(getattr(o, "name", None) in self.from_data for o in offsets):
-            owner = ("data", next(_DATA_WINDOWS))      # an address the model cannot know
-        window = (name, owner, tuple(offs), rows, cols)
+        if getattr(tensor, "workspace", False):
+            window = (name, self.env.pid)      # the cluster's hand-off buffer: one entry
+        else:
+            owner = None
+            if any(getattr(o, "name", None) in self.from_data for o in offsets):
+                owner = ("data", next(_DATA_WINDOWS))      # an address the model cannot know
+            window = (name, owner, tuple(offs), rows, cols)
         if not dims:
             return rows * cols * size, None, window
         strides = self.strides.get(name) or getattr(tensor, "strides", ())
@@ -311,6 +316,8 @@ class PartTimeline:
             return self.env.pid[axis]
         if inst.op == "pto.num_programs":
             return self.env.grid[axis]
+        if inst.op == "pto.get_subblock_idx":
+            return self.env.subblock
         if inst.op == "tensor.dim":
             tensor = inst.ins[0]
             return self.shapes.get(tensor.name, tensor.dims)[axis]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ....compiler.elementwise import BINARY, UNARY
 from ....compiler.pto.isa import is_scalar, is_sync, pipe_of
 from ....compiler.pto import Tile
+from ....language import dtypes as dt
 from ....target import GiB, Target, get_target
 
 # -- instruction families (rules as data) -------------------------------------------------------
@@ -189,11 +190,25 @@ def _streaming_cycles(family: str, tile: Tile, target: Target) -> float:
     return issues * spec.head_cycles + repeats * spec.repeat_cycles
 
 
-def _row_reduce_cycles(src: Tile, target: Target) -> float:
+# fp32 tiles pto-isa's A2/A3 row reductions fold with group reductions (TRowReduceOps.hpp,
+# TryOptimizeFP32Reduce): 8192 elements, shape and valid shape static and whole, the result a
+# column (DN) tile
+GROUP_REDUCE_SHAPES = ((64, 128), (32, 256), (16, 512), (8, 1024))
+
+
+def _row_reduce_cycles(inst, src: Tile, target: Target) -> float:
     """A whole-row reduce a row; wider rows first fold their repeats pairwise (binary
-    steps, each level behind a barrier)."""
+    steps, each level behind a barrier). The fp32 shapes of ``GROUP_REDUCE_SHAPES`` go
+    through vcgmax/vcgadd instead: one pass folds every 32-byte block to one element, then
+    a few small steps (a group step folds 8 partials, a binary one 2) finish each row."""
     costs = target.costs
     rows, cols = valid_shape(src)
+    if _group_reducible(inst, src):
+        bits = (cols // 8).bit_length() - 1          # log2 of the partials a row keeps
+        steps = bits // 3 + bits % 3
+        first = rows * cols * src.dtype.itemsize // costs.repeat_bytes
+        return (costs.vector_issue_cycles + first * costs.group_reduce_cycles
+                + (steps + 1) * costs.vector_barrier_cycles + steps * costs.vector_issue_cycles)
     per_row = -(-cols * src.dtype.itemsize // costs.repeat_bytes)
     fold = 0.0
     if per_row > 1:
@@ -201,6 +216,13 @@ def _row_reduce_cycles(src: Tile, target: Target) -> float:
         fold = (rows * (per_row - 1) * costs.vector["binary"].repeat_cycles
                 + levels * (costs.vector_issue_cycles + costs.vector_barrier_cycles))
     return costs.vector_issue_cycles + fold + rows * costs.row_reduce_cycles
+
+
+def _group_reducible(inst, src: Tile) -> bool:
+    out = inst.outs[0] if inst.outs and isinstance(inst.outs[0], Tile) else None
+    return (src.dtype == dt.float32 and out is not None and out.is_column
+            and (src.v_row, src.v_col) == (src.rows, src.cols) == src.alloc_shape
+            and (src.rows, src.cols) in GROUP_REDUCE_SHAPES)
 
 
 def _col_reduce_cycles(inst, src: Tile, target: Target) -> float:
@@ -241,7 +263,7 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
     elements = max(valid_shape(t)[0] * valid_shape(t)[1] for t in tiles)
     family = vector_family(inst.op)
     if family == "row_reduce":
-        cycles = _row_reduce_cycles(inst.ins[0], target)
+        cycles = _row_reduce_cycles(inst, inst.ins[0], target)
     elif family == "col_reduce":
         cycles = _col_reduce_cycles(inst, inst.ins[0], target)
     elif family in ("row_expand", "select"):

@@ -3,11 +3,12 @@ answered, the grid list-scheduled on the cores.
 
 Blocks in launch order (pid0 fastest) take the core that frees first. A vector kernel runs on
 the AIVs, a cube kernel on the AICs, a mixed kernel's block on one cluster (its cube part on the
-AIC, its vector part on an AIV, both counted against HBM). A block's share of HBM bandwidth is
+AIC, its vector part on one AIV or both, ``Program.vector_cores``, all counted against HBM).
+A block's share of HBM bandwidth is
 fixed when it starts: the cores still busy then plus those starting with it. Blocks that meet
 (``syncall``) or signal each other all start at once (the grid must fit). In a mixed kernel the
-cross-core flags belong to the block's cluster (its cube and vector parts); otherwise they are
-launch-wide counters (``pl.signal``/``pl.wait``).
+cross-core flags belong to the block's cluster, with FFTS mode 2's fan-out and join between
+the cube and its AIVs; otherwise they are launch-wide counters (``pl.signal``/``pl.wait``).
 """
 from __future__ import annotations
 
@@ -27,12 +28,24 @@ from .memory import REPLAY_HIT_RATE, GlobalMemory
 # -- cross-core flags and barriers --------------------------------------------------------------
 
 class _Agent:
-    """One part's timeline as the hub drives it: its generator and the scope its cross-core
-    flags belong to (the block's cluster, or 0: the whole launch)."""
+    """One part's timeline as the hub drives it: its generator, the scope its cross-core
+    flags belong to (the block's cluster, or 0: the whole launch) and, in a cluster, its
+    ``role`` ("cube", or the AIV's sub-block) and how many AIVs run the vector part."""
 
-    def __init__(self, part: PartTimeline, scope):
-        self.part, self.scope = part, scope
+    def __init__(self, part: PartTimeline, scope, role=None, aivs: int = 1):
+        self.part, self.scope, self.role, self.aivs = part, scope, role, aivs
         self.gen = part.run()
+
+    def flag_keys(self, flag, setting: bool) -> list:
+        """Where a flag goes or comes from. FFTS mode 2 ties a cluster's three cores: a flag
+        the cube sets reaches every AIV, and the cube's wait ends when every AIV has set it
+        (pto-isa ``npu/a2a3/TPush.hpp``); elsewhere a flag is one launch-wide counter."""
+        if self.role is None:
+            return [(self.scope, flag)]
+        if self.role == "cube":
+            way = "down" if setting else "up"
+            return [(self.scope, flag, way, sb) for sb in range(self.aivs)]
+        return [(self.scope, flag, "up" if setting else "down", self.role)]
 
 
 class _Flags:
@@ -45,19 +58,22 @@ class _Flags:
     def post(self, key, t: float, count: int) -> None:
         self.tokens[key].append([t, count])
 
-    def take(self, key, count: int) -> float | None:
-        queue = self.tokens[key]
-        if sum(c for _, c in queue) < count:
+    def take(self, keys: list, count: int) -> float | None:
+        """Take ``count`` tokens from each of ``keys`` (none unless all have them): when the
+        last one taken had arrived."""
+        if any(sum(c for _, c in self.tokens[key]) < count for key in keys):
             return None
         ready = 0.0
-        while count:
-            tok = queue[0]
-            used = min(count, tok[1])
-            tok[1] -= used
-            count -= used
-            ready = max(ready, tok[0])
-            if tok[1] == 0:
-                queue.popleft()
+        for key in keys:
+            queue, need = self.tokens[key], count
+            while need:
+                tok = queue[0]
+                used = min(need, tok[1])
+                tok[1] -= used
+                need -= used
+                ready = max(ready, tok[0])
+                if tok[1] == 0:
+                    queue.popleft()
         return ready
 
 
@@ -71,7 +87,7 @@ class _Hub:
         self.flags = _Flags()
         self.heap = [(a.part.env.start, i, None) for i, a in enumerate(agents)]
         heapq.heapify(self.heap)
-        self.waiting: list = []          # (agent index, flag key, count, time)
+        self.waiting: list = []          # (agent index, flag keys, count, time)
         self.arrived: list = []          # (agent index, time) at a syncall
         # a syncall (FFTS mode 0) meets every core whose part has one: a block that finishes
         # without reaching it holds the others forever, as on the chip
@@ -98,25 +114,26 @@ class _Hub:
         heapq.heappush(self.heap, (t, i, reply))
 
     def _request(self, i: int, kind: str, *rest) -> None:
-        scope = self.agents[i].scope
+        agent = self.agents[i]
         if kind == "set":
             flag, count, t = rest
-            self.flags.post((scope, flag), t, count)
+            for key in agent.flag_keys(flag, setting=True):
+                self.flags.post(key, t, count)
             self._resume(i, t)
         elif kind == "wait":
             flag, count, t = rest
-            self.waiting.append((i, (scope, flag), count, t))
+            self.waiting.append((i, agent.flag_keys(flag, setting=False), count, t))
         else:
             self.arrived.append((i, rest[0]))
 
     def _wake_waiters(self) -> None:
         still = []
-        for i, key, count, t in self.waiting:
-            ready = self.flags.take(key, count)
+        for i, keys, count, t in self.waiting:
+            ready = self.flags.take(keys, count)
             if ready is None and self.standalone:
                 ready = t
             if ready is None:
-                still.append((i, key, count, t))
+                still.append((i, keys, count, t))
             else:
                 self._resume(i, max(t, ready), max(t, ready))
         self.waiting = still
@@ -203,14 +220,23 @@ def _insts(body):
 
 
 def _block_parts(program, env_for) -> list:
-    """The agents of one block: one per program part, flags scoped to the block's cluster
-    in a mixed kernel and to the whole launch otherwise."""
-    agents = []
-    for part_name, body in program.parts:
-        env = env_for(part_name)
-        scope = env.pid if program.kind == "mixed" else 0
-        agents.append(_Agent(PartTimeline(body, env), scope))
+    """The agents of one block: one per program part (a mixed kernel's vector part once per
+    AIV that runs it, ``Program.vector_cores``), flags scoped to the block's cluster in a
+    mixed kernel and to the whole launch otherwise."""
+    if program.kind != "mixed":
+        return [_Agent(PartTimeline(program.body, env_for(program.kind, 0)), 0)]
+    aivs = program.vector_cores
+    cube = env_for("cube", 0)
+    agents = [_Agent(PartTimeline(program.body, cube), cube.pid, "cube", aivs)]
+    for sb in range(aivs):
+        agents.append(_Agent(PartTimeline(program.vector_body, env_for("vector", sb)),
+                             cube.pid, sb, aivs))
     return agents
+
+
+def _cores_per_block(program) -> int:
+    """The cores one block occupies (they share the HBM with other blocks' cores)."""
+    return 1 + program.vector_cores if program.kind == "mixed" else 1
 
 
 def _check_args(program, args: dict) -> None:
@@ -237,11 +263,11 @@ def _model_launch(program, grid, args: dict, target: Target, memory: GlobalMemor
     cores = target.cores_for(program.kind != "vector")
     grid = _grid3((cores,) if grid is None else grid)     # as a launch without a grid
     pids = _pids(grid)
-    parts = len(program.parts)
+    block_cores = _cores_per_block(program)
 
     def env_factory(pid, core, start, active):
-        return lambda part: BlockEnv(target, pid, grid, args, program.params, start,
-                                     active * parts, core, part, memory)
+        return lambda part, sb: BlockEnv(target, pid, grid, args, program.params, start,
+                                         active * block_cores, core, part, memory, sb)
 
     if _cooperative(program):
         if len(pids) > cores:
@@ -268,10 +294,11 @@ def model_block(program, grid, args: dict, target, pid: tuple, core: int, start:
     that signal each other need ``model_launch``."""
     target = as_target(target)
     grid = _grid3(grid)
-    parts = len(program.parts)
+    block_cores = _cores_per_block(program)
     memory = GlobalMemory(target) if memory is None else memory
-    agents = _block_parts(program, lambda part: BlockEnv(
-        target, pid, grid, args, program.params, start, active * parts, core, part, memory))
+    agents = _block_parts(program, lambda part, sb: BlockEnv(
+        target, pid, grid, args, program.params, start, active * block_cores, core, part,
+        memory, sb))
     _Hub(agents).run()
     return _merge(agents)
 

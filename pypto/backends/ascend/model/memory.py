@@ -12,7 +12,9 @@ The rule (a reuse-distance estimate, LRU by bytes):
 * The unit is a **window**: one transfer's (tensor, offsets, valid shape). A later transfer of
   the same window of the same tensor (another block's, or the same block's on a later pass)
   hits if fewer than ``l2`` bytes of other windows were touched since (LRU by bytes); windows
-  that only overlap count as different (a miss: the estimate errs slow).
+  that only overlap count as different (a miss: the estimate errs slow). A mixed kernel's GM
+  workspace is one window per cluster: the cube writes 128-row tiles that each AIV reads
+  back in slices of its own rows.
 * Loads and stores both touch: a store allocates its window (the L2 is write-back), so what a
   block writes and another reads back (a cube -> vector hand-off through a GM workspace, a
   producer -> consumer task) is a hit. A store goes at the L2's rate; the dirty bytes it or a
