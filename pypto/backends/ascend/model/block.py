@@ -234,8 +234,10 @@ class PartTimeline:
         pipe = pipe_of(inst)
         issue = self._issue(self.costs.dispatch_cycles)
         start = max(self.free[pipe], issue + self.costs.dispatch_cycles)
-        # a load and a store of one core in flight together split the core's share of HBM
-        sharing = 2 if inst.op in ("tload", "tstore") and any(
+        # the requesters sharing GM bandwidth: a load and a store of one core in flight
+        # together count two, or the launch's measured average (``memory.py``)
+        streams = getattr(self.env.memory, "streams", None)
+        sharing = streams if streams is not None else 2 if inst.op in ("tload", "tstore") and any(
             self.free[p] > start for p in GM_PIPES if p != pipe) else 1
         cycles, flops, nbytes = self._cost(inst, sharing)
         end = start + cycles
@@ -244,7 +246,7 @@ class PartTimeline:
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
                                        PIPE_KIND[pipe], self.env.part))
 
-    def _cost(self, inst: Inst, sharing: int = 1):
+    def _cost(self, inst: Inst, sharing: float = 1):
         if inst.op in ("tload", "tstore"):
             nbytes, bursts, window = self._moved(inst)
             active = self.env.active_cores * sharing

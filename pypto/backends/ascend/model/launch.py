@@ -21,7 +21,7 @@ from ....compiler.pto.isa import PIPES
 from ....compiler.pto import Inst, TensorArg, walk_insts
 from ....compiler.pto.reader import parse_program
 from ....target import Target, get_target
-from .block import BlockEnv, BlockTrace, PartTimeline
+from .block import GM_PIPES, BlockEnv, BlockTrace, PartTimeline
 from .costs import as_target, dispatch_cycles
 from .memory import REPLAY_HIT_RATE, GlobalMemory
 
@@ -255,8 +255,17 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
     model = _model_launch(program, grid, args, target, GlobalMemory(target))
     hits = model.memory.hit_rate()
     if hits > REPLAY_HIT_RATE:         # mostly reuse: the HBM is shared by the missing cores
-        model = _model_launch(program, grid, args, target, GlobalMemory(target, 1.0 - hits))
+        memory = GlobalMemory(target, 1.0 - hits, _streams(program, model))
+        model = _model_launch(program, grid, args, target, memory)
     return model
+
+
+def _streams(program, model: LaunchModel) -> float:
+    """The GM transfers a core had in flight on average: the GM pipes' busy cycles over
+    the cores' time (``memory.py``)."""
+    gm = sum(b.pipe_busy.get(p, 0.0) for b in model.blocks for p in GM_PIPES)
+    time = sum(b.end - b.start for b in model.blocks) * _cores_per_block(program)
+    return gm / time if time else 1.0
 
 
 def _model_launch(program, grid, args: dict, target: Target, memory: GlobalMemory):

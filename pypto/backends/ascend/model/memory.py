@@ -32,6 +32,11 @@ The rule (a reuse-distance estimate, LRU by bytes):
   all the blocks of a wave fetch once together; ``launch.model_launch`` therefore models a
   launch that mostly hits (hit rate above ``REPLAY_HIT_RATE``) a second time with the first
   run's miss rate as ``miss_share`` (a streaming launch, whose every core misses, runs once).
+* Bandwidth goes to the transfers in flight, each GM pipe of a core (MTE2, MTE3, FIX) a
+  requester. The first run counts a core's load and store in flight together as two; the
+  second uses the first run's average, ``streams``: the GM pipes' busy cycles over the cores'
+  time (a flash-attention cluster's cube streams K, V and P in while FIX streams S and PV
+  out, nearly two requesters, while its AIVs move data a third of their time).
 
 One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one graph run
 (``tasks.schedule``); it starts empty (cold): a kernel's inputs come from the HBM once.
@@ -49,11 +54,13 @@ REPLAY_HIT_RATE = 0.5       # a launch hitting more than this is modelled again 
 class GlobalMemory:
     """The L2's contents (window -> [bytes, dirty]) in LRU order, and the bytes read from it
     and from the HBM so far; ``miss_share``: the fraction of the active cores that share the
-    HBM's bandwidth."""
+    HBM's bandwidth; ``streams``: the GM transfers a core has in flight on average (None: a
+    core's load and store in flight together count two, else one)."""
 
-    def __init__(self, target: Target, miss_share: float = 1.0):
+    def __init__(self, target: Target, miss_share: float = 1.0, streams: float | None = None):
         self.target = target
         self.miss_share = miss_share
+        self.streams = streams
         self.capacity = target.l2_mib * MIB
         self.lines: OrderedDict = OrderedDict()
         self.held = 0
