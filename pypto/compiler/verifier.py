@@ -17,7 +17,7 @@ KNOWN_OPS = {
     "tile.reshape", "tile.transpose", "tile.slice", "tile.concat", "tile.matmul", "tile.mov",
     "tile.gather", "tile.scatter", "tile.getval", "tile.setval", "tile.sort",
     "tile.load_row", "tile.store_row",     # legalize_indexed: whole rows
-    "tile.col_expand",                     # col_expand: a row broadcast into an op
+    "tile.col_expand", "tile.row_expand",  # expand: a row or column broadcast into an op
     "tile.sort32", "tile.mrgsort", "tile.mrglists", "tile.gather_mask",    # legalize_sort32: the chip's sort
     "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition",
     *SYNC_OPS, "tensor.workspace", "tile.alloc",

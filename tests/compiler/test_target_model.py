@@ -143,7 +143,7 @@ def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
     vector = pto[pto.index("@mm_bias_relu_vector"):]
     assert "kernel_kind<cube>" in cube and "kernel_kind<vector>" in vector
     assert "pto.tmatmul" in cube and "loc=vec" not in cube
-    # the bias row is added by one column expand (passes/col_expand.py)
+    # the bias row is added by one column expand (passes/expand.py)
     assert "pto.tcolexpandadd" in vector and "loc=acc" not in vector and "tmatmul" not in vector
     assert "pto.sync.set #pto.pipe<PIPE_FIX>, 15" in cube    # FFTS mode 2: cube -> vector
     assert "pto.sync.wait #pto.pipe<PIPE_MTE2>, 15" in vector

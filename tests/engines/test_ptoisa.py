@@ -161,7 +161,8 @@ ALWAYS = {"rt_mixed", "matmul_softmax_mixed", "tut05_scale_barrier", "tut05_neve
           # is a graph kernel, covered by its ops' entries)
           "matmul_i8_single", "rt_cube_trans_int8",
           # L1 slices into double-buffered L0A/L0B; in-place UB results; column expands
-          "ts_matmul_k_steps", "ts_matmul_k_steps_b_trans", "inplace_chain", "col_expand_ops"}
+          "ts_matmul_k_steps", "ts_matmul_k_steps_b_trans", "inplace_chain", "col_expand_ops",
+          "row_expand_ops"}
 assert not TOOLS or ALWAYS <= set(CORPUS_NAMES), ALWAYS - set(CORPUS_NAMES)
 DEFAULT_CORPUS = set(CORPUS_NAMES[::2]) | ALWAYS
 SLOW_CORPUS = set(CORPUS_NAMES) - DEFAULT_CORPUS

@@ -387,6 +387,7 @@ HANDLERS = {
     "tile.getval": _getval, "tile.setval": _setval, "tile.sort": _sort, "tile.full": _full, "tile.alloc": _alloc, "tile.arange": _arange,
     "tile.unary": _unary, "tile.binary": _tile_binary, "tile.where": _where,
     "tile.col_expand": _tile_binary,       # the (1, N) row broadcasts over the rows
+    "tile.row_expand": _tile_binary,       # the (M, 1) column over the columns
     "tile.cast": _cast, "tile.broadcast": _broadcast, "tile.reduce": _reduce,
     "tile.cumsum": _cumsum, "tile.reshape": _reshape, "tile.bitcast": _bitcast,
     "tile.transpose": _transpose,

@@ -6,9 +6,9 @@ import sys
 
 from ... import envs
 from ..verifier import verify
-from .col_expand import fuse_col_expand
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .expand import fuse_expands
 from .fuse_elementwise import fuse_elementwise
 from .legalize import legalize
 from .legalize_storage import legalize_storage
@@ -24,7 +24,7 @@ PIPELINE = (
     ("legalize-storage", legalize_storage),
     ("legalize", legalize),
     ("legalize-types", legalize_types),
-    ("col-expand", fuse_col_expand),
+    ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),
     ("fuse-elementwise", fuse_elementwise),
     ("plan-memory", plan_memory),

@@ -18,7 +18,8 @@ from ..ir import VEC, Block, Module, Op, users
 from ..pto import view2d
 
 FUSABLE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.full",
-           "tile.broadcast", "tile.mov", "tile.load", "tile.reshape", "tile.col_expand"}
+           "tile.broadcast", "tile.mov", "tile.load", "tile.reshape", "tile.col_expand",
+           "tile.row_expand"}
 
 
 def _shape2d(v):

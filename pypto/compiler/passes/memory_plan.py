@@ -32,8 +32,9 @@ IN_PLACE = ("tile.setval", "tile.load_row")
 # storage"), TANDS / TORS / TXORS (the same, any arch), nor conversions or selections.
 IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tsubs",
                               "tmuls", "tdivs", "tmaxs", "tmins", "texp", "tlog", "tsqrt",
-                              "tabs", "trelu", *(f"tcolexpand{op}" for op in (
-                                  "add", "sub", "mul", "div", "max", "min"))})
+                              "tabs", "trelu",
+                              *(f"t{axis}expand{op}" for axis in ("row", "col")
+                                for op in ("add", "sub", "mul", "div", "max", "min"))})
 
 
 def tile_bytes(ttype, target, alloc=None) -> int:
@@ -323,7 +324,7 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> N
 def _opcode(op: Op) -> str | None:
     """The PTO instruction a one-to-one Tile IR op becomes (lower.TILE_TO_PTO), else None."""
     rule = TILE_TO_PTO.get(op.name) if op.name in ("tile.binary", "tile.unary",
-                                                   "tile.col_expand") else None
+                                                   "tile.col_expand", "tile.row_expand") else None
     return rule(op)[0] if rule is not None else None
 
 
@@ -399,10 +400,10 @@ class PlacedTile(NamedTuple):
         return not (self.end < other.start or other.end < self.start)
 
 
-# The orders tiles are placed in: by start (then the longest-lived first), and, when that
-# leaves no room, the largest first (which fragments less: short-lived small tiles no longer
-# split the space the big ones need). A plan that fits in the first order is kept as it is;
-# one that fits in neither is reported where the first overflowed.
+# The orders tiles are placed in: by start (then the longest-lived first), and the largest
+# first (which fragments less: short-lived small tiles no longer split the space the big
+# ones need). The plan that fits in less is kept (the first on a tie); one that fits in
+# neither is reported where the first overflowed.
 _ORDERS = (lambda iv, size: (iv[0], -iv[1]), lambda iv, size: (-size, iv[0], -iv[1]))
 
 
@@ -410,10 +411,9 @@ def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dic
     capacity = target.buffers[space]
     sizes = {id(m): tile_bytes(m[2].type, target, boxes.get(m[2].id)) for m in members}
     placed, high, over = _place(members, sizes, _ORDERS[0], capacity, target)
-    if over is not None:
-        other = _place(members, sizes, _ORDERS[1], capacity, target)
-        if other[2] is None:
-            placed, high, over = other
+    other = _place(members, sizes, _ORDERS[1], capacity, target)
+    if other[2] is None and (over is not None or other[1] < high):
+        placed, high, over = other
     for offset, size, start, end, root, vals in placed:
         for v in vals.values():
             v.addr = offset

@@ -453,6 +453,7 @@ TILE_TO_PTO = {
     "tile.cast": _cast_rule,
     "tile.broadcast": _broadcast_rule,
     "tile.col_expand": lambda op: (f"tcolexpand{op.attrs['op']}", {}),
+    "tile.row_expand": lambda op: (f"trowexpand{op.attrs['op']}", {}),
     "tile.reduce": _reduce_rule,
     "tile.reshape": lambda op: ("treshape", {}),
     "tile.bitcast": lambda op: ("treshape", {}),     # a view of the bytes as another dtype

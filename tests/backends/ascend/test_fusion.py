@@ -124,7 +124,7 @@ def test_fusion_never_makes_a_kernel_too_big_for_the_chip(monkeypatch):
     that does not fit instruction by instruction and keeps the others fused (dropping every
     group made it 2.5x slower). (2 x 4096, this test's case before the memory plan learned
     to place the largest tiles first, and 2 x 5120, before the weight rows stopped being
-    broadcast into full tiles (passes/col_expand.py), now fit with every group.)"""
+    broadcast into full tiles (passes/expand.py), now fit with every group.)"""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((4, 5632)).astype(np.float32)
     w, b = rng.standard_normal(5632).astype(np.float32), rng.standard_normal(5632).astype(np.float32)

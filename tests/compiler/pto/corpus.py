@@ -803,12 +803,16 @@ def _entries() -> list[Entry]:
     add("inplace_chain", "testsuite unary binary-ts f32",
         lambda: _pto(_tests("compiler.test_in_place").chain, _r(128, 256), _z(1, 256),
                      _z(128, 256), R=128, C=256))
-    # a (1, N) row broadcast into add/sub/mul/div/max/min: tcolexpand<op> (col_expand)
+    # a (1, N) row / an (M, 1) column broadcast into add/sub/mul/div/max/min:
+    # tcolexpand<op> / trowexpand<op> with its scratch (passes/expand.py)
     for name, dtype in (("col_expand_ops", F32), ("col_expand_ops_f16", F16)):
         add(name, "testsuite broadcast binary-tt " + ("f32" if dtype is F32 else "f16"),
-            lambda dtype=dtype: _pto(_tests("language.test_col_expand").row_ops,
-                                     *_tests("language.test_col_expand").row_ops_args(
+            lambda dtype=dtype: _pto(_tests("language.test_expand").row_ops,
+                                     *_tests("language.test_expand").row_ops_args(
                                          13, 40, dtype), M=13, N=40))
+    add("row_expand_ops", "testsuite broadcast binary-tt reduce f32",      # f16: on the host
+        lambda: _pto(_tests("language.test_expand").column_ops,
+                     *_tests("language.test_expand").column_ops_args(13, 40, F32), M=13, N=40))
     # a pipelined loop of two iterations known at compile time: MLIR inlines its one unrolled
     # trip, and PTOAS rejected the prefetch past the end as a window of the constant size 0
     add("matmul_two_iterations_stages2", "matmul-f16 k-loop num-stages",

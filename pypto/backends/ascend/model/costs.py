@@ -29,7 +29,8 @@ VECTOR_FAMILY = {
     **{op.pto_scalar: "scalar" for op in BINARY.values() if op.pto_scalar},
     **{op.pto: "binary" for op in BINARY.values() if op.pto},
     "taddc": "binary", "tsubc": "binary",
-    **{f"t{d}expand{op}": "binary" for d in ("row", "col")
+    **{f"tcolexpand{op}": "binary" for op in ("add", "sub", "mul", "div", "max", "min")},
+    **{f"trowexpand{op}": "row_expand_binary"
        for op in ("add", "sub", "mul", "div", "max", "min")},
     **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
     **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
@@ -252,6 +253,18 @@ def _per_row_cycles(family: str, tile: Tile, target: Target) -> float:
     return costs.vector["unary"].head_cycles + rows * per_row + repeats
 
 
+def _row_expand_binary_cycles(tile: Tile, target: Target) -> float:
+    """pto-isa's A2/A3 TRowExpandBinOp: vbrcb copies each row's scalar eight times (a repeat
+    per 8 rows) and a barrier, then the op over the tile: one instruction per 256-byte column
+    block with a repeat a row, or one a row when a row has more blocks than the tile rows."""
+    costs, spec = target.costs, target.costs.vector["binary"]
+    rows, cols = valid_shape(tile)
+    blocks = -(-cols * tile.dtype.itemsize // costs.repeat_bytes)
+    issues = rows if blocks > rows else blocks
+    brcb = costs.vector_issue_cycles + -(-rows // 8) + costs.vector_barrier_cycles
+    return brcb + issues * spec.head_cycles + rows * blocks * spec.repeat_cycles
+
+
 def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
     """(cycles, flops, bytes) of a vector instruction by its family (``VECTOR_FAMILY``;
     anything unlisted streams like a unary op): the largest tile sets the repeats."""
@@ -268,6 +281,8 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
         cycles = _col_reduce_cycles(inst, inst.ins[0], target)
     elif family in ("row_expand", "select"):
         cycles = _per_row_cycles(family, inst.outs[0], target)
+    elif family == "row_expand_binary":
+        cycles = _row_expand_binary_cycles(inst.outs[0], target)
     else:
         cycles = _streaming_cycles(family, big, target)
     flops = 0 if inst.op in DATA_MOVES else elements

@@ -1,8 +1,10 @@
-"""A (1, N) row broadcast into an arithmetic op is one column-expand instruction
-(passes/col_expand.py: ``tcolexpand<op>``), not a full-size broadcast tile and the op: the
-results are numpy's, the .pto has no broadcast temporary, and a GEMM epilogue's bias add at
-128 x 256 fp32 fits the UB. The corpus's ``col_expand_ops`` runs it on pto-isa and through
-both assemblers and npu-check."""
+"""A (1, N) row or an (M, 1) column broadcast into an arithmetic op is one expand
+instruction (passes/expand.py: ``tcolexpand<op>`` / ``trowexpand<op>``), not a full-size
+broadcast tile and the op: the results are numpy's, the .pto has no broadcast temporary, and a
+GEMM epilogue's bias add at 128 x 256 fp32 fits the UB. The corpus's ``col_expand_ops`` and
+``row_expand_ops`` run them on pto-isa and through both assemblers and npu-check."""
+import re
+
 import numpy as np
 import pytest
 
@@ -43,6 +45,53 @@ def test_row_broadcast_ops_match_numpy(m, n, dtype, tol):
     row_ops[(1,)](*args, M=m, N=n)
     for got, want in zip(args[2:], _want(*args[:2])):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+@pypto.jit
+def column_ops(x, c, o_add, o_sub, o_mul, o_div, o_max, o_min, o_soft, M: pl.constexpr,
+               N: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(M, N))
+    col = pl.load(c, offsets=(0, 0), shape=(M, 1))
+    pl.store(o_add, offsets=(0, 0), value=col + t)          # commutes: the column may come first
+    pl.store(o_sub, offsets=(0, 0), value=t - col)
+    pl.store(o_mul, offsets=(0, 0), value=t * col)
+    pl.store(o_div, offsets=(0, 0), value=t / col)
+    pl.store(o_max, offsets=(0, 0), value=pl.maximum(col, t))
+    pl.store(o_min, offsets=(0, 0), value=pl.minimum(t, col))
+    e = pl.exp(t - pl.max(t, axis=1, keepdims=True))         # softmax: two row expands
+    pl.store(o_soft, offsets=(0, 0), value=e / pl.sum(e, axis=1, keepdims=True))
+
+
+def column_ops_args(m, n, dtype):
+    rng = np.random.default_rng(m + n)
+    x = rng.standard_normal((m, n)).astype(dtype)
+    c = (rng.uniform(0.5, 2.0, (m, 1)) * rng.choice([-1, 1], (m, 1))).astype(dtype)
+    return x, c, *(np.zeros((m, n), dtype) for _ in range(7))
+
+
+def _want_columns(x, c):
+    x, c = x.astype(np.float64), c.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return [c + x, x - c, x * c, x / c, np.maximum(c, x), np.minimum(x, c),
+            e / e.sum(axis=1, keepdims=True)]
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float16, 2e-3)])
+@pytest.mark.parametrize("m,n", [(8, 64), (13, 40)])
+def test_column_broadcast_ops_match_numpy(m, n, dtype, tol):
+    args = column_ops_args(m, n, dtype)
+    column_ops[(1,)](*args, M=m, N=n)
+    for got, want in zip(args[2:], _want_columns(*args[:2])):
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_each_column_op_is_one_row_expand_instruction():
+    """No full-size broadcast tile is left; the column's copies go to the UB's reserved top
+    8 KiB (pto-isa's TMP_UB_OFFSET), so the instruction names no scratch."""
+    pto = column_ops.compile(*column_ops_args(13, 40, np.float32), M=13, N=40).asm["pto"]
+    for op in ("add", "sub", "mul", "div", "max", "min"):
+        assert re.search(rf"pto\.trowexpand{op} ins\(%\S+, %\S+ :", pto), op
+    assert "pto.trowexpand " not in pto
 
 
 def test_each_op_is_one_column_expand_instruction():
