@@ -16,6 +16,7 @@ ping-pong buffers and flag ids are then plain numbers, as the C++ computes them.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 from pypto.compiler.pto import For, Inst, Program, Scalar, TensorArg, Tile
 from pypto.language import dtypes as dt
@@ -51,8 +52,21 @@ class _Stream:
     def inst(self, op, ins, outs, **attrs):
         self.out.append(Inst(op, list(ins), list(outs), attrs))
 
+    def events(self, op, table):
+        """``op`` (set_flag to prime, wait_flag to drain) for each (src, dst, events)."""
+        for src, dst, count in table:
+            for event in range(count):
+                self.flag(op, src, dst, event)
+
+
+def _shapes(**dims) -> dict:
+    """A launch's arguments as the model needs them: only their shapes."""
+    return {name: SimpleNamespace(shape=shape) for name, shape in dims.items()}
+
 
 # -- GEMM --------------------------------------------------------------------------------------
+
+GEMM_EVENTS = (("MTE1", "MTE2", 2), ("M", "MTE1", 2))     # primed at the start, drained at the end
 
 def gemm_program(m, n, k, grid=(4, 6), base=(128, 256, 64), step_k=4, target="ascend910b2"):
     """gemm_performance_kernel.cpp: each core owns a (m / grid[0]) x (n / grid[1]) block of C,
@@ -73,9 +87,7 @@ def gemm_program(m, n, k, grid=(4, 6), base=(128, 256, 64), step_k=4, target="as
     pid = head.query("pto.program_id", axis=0)
     am0 = head.arith("mul", head.arith("mod", pid, grid[0]), sm)
     bn0 = head.arith("mul", head.arith("floordiv", pid, grid[0]), sn)
-    for event in (0, 1):
-        head.flag("set_flag", "MTE1", "MTE2", event)
-        head.flag("set_flag", "M", "MTE1", event)
+    head.events("set_flag", GEMM_EVENTS)
     kb = _Stream()
     row_a, row_b = kb.arith("add", am0, i), kb.arith("add", bn0, j)
     for s in range(2 * step_k):
@@ -109,20 +121,14 @@ def gemm_program(m, n, k, grid=(4, 6), base=(128, 256, 64), step_k=4, target="as
     jb.flag("set_flag", "FIX", "M", 0)
     jb.flag("wait_flag", "FIX", "M", 0)
     tail = _Stream()
-    for event in (0, 1):
-        tail.flag("wait_flag", "M", "MTE1", event)
-        tail.flag("wait_flag", "MTE1", "MTE2", event)
+    tail.events("wait_flag", GEMM_EVENTS)
     loops = For(i, 0, sm, bm, [], [], [], [For(j, 0, sn, bn, [], [], [], jb.out)])
     body = head.out + [loops] + tail.out
     return Program("gemm_ptoisa", "cube", [ta, tb, tc], [], body, get_target(target), {})
 
 
 def gemm_args(m, n, k) -> dict:
-    """The launch's arguments (only their shapes matter to the model)."""
-    class Shape:
-        def __init__(self, *shape):
-            self.shape = shape
-    return {"a": Shape(m, k), "b": Shape(n, k), "c": Shape(m, n)}
+    return _shapes(a=(m, k), b=(n, k), c=(m, n))
 
 
 # -- flash attention ---------------------------------------------------------------------------
@@ -131,6 +137,8 @@ def gemm_args(m, n, k) -> dict:
 QK_READY, QK_FREE, P_READY, P_FREE, PV_READY, PV_FREE = range(6)
 FA_S0, FA_S1, FA_TILE, FA_HEAD = 128, 128, 256, 128   # CUBE_S0, CUBE_S1, TILE_S1, HEAD_SIZE
 FA_PRELOAD, FA_FIFO, FA_AIVS = 4, 8, 2
+FA_CUBE_EVENTS = (("M", "MTE1", 2), ("MTE1", "MTE2", 4), ("FIX", "M", 2))
+FA_VECTOR_EVENTS = (("V", "MTE2", 2), ("MTE3", "V", 2))
 
 
 def fa_program(s, target="ascend910b2"):
@@ -155,10 +163,7 @@ def fa_program(s, target="ascend910b2"):
 
 
 def fa_args(s) -> dict:
-    class Shape:
-        def __init__(self, *shape):
-            self.shape = shape
-    return {x: Shape(s, FA_HEAD) for x in "qkvo"}
+    return _shapes(**{x: (s, FA_HEAD) for x in "qkvo"})
 
 
 def _fa_cube(q, k, v, qk_ws, p_ws, pv_ws, tiles, sub):
@@ -173,12 +178,7 @@ def _fa_cube(q, k, v, qk_ws, p_ws, pv_ws, tiles, sub):
     acc = [Tile(f"acc{i}", "acc", F32, FA_S0, FA_S1, i * 0x10000) for i in (0, 1)]
     pid = st.query("pto.program_id", axis=0)
     q_row = st.arith("mul", pid, FA_S0)
-    for event in (0, 1):
-        st.flag("set_flag", "M", "MTE1", event)
-    for event in range(4):
-        st.flag("set_flag", "MTE1", "MTE2", event)
-    for event in (0, 1):
-        st.flag("set_flag", "FIX", "M", event)
+    st.events("set_flag", FA_CUBE_EVENTS)
     state = {"l0": 0, "acc": 0, "k": 0, "pv": 0}
 
     def next_acc():                   # assign_running_acc_tile: one toggle for QK and PV
@@ -260,12 +260,7 @@ def _fa_cube(q, k, v, qk_ws, p_ws, pv_ws, tiles, sub):
             if ahead is not None:
                 qk(ahead, part, qk_acc)
             pv(tile, part, pv_acc)
-    for event in (0, 1):
-        st.flag("wait_flag", "M", "MTE1", event)
-    for event in range(4):
-        st.flag("wait_flag", "MTE1", "MTE2", event)
-    for event in (0, 1):
-        st.flag("wait_flag", "FIX", "M", event)
+    st.events("wait_flag", FA_CUBE_EVENTS)
     return st.out
 
 
@@ -299,9 +294,7 @@ def _fa_vector(o, qk_ws, p_ws, pv_ws, tiles, sub):
     sb = st.query("pto.get_subblock_idx")
     sb_rows = st.arith("mul", sb, rows)
     o_row = st.arith("add", st.arith("mul", pid, FA_S0), sb_rows)
-    for event in (0, 1):
-        st.flag("set_flag", "V", "MTE2", event)
-        st.flag("set_flag", "MTE3", "V", event)
+    st.events("set_flag", FA_VECTOR_EVENTS)
     count = {"pp": 0}
 
     def ping():                   # p_gu_src_pingpong_id: one counter for P and GU buffers
@@ -389,7 +382,5 @@ def _fa_vector(o, qk_ws, p_ws, pv_ws, tiles, sub):
             if ahead is not None:
                 compute_p(ahead, part)
         compute_gu(tile)
-    for event in (0, 1):
-        st.flag("wait_flag", "V", "MTE2", event)
-        st.flag("wait_flag", "MTE3", "V", event)
+    st.events("wait_flag", FA_VECTOR_EVENTS)
     return st.out
