@@ -103,8 +103,9 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
     pl.store(out, offsets=(head + m0, 0), value=(o / l).to(pl.float16))
 
 
-# (1, 8, 1024, 64), modelled: 64 x 64 blocks 388 us, 64 x 128 328 us (fewer hand-offs per
-# key); 128-row blocks overflow the UB (s, p, the masks and O at once). Host time: alike.
+# (1, 8, 1024, 64), modelled: 64 x 64 blocks 479 us, 64 x 128 272 us (fewer hand-offs per
+# key), 128 x 64 347 us; 128 x 128 overflows the UB (s, p, the masks and O at once). Host
+# time: alike.
 BLOCK_M, BLOCK_N = 64, 128
 
 
