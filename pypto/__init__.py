@@ -71,7 +71,7 @@ _LAZY = {"Config": ".tuning", "autotune": ".tuning", "sanitize": _SANITIZER,
          "load_pto": ".runtime.pto_kernel", "ascend_c_kernel": ".ascend_c",
          "OutputSpec": ".ascend_c", "AscendCCompileError": ".ascend_c",
          "SanitizerWarning": _SANITIZER, "SanitizerError": _SANITIZER,
-         "AssemblerVersionWarning": ".backends.ascend.ptoas",
+         "AssemblerVersionWarning": ".backends.ascend.ptoas", "CheckedWindowWarning": ".errors",
          "UnsupportedAssembler": ".compiler.pto.dialect"}
 
 
@@ -106,5 +106,5 @@ __all__ = ["jit", "JITFunction", "CompiledKernel", "LaunchWarning", "Compilation
            "Profiler", "enable_profiling", "disable_profiling", "get_profiling_report",
            "graph", "debug", "Config", "autotune", "sanitize", "load_pto", "ascend_c_kernel", "OutputSpec",
            "AscendCCompileError", "SanitizerWarning",
-           "SanitizerError", "AssemblerVersionWarning", "UnsupportedAssembler",
+           "SanitizerError", "AssemblerVersionWarning", "CheckedWindowWarning", "UnsupportedAssembler",
            "register_op", "registered_ops", *_GRAPH_NAMES] + list(_language_all)

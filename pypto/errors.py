@@ -27,6 +27,12 @@ class SourceLoc:
         return f"{self.filename}:{self.line}:{self.col + 1}"
 
 
+class CheckedWindowWarning(UserWarning):
+    """A matmul operand's window the compiler cannot prove inside its tensor: it is checked
+    at run time, and then travels GM -> UB -> GM -> L1 through the vector core (only the UB
+    takes the slow, element-by-element path)."""
+
+
 class CompilationError(Exception):
     """The kernel cannot be compiled because of something in the user's code."""
 

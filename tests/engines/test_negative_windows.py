@@ -2,6 +2,8 @@
 before its tensor, so such a load or store is checked at run time and, when it does, moved
 element by element (passes/legalize_windows.py). The host, the interpreter and pto-isa's
 simulator agree, and the bytes around the tensors stay as they were."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -113,3 +115,25 @@ def _window_checks(pto: str) -> int:
         elif open_ifs and ("pto.tload" in line or "pto.tstore" in line):
             open_ifs[-1][1] = True
     return count + sum(moves for _, moves in open_ifs)
+
+
+@pypto.jit
+def shifted_matmul(a, b, c, start, CLAMP: pl.constexpr):
+    """A matmul operand at a run-time row offset: checked unless clamped at 0."""
+    row = max(start, 0) if CLAMP else start
+    ta = pl.load(a, offsets=(row, 0), shape=(16, 32))
+    pl.store(c, offsets=(0, 0), value=pl.matmul(ta, pl.load(b, offsets=(0, 0), shape=(32, 16))))
+
+
+def test_a_checked_matmul_operand_says_so_and_a_clamped_one_does_not(fresh_cache):
+    """A checked cube operand travels GM -> UB -> GM -> L1 through the vector core (tutorial
+    12 paid it for every K and V tile): the compiler names the line and what to do."""
+    a, b = np.ones((64, 32), np.float16), np.ones((32, 16), np.float16)
+    c = np.zeros((16, 16), np.float32)
+    with pytest.warns(pypto.CheckedWindowWarning, match=r"test_negative_windows\.py:\d+.*max"):
+        shifted_matmul.compile(a, b, c, 8, CLAMP=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto.CheckedWindowWarning)
+        shifted_matmul.compile(a, b, c, 8, CLAMP=True)
+        shifted_matmul[(1,)](a, b, c, 8, CLAMP=True)
+    np.testing.assert_allclose(c, np.full((16, 16), 32.0))

@@ -12,6 +12,9 @@ shift pays it on the first blocks, not on the others. A kernel that orders its o
 """
 from __future__ import annotations
 
+import warnings
+
+from ...errors import CheckedWindowWarning
 from ...language import dtypes as dt
 from ..ir import Block, Module, Op, ScalarType, Value
 from .legalize_indexed import (CHECKED, _Loop, gather_elements, is_rows, load_elements,
@@ -31,11 +34,14 @@ class Bounds:
     def __init__(self, module: Module):
         self.counters = {}                     # id of a loop counter -> (start, step)
         self.known: dict = {}
+        self.cube_operands: set = set()        # ids of tiles a matmul reads
 
         def walk(block: Block):
             for op in block.ops:
                 if op.name == "scf.for" and op.blocks:
                     self.counters[id(op.blocks[0].args[0])] = (op.operands[0], op.operands[2])
+                if op.name == "tile.matmul":
+                    self.cube_operands.update(id(v) for v in op.operands[:2])
                 for b in op.blocks:
                     walk(b)
         walk(module.kernel.body)
@@ -119,12 +125,24 @@ def rule(op: Op, bounds: Bounds):
         return list(offsets[:lead]) + [never_before(body, tensor, lead + a, c)
                                        for a, c in enumerate(inside)]
 
+    if op.results and id(op.result) in bounds.cube_operands:
+        _warn_cube_operand(op)
     if op.results:
         pad = op.attrs.get("padding", 0)
         slow, value = load_elements(tensor, op.result.type, pad, coords, op.loc)
         return _branch(op, unsure, slow, [value])
     return _branch(op, unsure, store_elements(tensor, op.operands[-1], op.attrs.get("atomic"),
                                               coords, op.loc), [])
+
+
+def _warn_cube_operand(op: Op) -> None:
+    warnings.warn(CheckedWindowWarning(
+        f"{op.loc}: this matmul operand's window may start before its tensor (an offset the "
+        "compiler cannot bound below by 0, e.g. built from an integer argument), so it is "
+        "checked at run time and loaded through the vector core (GM -> UB -> GM -> L1). "
+        "Build offsets from block ids, loop counters and tensor extents (q.shape[0] // "
+        "pl.num_programs(0)), clamp them with max(..., 0), or load with padding=None if the "
+        "window always lies inside"), stacklevel=2)
 
 
 def _checked_rows(op: Op, bounds: Bounds):
