@@ -78,13 +78,16 @@ def kernel_source(group, name: str, form: str, unroll: bool) -> tuple[str, dict]
 
 
 def _tile_offsets(tile) -> list[str]:
-    """Tile ``t`` (row-major over the tile grid n0 x n1 ...) as its offsets o0, o1, ..."""
+    """Tile ``t`` (row-major over the tile grid n0 x n1 ...) as its offsets o0, o1, ...
+    The divisors are written ``max(n, 1)`` (the same where there are tiles at all) so the
+    compiler proves the offsets non-negative and a matmul operand's window needs no run-time
+    check (``legalize_windows``: a checked cube load goes through the vector core)."""
     lines = []
     for d, e in enumerate(tile):
         inner = " * ".join(f"n{i}" for i in range(d + 1, len(tile)))
-        index = f"t // ({inner})" if inner else "t"
+        index = f"t // max({inner}, 1)" if inner else "t"
         if d > 0:
-            index = f"({index}) % n{d}"
+            index = f"({index}) % max(n{d}, 1)"
         lines.append(f"o{d} = ({index}) * {e}")
     return lines
 

@@ -1,6 +1,8 @@
 """tile_map's tiling rule at work: results against numpy for elementwise ops over same-shape and
 broadcast inputs, ragged edges (1-D and 2-D), matmul panels, row-wise reductions, chains,
 fusion, launch strategies, loop unrolling and the input_tiles / out_shape overrides."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -92,6 +94,16 @@ def test_matmul_panels(dtype, shape):
     a, b = rand((m, k), dtype, 1), rand((k, n), dtype, 2)
     got = run(pypto.compile(graph), in0=a, in1=b)
     np.testing.assert_allclose(got, f32(a) @ f32(b), rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_panels_go_straight_to_the_cube(fresh_cache):
+    """The generated kernel's tile offsets are provably >= 0 (its divisors max(n, 1)): no
+    run-time window check, which would route the operands through the vector core."""
+    graph, _ = one_node(mm, [(128, 64), (64, 128)], "float16", (16, 16))    # the seed's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pypto.compile(graph)
+    assert not [w for w in caught if issubclass(w.category, pypto.CheckedWindowWarning)]
 
 
 def test_square_matmul_is_not_mistaken_for_elementwise():
