@@ -26,25 +26,22 @@ def row_ops(x, r, o_add, o_sub, o_mul, o_div, o_max, o_min, o_rsub, M: pl.conste
     pl.store(o_rsub, offsets=(0, 0), value=row - t)         # does not commute: a broadcast
 
 
-def row_ops_args(m, n, dtype):
-    rng = np.random.default_rng(m * n)
+def _args(m, n, dtype, side: tuple, seed: int):
+    """x, the broadcast operand of shape ``side`` (magnitudes 0.5-2, either sign: safe to
+    divide by) and the seven outputs."""
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((m, n)).astype(dtype)
-    r = (rng.uniform(0.5, 2.0, (1, n)) * rng.choice([-1, 1], (1, n))).astype(dtype)
+    r = (rng.uniform(0.5, 2.0, side) * rng.choice([-1, 1], side)).astype(dtype)
     return x, r, *(np.zeros((m, n), dtype) for _ in range(7))
 
 
-def _want(x, r):
+def row_ops_args(m, n, dtype):
+    return _args(m, n, dtype, (1, n), m * n)
+
+
+def _want_rows(x, r):
     x, r = x.astype(np.float64), r.astype(np.float64)
     return [x + r, x - r, r * x, x / r, np.maximum(x, r), np.minimum(r, x), r - x]
-
-
-@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float16, 1e-3)])
-@pytest.mark.parametrize("m,n", [(8, 64), (13, 40)])
-def test_row_broadcast_ops_match_numpy(m, n, dtype, tol):
-    args = row_ops_args(m, n, dtype)
-    row_ops[(1,)](*args, M=m, N=n)
-    for got, want in zip(args[2:], _want(*args[:2])):
-        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
 
 
 @pypto.jit
@@ -63,10 +60,7 @@ def column_ops(x, c, o_add, o_sub, o_mul, o_div, o_max, o_min, o_soft, M: pl.con
 
 
 def column_ops_args(m, n, dtype):
-    rng = np.random.default_rng(m + n)
-    x = rng.standard_normal((m, n)).astype(dtype)
-    c = (rng.uniform(0.5, 2.0, (m, 1)) * rng.choice([-1, 1], (m, 1))).astype(dtype)
-    return x, c, *(np.zeros((m, n), dtype) for _ in range(7))
+    return _args(m, n, dtype, (m, 1), m + n)
 
 
 def _want_columns(x, c):
@@ -76,13 +70,22 @@ def _want_columns(x, c):
             e / e.sum(axis=1, keepdims=True)]
 
 
-@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float16, 2e-3)])
+# kernel, its arguments, numpy's results, the float16 tolerance (the softmax's exp and sums
+# round more than one op)
+FORMS = {"row": (row_ops, row_ops_args, _want_rows, 1e-3),
+         "column": (column_ops, column_ops_args, _want_columns, 2e-3)}
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("m,n", [(8, 64), (13, 40)])
-def test_column_broadcast_ops_match_numpy(m, n, dtype, tol):
-    args = column_ops_args(m, n, dtype)
-    column_ops[(1,)](*args, M=m, N=n)
-    for got, want in zip(args[2:], _want_columns(*args[:2])):
-        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+def test_broadcast_ops_match_numpy(form, m, n, dtype):
+    kernel, make_args, want, half_tol = FORMS[form]
+    tol = 1e-6 if dtype == np.float32 else half_tol
+    args = make_args(m, n, dtype)
+    kernel[(1,)](*args, M=m, N=n)
+    for got, expected in zip(args[2:], want(*args[:2])):
+        np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tol, atol=tol)
 
 
 def test_each_column_op_is_one_row_expand_instruction():
@@ -138,5 +141,5 @@ def test_a_one_column_tile_keeps_its_broadcast():
     pto = row_ops.compile(x, r, *outs, M=4, N=1).asm["pto"]
     assert "tcolexpandadd" not in pto
     row_ops[(1,)](x, r, *outs, M=4, N=1)
-    for got, want in zip(outs, _want(x, r)):
+    for got, want in zip(outs, _want_rows(x, r)):
         np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -35,12 +35,8 @@ def _element_rule(op: str):
     """A member's element rule; a row or column expand's is its binary op's (the (1, N) row
     is read at row 0 and the (M, 1) column at column 0, as every one-row or one-column source
     of a group)."""
-    rule = ELEMENT_RULES.get(op)
-    if rule is None:
-        for expand in ("tcolexpand", "trowexpand"):
-            if op.startswith(expand):
-                return ELEMENT_RULES["t" + op.removeprefix(expand)]
-    return rule
+    return ELEMENT_RULES.get(op) or \
+        ELEMENT_RULES["t" + op.removeprefix("tcolexpand").removeprefix("trowexpand")]
 
 
 def fused(cg, insts):

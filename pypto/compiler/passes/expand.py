@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from ...language import dtypes as dt
 from ..ir import Module, Op, walk
+from ..pto.isa import EXPAND_OPS
 from .dce import dead_code_elimination
 
-OPS = ("add", "sub", "mul", "div", "max", "min")
 COMMUTATIVE = ("add", "mul", "max", "min")
 DTYPES = (dt.float16, dt.float32)
 # the expand op for each shape of the broadcast source, given the result's (M, N)
@@ -42,7 +42,7 @@ def fuse_expands(module: Module) -> Module:
 def _full_and_spread(op: Op, readers: dict):
     """(the expand op, the full tile, the row or column) when ``op`` combines a tile with a
     broadcast of a row or a column over it that nothing else reads, else None."""
-    if op.name != "tile.binary" or op.attrs.get("op") not in OPS:
+    if op.name != "tile.binary" or op.attrs.get("op") not in EXPAND_OPS:
         return None
     shape, dtype = op.result.type.shape, op.result.type.dtype
     # an (M, 1) or (1, N) result is printed through row views: no expand form

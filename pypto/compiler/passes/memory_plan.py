@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import LEFT, RIGHT, Block, Module, Op, TileType, Value, walk
-from ..pto.isa import footprint
+from ..pto.isa import EXPAND_OPS, footprint
 from ..pto import view2d
 from ..pto.lower import TILE_TO_PTO, scratch_type
 from .cube_box import cube_boxes
@@ -34,7 +34,7 @@ IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "t
                               "tmuls", "tdivs", "tmaxs", "tmins", "texp", "tlog", "tsqrt",
                               "tabs", "trelu",
                               *(f"t{axis}expand{op}" for axis in ("row", "col")
-                                for op in ("add", "sub", "mul", "div", "max", "min"))})
+                                for op in EXPAND_OPS)})
 
 
 def tile_bytes(ttype, target, alloc=None) -> int:

@@ -29,6 +29,8 @@ CROSS_CORE_FLAGS = 16
 FLAG_OPS = ("set_flag", "wait_flag")
 CROSS_CORE_OPS = ("syncall", "sync.set", "sync.wait")
 SYNC_OPS = FLAG_OPS + ("barrier",) + CROSS_CORE_OPS
+# the ops of the broadcast-and-combine instructions trowexpand<op> / tcolexpand<op>
+EXPAND_OPS = ("add", "sub", "mul", "div", "max", "min")
 # instructions whose A2/A3 form takes a scratch tile (``attrs["tmp"]``, passes/scratch.py)
 TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmin",
            "tcolargmax", "tcolargmin", "tsel", "tsels", "txor", "txors", "trem", "trems",

@@ -190,8 +190,8 @@ def s_tile(p, op, results, rest, scope, out):
         name = "tcolexpand"          # (1, 1) → (M, 1) on the row view (printer.inst)
     if name == "tsort32" and len(ins) == 3:      # the unaligned form's scratch row
         attrs["tmp"] = p.value(ins.pop(), scope)
-    if name.startswith("trowexpand") and len(ins) == 3:      # the vbrcb scratch (A2/A3)
-        attrs["tmp"] = p.value(ins.pop(), scope)
+    if name.startswith("trowexpand") and len(ins) == 3:
+        ins.pop()       # the vbrcb scratch: PyPTO's form uses the UB's reserved top (expand.py)
     if name in TMP_OPS:
         if not ins:
             raise p.error(f"{op} takes a scratch tile as its last input")

@@ -106,8 +106,11 @@ SPLITK = f"""module {{
 X = tb("vec", "f32", 16, 64)
 COL = tb("col", "f32", 16, 1)
 ROW = tb("vec", "f32", 1, 64)
+BRCB = tb("vec", "f32", 1, 128)          # ceil(16 / 8) x 256 bytes
 # a row-wise softmax-like update with the instructions PyPTO's compiler never writes:
-# trowexpandsub/div, tcolexpandmul, taddc; a (16, 1) column-major tile; trowmax with scratch;
+# trowexpandsub/div (div in PTOAS 0.60's form with a vbrcb scratch, which PyPTO drops: its
+# own form keeps the copies in the UB's reserved top 8 KiB), tcolexpandmul, taddc; a (16, 1)
+# column-major tile; trowmax with scratch;
 # a multi-line function header, an i32 scalar through index_cast, a "true" constant
 BROADCASTS = f"""module attributes {{pto.target_arch = "a2a3"}} {{
   func.func @bcast(%x: !pto.ptr<f32>, %w: !pto.ptr<f32>, %out: !pto.ptr<f32>,
@@ -130,13 +133,14 @@ BROADCASTS = f"""module attributes {{pto.target_arch = "a2a3"}} {{
     %y = pto.alloc_tile : {X}
     %m = pto.alloc_tile : {COL}
     %wt = pto.alloc_tile : {ROW}
+    %bt = pto.alloc_tile : {BRCB}
     pto.tload ins(%x_pt : !pto.partition_tensor_view<16x64xf32>) outs(%t : {X})
     pto.tload ins(%w_pt : !pto.partition_tensor_view<1x64xf32>) outs(%wt : {ROW})
     pto.trowmax ins(%t, %tmp : {X}, {X}) outs(%m : {COL})
     pto.trowexpandsub ins(%t, %m : {X}, {COL}) outs(%e : {X})
     pto.texp ins(%e : {X}) outs(%e : {X})
     pto.trowsum ins(%e, %tmp : {X}, {X}) outs(%m : {COL})
-    pto.trowexpanddiv ins(%e, %m : {X}, {COL}) outs(%y : {X})
+    pto.trowexpanddiv ins(%e, %m, %bt : {X}, {COL}, {BRCB}) outs(%y : {X})
     scf.if %on {{
       pto.tcolexpandmul ins(%y, %wt : {X}, {ROW}) outs(%e : {X})
     }}

@@ -11,10 +11,9 @@ element; ``taddc`` is (a + b) + c and ``tsubc`` (a - b) + c, in that order.
 """
 from __future__ import annotations
 
+from ....compiler.pto.isa import EXPAND_OPS
 from ..lowering_utils import compute_dtype, counted_loop, from_compute, i64, to_compute
 from .vector import BINARY_RULES
-
-EXPAND_OPS = ("add", "sub", "mul", "div", "max", "min")
 
 
 def _wrap(b, i, n: int, full: int):

@@ -234,17 +234,22 @@ class PartTimeline:
         pipe = pipe_of(inst)
         issue = self._issue(self.costs.dispatch_cycles)
         start = max(self.free[pipe], issue + self.costs.dispatch_cycles)
-        # the requesters sharing GM bandwidth: a load and a store of one core in flight
-        # together count two, or the launch's measured average (``memory.py``)
-        streams = getattr(self.env.memory, "streams", None)
-        sharing = streams if streams is not None else 2 if inst.op in ("tload", "tstore") and any(
-            self.free[p] > start for p in GM_PIPES if p != pipe) else 1
-        cycles, flops, nbytes = self._cost(inst, sharing)
+        cycles, flops, nbytes = self._cost(inst, self._streams(inst, pipe, start))
         end = start + cycles
         self.free[pipe] = end
         self.busy[pipe] += cycles
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
                                        PIPE_KIND[pipe], self.env.part))
+
+    def _streams(self, inst: Inst, pipe: str, start: float) -> float:
+        """The GM transfers this core has in flight, sharing its bandwidth: the launch's
+        measured average (``memory.py``), else two when a load and a store overlap."""
+        streams = getattr(self.env.memory, "streams", None)
+        if streams is not None:
+            return streams
+        overlap = inst.op in ("tload", "tstore") and any(
+            self.free[p] > start for p in GM_PIPES if p != pipe)
+        return 2 if overlap else 1
 
     def _cost(self, inst: Inst, sharing: float = 1):
         if inst.op in ("tload", "tstore"):

@@ -10,7 +10,7 @@ Nothing here knows about time lines; ``block.py`` places these costs on a core's
 from __future__ import annotations
 
 from ....compiler.elementwise import BINARY, UNARY
-from ....compiler.pto.isa import is_scalar, is_sync, pipe_of
+from ....compiler.pto.isa import EXPAND_OPS, is_scalar, is_sync, pipe_of
 from ....compiler.pto import Tile
 from ....language import dtypes as dt
 from ....target import GiB, Target, get_target
@@ -29,9 +29,8 @@ VECTOR_FAMILY = {
     **{op.pto_scalar: "scalar" for op in BINARY.values() if op.pto_scalar},
     **{op.pto: "binary" for op in BINARY.values() if op.pto},
     "taddc": "binary", "tsubc": "binary",
-    **{f"tcolexpand{op}": "binary" for op in ("add", "sub", "mul", "div", "max", "min")},
-    **{f"trowexpand{op}": "row_expand_binary"
-       for op in ("add", "sub", "mul", "div", "max", "min")},
+    **{f"tcolexpand{op}": "binary" for op in EXPAND_OPS},
+    **{f"trowexpand{op}": "row_expand_binary" for op in EXPAND_OPS},
     **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
     **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
     **{f"tcol{r}": "col_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
