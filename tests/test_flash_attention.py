@@ -87,3 +87,33 @@ def test_the_pto_isa_engine_agrees(monkeypatch, causal):
                                rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(simulated.astype(np.float32), fa.reference(q, k, v, causal),
                                **fa.TOLERANCE)
+
+
+def _flags(text: str, op: str) -> list[int]:
+    """The cross-core flag numbers of ``op`` ("set" / "wait") in program text order."""
+    import re
+    return [int(n) for n in re.findall(rf"pto\.sync\.{op} #pto\.pipe<PIPE_\w+>, (\d+)", text)]
+
+
+def test_a_hand_off_waits_for_its_slot_only_before_the_next_store():
+    """The producer of each in-loop hand-off waits for the consumer's acknowledgement just
+    before it stores into the slot again, not right after its signal (a cross-core round
+    trip per hand-off on the critical path before: the cube computed the next S only once
+    the vector core had loaded P @ V). The consumer primes one acknowledgement before the
+    loop and the producer takes the last one back after it, so every flag balances."""
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 128, 64)
+    out = np.empty_like(q)
+    grid, args, meta = fa.launch_args(q, k, v, out, False)
+    text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
+    cube = text[:text.index("_vector(")]
+    vector = text[text.index("_vector("):]
+    vector = vector[:vector.index("} else {")]         # sub-block 0 (1 runs the flags only)
+    loop = cube[cube.index("scf.for"):]
+    # in the loop, each acknowledgement the cube waits for (on its store pipe, FIX) comes
+    # right before its next store to GM, ahead of that hand-off's signal
+    acks = loop.split("pto.sync.wait #pto.pipe<PIPE_FIX>")[1:]
+    before_a_store = [a for a in acks if "pto.tstore" in a.split("pto.sync.set", 1)[0]]
+    assert len(before_a_store) == 2                       # S and P @ V
+    for producer, consumer in ((cube, vector), (vector, cube)):
+        for flag in set(_flags(producer, "set")):
+            assert _flags(producer, "set").count(flag) == _flags(consumer, "wait").count(flag)

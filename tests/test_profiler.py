@@ -13,7 +13,7 @@ from pypto.runtime import hooks
 from pypto.backends.ascend.model.launch import model_launch
 from pypto.compiler.pto.reader import parse_program
 
-from .kernels import mm_bias_relu
+from .kernels import mm_bias_sigmoid
 
 PIPES = {"MTE2", "MTE1", "M", "V", "MTE3", "FIX", "S"}
 BLOCK = 1024
@@ -135,7 +135,7 @@ def test_chrome_trace_has_a_process_per_core_and_a_track_per_pipe(tmp_path):
     c = np.zeros((64, 64), np.float32)
     with pypto.Profiler() as prof:
         add[(3,)](x, y, out, x.size, BLOCK=BLOCK)
-        mm_bias_relu[(2, 2)](a, b, bias, c, 64, BM=32, BN=32, BK=32)
+        mm_bias_sigmoid[(2, 2)](a, b, bias, c, 64, BM=32, BN=32, BK=32)
     path = prof.export_chrome_trace(tmp_path / "trace.json")
     with open(path) as f:
         trace = json.load(f)
@@ -362,7 +362,7 @@ def test_memory_analyze_a_mixed_kernel_counts_its_workspace():
     b = np.ones((64, 64), np.float16)
     bias = np.zeros((1, 64), np.float32)
     c = np.zeros((64, 64), np.float32)
-    report = pypto.memory.analyze(mm_bias_relu, a, b, bias, c, 64, grid=(2, 2),
+    report = pypto.memory.analyze(mm_bias_sigmoid, a, b, bias, c, 64, grid=(2, 2),
                                   BM=32, BN=32, BK=32)
     assert report.peak_memory["L0C"] > 0 and report.peak_memory["L1"] > 0
     assert report.peak_memory["UB"] > 0

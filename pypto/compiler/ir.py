@@ -14,7 +14,7 @@ from ..language.dtypes import dtype
 from ..errors import SourceLoc
 
 # Memory spaces of tiles (PTO "loc" names). None until memory-space inference has run.
-VEC, MAT, LEFT, RIGHT, ACC = "vec", "mat", "left", "right", "acc"
+VEC, MAT, LEFT, RIGHT, ACC, BIAS = "vec", "mat", "left", "right", "acc", "bias"
 
 # Ops that make blocks of a launch wait for each other (pl.barrier / pl.signal / pl.wait), and
 # every synchronisation op: no results, kept for their effect on the order of work.
@@ -159,6 +159,14 @@ def walk(block: Block):
         yield op
         for b in op.blocks:
             yield from walk(b)
+
+
+def blocks(block: Block):
+    """``block`` and every block nested in it, outer ones first."""
+    yield block
+    for op in list(block.ops):
+        for inner in op.blocks:
+            yield from blocks(inner)
 
 
 def users(block: Block) -> dict[Value, list[Op]]:

@@ -18,7 +18,7 @@ from pypto.compiler.pto.reader import parse_program
 from pypto.language import dtypes as dt
 from tests.quick import quick_cases
 
-from ..kernels import mm_bias_relu, row_softmax, vadd
+from ..kernels import mm_bias_sigmoid, row_softmax, vadd
 
 B1 = get_target("ascend910b1")
 F16, F32, I8, I64 = dt.float16, dt.float32, dt.int8, dt.int64
@@ -350,15 +350,16 @@ def test_mixed_kernel_runs_cube_then_vector_in_one_cluster():
     M, N, K = 128, 128, 256
     a, b = np.zeros((M, K), np.float16), np.zeros((K, N), np.float16)
     bias, c = np.zeros((1, N), np.float32), np.zeros((M, N), np.float32)
-    m = model_kernel(mm_bias_relu, (2, 2), a, b, bias, c, K, BM=64, BN=64, BK=64)
+    m = model_kernel(mm_bias_sigmoid, (2, 2), a, b, bias, c, K, BM=64, BN=64, BK=64)
     assert m.kind == "mixed" and m.cores == 24            # clusters: one AIC + its AIVs
     assert m.core_utilization == pytest.approx(sum(b.cycles for b in m.blocks) / (24 * m.cycles))
     for block in m.blocks:
         cube = [r for r in block.records if r.part == "cube"]
         vector = [r for r in block.records if r.part == "vector"]
-        # the first K step starts the accumulator (tmatmul), the others add to it
+        # the first K step starts the accumulator with the bias row (tmatmul.bias), the
+        # others add to it
         assert [r.name for r in cube if r.name.startswith("tmatmul")] == \
-            ["tmatmul"] + ["tmatmul.acc"] * (K // 64 - 1)
+            ["tmatmul.bias"] + ["tmatmul.acc"] * (K // 64 - 1)
         assert {r.pipe for r in cube} <= {"MTE2", "MTE1", "M", "FIX", "S"}
         assert {r.pipe for r in vector} <= {"MTE2", "V", "MTE3", "S"}
         handoff = next(r for r in cube if r.name == "tstore" and r.pipe == "FIX")

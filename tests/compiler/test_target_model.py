@@ -11,7 +11,7 @@ from pypto.target import UB_USABLE
 import pypto.language as pl
 from pypto.errors import CompilationError, NotOnChip
 
-from ..kernels import mm_bias_relu, row_softmax, vadd
+from ..kernels import mm_bias_sigmoid, row_softmax, vadd
 
 
 def softmax_ref(x):
@@ -125,7 +125,7 @@ def test_num_stages_must_be_one_or_two():
 
 
 @pytest.mark.parametrize("shape", [(64, 96, 200), (33, 47, 70), (32, 32, 32)])
-def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
+def test_matmul_bias_sigmoid_splits_into_cube_and_vector_parts(shape):
     M, N, K = shape
     rng = np.random.default_rng(M)
     a = rng.standard_normal((M, K)).astype(np.float16)
@@ -133,18 +133,19 @@ def test_matmul_bias_relu_splits_into_cube_and_vector_parts(shape):
     bias = rng.standard_normal((1, N)).astype(np.float32)
     c = np.zeros((M, N), np.float32)
     grid = (-(-M // 32), -(-N // 32))
-    mm_bias_relu[grid](a, b, bias, c, K, BM=32, BN=32, BK=32)
-    ref = np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias, 0)
+    mm_bias_sigmoid[grid](a, b, bias, c, K, BM=32, BN=32, BK=32)
+    ref = 1 / (1 + np.exp(-(a.astype(np.float32) @ b.astype(np.float32) + bias)))
     np.testing.assert_allclose(c, ref, rtol=1e-3, atol=1e-3)
-    kernel = mm_bias_relu.compile(a, b, bias, c, K, BM=32, BN=32, BK=32)
+    kernel = mm_bias_sigmoid.compile(a, b, bias, c, K, BM=32, BN=32, BK=32)
     pto = kernel.asm["pto"]
     assert kernel.metadata["kind"] == "mixed"
-    cube = pto[pto.index("@mm_bias_relu_cube"):pto.index("@mm_bias_relu_vector")]
-    vector = pto[pto.index("@mm_bias_relu_vector"):]
+    cube = pto[pto.index("@mm_bias_sigmoid_cube"):pto.index("@mm_bias_sigmoid_vector")]
+    vector = pto[pto.index("@mm_bias_sigmoid_vector"):]
     assert "kernel_kind<cube>" in cube and "kernel_kind<vector>" in vector
     assert "pto.tmatmul" in cube and "loc=vec" not in cube
-    # the bias row is added by one column expand (passes/expand.py)
-    assert "pto.tcolexpandadd" in vector and "loc=acc" not in vector and "tmatmul" not in vector
+    # the cube adds the bias row as it multiplies (passes/cube_epilogue.py)
+    assert "pto.tmatmul.bias" in cube and "pto.tcolexpandadd" not in vector
+    assert "loc=acc" not in vector and "tmatmul" not in vector
     assert "pto.sync.set #pto.pipe<PIPE_FIX>, 15" in cube    # FFTS mode 2: cube -> vector
     assert "pto.sync.wait #pto.pipe<PIPE_MTE2>, 15" in vector
     assert "pto.set_ffts %pypto_ffts" in cube and "pto.set_ffts %pypto_ffts" in vector
@@ -179,13 +180,18 @@ def test_matmul_result_read_by_vector_code_inside_its_loop():
     pto = kernel.asm["pto"]
     cube, vector = pto[:pto.index("kernel_kind<vector>")], pto[pto.index("kernel_kind<vector>"):]
     # inside the loop: the cube signals after storing acc, the vector core acknowledges its
-    # load before the cube may store the next iteration's acc into the same slot
+    # load, and the cube waits for that before it stores the next iteration's acc into the
+    # same slot; the vector core primes one acknowledgement before the loop, which the cube
+    # takes back after it
     assert cube.count("pto.sync.set #pto.pipe<PIPE_FIX>") == 1
-    assert cube.count("pto.sync.wait #pto.pipe<PIPE_FIX>") == 1
-    # the vector part on sub-block 0, its skeleton on sub-block 1: each acknowledges once
+    assert cube.count("pto.sync.wait #pto.pipe<PIPE_FIX>") == 2
+    loop = cube[cube.index("scf.for"):]
+    assert loop.index("pto.sync.wait #pto.pipe<PIPE_FIX>") < loop.index("pto.tstore")
+    # the vector part on sub-block 0, its skeleton on sub-block 1: each primes and
+    # acknowledges
     part, skeleton = vector.split("} else {")
-    assert part.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 1
-    assert skeleton.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 1
+    assert part.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 2
+    assert skeleton.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 2
 
 
 @pytest.mark.slow

@@ -32,9 +32,10 @@ def _is_cube(v: Value) -> bool:
     return v.is_tile and v.type.space in BOXED
 
 
-def cube_boxes(body: Block, classes) -> dict[int, tuple[int, int]]:
+def cube_boxes(body: Block, classes, rows=()) -> dict[int, tuple[int, int]]:
     """Value id → the (rows, cols) it is allocated, for every cube tile value of ``body``;
-    ``classes`` (find) groups the values that share one buffer."""
+    ``classes`` (find) groups the values that share one buffer; ``rows``: ids of L1 rows
+    bound for the bias table, which are plain rows, not boxed."""
     values: dict[int, Value] = {}
     axes: dict[int, tuple] = {}                 # value id → its two axes, the groups' nodes
     groups = Classes(key=lambda axis: axis)
@@ -43,7 +44,7 @@ def cube_boxes(body: Block, classes) -> dict[int, tuple[int, int]]:
         groups.union(axes[a.id][i], axes[b.id][j])
 
     def note(v: Value) -> None:
-        if _is_cube(v) and v.id not in values:
+        if _is_cube(v) and v.id not in values and v.id not in rows:
             values[v.id] = v
             axes[v.id] = ((v.id, 0), (v.id, 1))
 

@@ -151,7 +151,8 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[0], op.result)
     # cube tiles are whole fractal boxes: their padded bytes are planned, and lowering
     # allocates them so (Tile.alloc)
-    boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes)
+    boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
+                                                   module.facts.get("bias_rows", ()))
     pos: dict = {}
     _positions(fn.body, pos, [0])
     try:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from ...language import dtypes as dt
 from ...errors import CompilationError
+from .cube_epilogue import fold_bias, fold_store
 from .dce import dead_code_elimination
-from ..ir import (ACC, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
-                  TileType, Value, users, walk)
+from ..ir import (ACC, BIAS, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
+                  TileType, Value, blocks, users, walk)
 
 CUBE_USERS = ("tile.matmul", "tile.store", "scf.for", "scf.yield", "scf.while", "scf.condition")
 SPLIT_FLAG_BASE = 15       # cross-core flags 15, 14, ... carry the workspace hand-offs
@@ -81,16 +82,6 @@ def _mixing_error(op: Op, what: str) -> CompilationError:
         op.loc)
 
 
-def _fold_store_casts(block: Block, space) -> None:
-    """store(cast(acc)) → store(acc): the FIX pipe converts on the way out of L0C."""
-    for op in walk(block):
-        if op.name == "tile.store":
-            v = op.operands[-1]
-            if v.owner is not None and v.owner.name == "tile.cast" and \
-                    space(v.owner.operands[0]) == ACC:
-                op.operands[-1] = v.owner.operands[0]
-
-
 def _l1_slice(v: Value) -> bool:
     """Is ``v`` a slice of a tile (a matmul operand taken from a wider L1 tile: pto-isa's
     GEMM loads several K steps per TLOAD and TEXTRACTs each into L0A/L0B)?"""
@@ -98,6 +89,19 @@ def _l1_slice(v: Value) -> bool:
         return False
     whole = v.owner.operands[0].owner
     return whole is not None and whole.name == "tile.load"
+
+
+def _to_bias_table(block: Block, init: Op) -> Value:
+    """The bias row that starts an accumulator (``cube_epilogue.fold_bias``) moved from L1
+    into the bias table, widened from fp16 on the way where it was loaded as fp16 (TMOV
+    does both); returns the moved row, which ``init`` now reads."""
+    row = init.operands[0]
+    src = row.owner.operands[0] if row.owner.name == "tile.cast" else row
+    mov = Op("tile.mov", [src], [TileType(row.type.dtype, row.type.shape)], loc=init.loc)
+    mov.result.hint = row.hint
+    block.ops.insert(block.ops.index(init), mov)
+    init.operands[0] = mov.result
+    return mov.result
 
 
 def _insert_moves(block: Block) -> None:
@@ -137,15 +141,16 @@ def _spill(body: Block, is_acc, slots: "_Slots") -> None:
     def vector_readers(v: Value) -> list[Op]:
         return [u for u in use_map.get(v, ()) if u.name not in CUBE_USERS]
 
-    for block in _blocks(body):
+    for block, top in _blocks(body):
         for op in list(block.ops):
             for r in op.results:
                 readers = vector_readers(r) if is_acc(r) else []
                 if not readers:
                     continue
-                exchange, loaded = _exchange(r, slots, op.loc, block is not body)
+                exchange, loaded, credit = _exchange(r, slots, op.loc, top is not None)
                 at = block.ops.index(op) + 1
                 block.ops[at:at] = exchange
+                _around(body, top, credit)
                 for u in readers:
                     u.operands = [loaded if v is r else v for v in u.operands]
 
@@ -170,12 +175,23 @@ class _Slots:
         return SPLIT_FLAG_BASE + 1 - self.flags
 
 
-def _blocks(block: Block):
-    """``block`` and every block nested in it, outer ones first."""
-    yield block
-    for op in block.ops:
-        for inner in op.blocks:
-            yield from _blocks(inner)
+def _blocks(body: Block):
+    """(block, the top-level op it is in, None for ``body``) for ``body`` and every block
+    nested in it, outer ones first."""
+    yield body, None
+    for top in list(body.ops):
+        for inner in top.blocks:
+            for block in blocks(inner):
+                yield block, top
+
+
+def _around(body: Block, top: Op | None, credit) -> None:
+    """The hand-off's priming flag before the top-level op it is in, the draining wait
+    after (``_exchange``)."""
+    if credit is not None:
+        prime, drain = credit
+        at = body.ops.index(top)
+        body.ops[at:at + 1] = [prime, top, drain]
 
 
 def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
@@ -186,8 +202,15 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
     loaded value.
 
     Inside a loop (or branch) the next iteration stores to the same slot, so the consumer
-    signals back once it has loaded (an "ack" flag) and the producer waits for that after its
-    signal: nothing else stops it from overwriting a slot the other core has not read."""
+    signals back once it has loaded (an "ack" flag) and the producer waits for that just
+    before its next store into the slot: nothing else stops it from overwriting a slot the
+    other core has not read, and meanwhile the producer goes on (the cube computes the next
+    S while the vector core still loads this one; before, it waited right after its
+    signal, a cross-core round trip per hand-off on the critical path). The first store
+    finds a credit the consumer set before the loop (``credit``: that set and the producer's
+    wait after the loop that takes the last ack back, so every flag is balanced at the end,
+    as pto-isa's kernels prime and drain theirs). Returns (ops, loaded value, credit or
+    None)."""
     shape = src.type.shape
     slot = slots.slot()
     flag = {"flag": slots.flag(loc), "split": True}
@@ -201,30 +224,33 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
     signal = Op("pto.sync_set", attrs=flag, loc=loc)
     wait = Op("pto.sync_wait", attrs=dict(flag), loc=loc)
     load = Op("tile.load", [ws.result, *offsets], [TileType(src.type.dtype, shape)],
-              {"shape": tuple(shape), "padding": None if to_cube else 0}, loc=loc)
+              {"shape": tuple(shape), "padding": None}, loc=loc)   # the slot is whole
     load.result.hint = src.hint
-    ops = [ws, zero, store, signal, wait, load]
-    if in_loop:
-        ack = {**flag, "flag": slots.flag(loc), "ack": True}
-        ops += [Op("pto.sync_set", attrs=ack, loc=loc),
-                Op("pto.sync_wait", attrs=dict(ack), loc=loc)]
-    return ops, load.result
+    if not in_loop:
+        return [ws, zero, store, signal, wait, load], load.result, None
+    ack = {**flag, "flag": slots.flag(loc), "ack": True}
+
+    def ack_op(name):
+        return Op(name, attrs=dict(ack), loc=loc)
+    ops = [ws, zero, ack_op("pto.sync_wait"), store, signal, wait, load, ack_op("pto.sync_set")]
+    return ops, load.result, (ack_op("pto.sync_set"), ack_op("pto.sync_wait"))
 
 
 def _operands_to_cube(body: Block, slots: _Slots) -> None:
     """A matmul operand computed by vector ops (flash attention's P) goes to the cube through
     the GM workspace: the vector core stores it, signals, and the cube loads it into L1."""
-    for block in _blocks(body):
+    for block, top in _blocks(body):
         for op in list(block.ops):
             if op.name != "tile.matmul":
                 continue
             for i, src in enumerate(op.operands[:2]):
                 if src.owner is not None and src.owner.name == "tile.load" or _l1_slice(src):
                     continue
-                exchange, loaded = _exchange(src, slots, op.loc, block is not body,
-                                             to_cube=True)
+                exchange, loaded, credit = _exchange(src, slots, op.loc, top is not None,
+                                                     to_cube=True)
                 at = block.ops.index(op)
                 block.ops[at:at] = exchange
+                _around(body, top, credit)
                 op.operands[i] = loaded
 
 
@@ -232,9 +258,11 @@ def infer_memory_space(module: Module) -> Module:
     body = module.kernel.body
     slots = _Slots()
     _operands_to_cube(body, slots)
+    fold_bias(body)
     classes = loop_classes(body)
     acc_roots = set()
     mat_values = set()
+    bias_values = set()
     for op in walk(body):
         if op.name == "tile.matmul":
             acc_roots.add(classes.find(op.result).id)
@@ -245,12 +273,22 @@ def infer_memory_space(module: Module) -> Module:
                 if _l1_slice(src):        # a slice of an L1 tile, extracted into L0A/L0B
                     mat_values.add(src.owner.operands[0].id)
 
+    for block in blocks(body):
+        for op in list(block.ops):
+            if op.name == "tile.broadcast" and classes.find(op.result).id in acc_roots:
+                bias = _to_bias_table(block, op)
+                bias_values.add(bias.id)
+                mat_values.add(bias.owner.operands[0].id)
+                module.facts.setdefault("bias_rows", set()).add(bias.owner.operands[0].id)
+
     def space(v: Value) -> str:
         if v.id in mat_values:
             return MAT
+        if v.id in bias_values:
+            return BIAS
         return ACC if classes.find(v).id in acc_roots else VEC
 
-    _fold_store_casts(body, space)
+    fold_store(body, lambda v: v.is_tile and space(v) == ACC)
     dead_code_elimination(module)
     if acc_roots:
         _spill(body, lambda v: v.is_tile and space(v) == ACC, slots)
@@ -262,13 +300,14 @@ def infer_memory_space(module: Module) -> Module:
             s = space(r)
             for u in use_map.get(r, ()):
                 if s == MAT and u.name != "tile.matmul" and not (
-                        u.name == "tile.slice" and u.result.id in mat_values):
+                        u.name == "tile.slice" and u.result.id in mat_values) and not (
+                        u.name == "tile.mov" and u.result.id in bias_values):
                     raise _mixing_error(u, "a tile loaded for a matmul is also used by vector "
                                            "code")
                 if s == ACC and u.name not in CUBE_USERS:
                     raise _mixing_error(u, "a matmul accumulator is used by vector code")
-            if s == ACC and op.name not in ("tile.matmul", "tile.full", "scf.for", "scf.if",
-                                            "scf.while"):
+            if s == ACC and op.name not in ("tile.matmul", "tile.full", "tile.broadcast",
+                                            "scf.for", "scf.if", "scf.while"):
                 raise _mixing_error(op, "a vector result is used as a matmul accumulator")
     for op in walk(body):
         for v in op.results + [a for blk in op.blocks for a in blk.args]:

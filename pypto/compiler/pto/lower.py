@@ -12,8 +12,8 @@ from ..elementwise import BINARY, UNARY
 from ...errors import InternalError, NotOnChip
 from ..ir import Block, Module, TileType, Value
 from .isa import TMP_OPS
-from .program import (WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile, While,
-                      row_pitch, row_tile, view2d)
+from .program import (ROW_LAYOUT, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
+                      While, row_pitch, row_tile, view2d)
 
 MAX_REPEATS = 255          # TMRGSORT's repeat field (pto-isa npu/a2a3/TMrgSort.hpp)
 
@@ -47,11 +47,12 @@ class _Lowering:
         rows, cols = view2d(t.shape)
         alloc = self.module.facts.get("cube_boxes", {}).get(v.id)   # whole fractal boxes
         alloc = None if alloc == (rows, cols) else alloc
-        key = (t.space, v.addr, t.dtype, rows, cols, alloc)
+        layout = ROW_LAYOUT if v.id in self.module.facts.get("bias_rows", ()) else None
+        key = (t.space, v.addr, t.dtype, rows, cols, alloc, layout)
         tile = self.tiles_by_buffer.get(key)
         if tile is None:
             tile = Tile(self.fresh(t.space), t.space, t.dtype, rows, cols, v.addr, rows, cols,
-                        alloc=alloc)
+                        alloc=alloc, layout=layout)
             self.tiles_by_buffer[key] = tile
             self.tiles.append(tile)
         self.values[v.id] = tile
@@ -178,7 +179,7 @@ class _Lowering:
 
     def _tile_store(self, op, out):
         *tensor_and_offsets, src = [self.get(v) for v in op.operands]
-        attrs = {"atomic": op.attrs["atomic"]} if op.attrs.get("atomic") else {}
+        attrs = {k: op.attrs[k] for k in ("atomic", "relu") if op.attrs.get(k)}
         out.append(Inst("tstore", [src], tensor_and_offsets, {**attrs, **_host_hints(op)}))
 
     def _tile_mov(self, op, out):

@@ -249,8 +249,8 @@ def store(pr, i: Inst, depth) -> None:
     tile = i.ins[0]
     pv, ty, sizes = partition(pr, tensor, offs, tile, depth)
     clipped = window_tile(pr, tile, pv, sizes, depth)
-    attrs = {k: v for k, v in i.attrs.items() if k == "atomic"}
-    if attrs and tile.dtype not in ATOMIC_ADD_TYPES:
+    attrs = {k: v for k, v in i.attrs.items() if k in ("atomic", "relu")}
+    if attrs.get("atomic") and tile.dtype not in ATOMIC_ADD_TYPES:
         raise NotOnChip(f"an atomic add of {tile.dtype}: A2/A3's atomic store adds "
                         f"{', '.join(map(str, ATOMIC_ADD_TYPES))} only (pto-isa "
                         f"SetAtomicAdd). Accumulate in int32 or float32, or store without "

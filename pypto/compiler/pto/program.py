@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from ...language import dtypes as dt
 from ..ir import ACC, LEFT, MAT, RIGHT, VEC
 
+# a plain row: the bias table's layout, and that of the L1 row it is moved from (TMovToBt)
+ROW_LAYOUT = ("row_major", "none_box", 512)
 # Standard tile configurations on 910B: loc → (blayout, slayout, fractal)
 LAYOUTS = {
     VEC: ("row_major", "none_box", 512),
@@ -19,7 +21,7 @@ LAYOUTS = {
     LEFT: ("row_major", "row_major", 512),
     RIGHT: ("row_major", "col_major", 512),
     ACC: ("col_major", "row_major", 1024),
-    "bias": ("row_major", "none_box", 512),     # the bias table (tmatmul.bias; read .pto only)
+    "bias": ROW_LAYOUT,                         # the bias table (tmatmul.bias)
 }
 
 
@@ -61,6 +63,8 @@ class Tile:
     # name it has (a whole-row gather or scatter moves one; its address is computed where
     # it is used, ``row_address``)
     row_of: tuple | None = None
+    # (blayout, slayout, fractal) when not LAYOUTS[loc]: an L1 row bound for the bias table
+    layout: tuple | None = None
 
     @property
     def numel(self) -> int:
@@ -94,7 +98,7 @@ class Tile:
         writes the valid region as ``?`` (an edge window's clipped tile); ``pad`` replaces the
         pad field (0 null, 1 zero, 2 max, 3 min). A cube tile is allocated ``alloc_shape``:
         whole fractal boxes, the matrix its valid region."""
-        blayout, slayout, fractal = LAYOUTS[self.loc]
+        blayout, slayout, fractal = self.layout or LAYOUTS[self.loc]
         rows, cols, vr, vc = *self.alloc_shape, self.v_row, self.v_col
         if self.is_column and row_view:
             rows, cols, vr, vc = 1, _whole_32_bytes(rows, self.dtype), 1, vr

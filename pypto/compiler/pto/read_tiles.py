@@ -17,7 +17,7 @@ import numpy as np
 
 from ...language import dtypes as dt
 from .isa import PAD_NULL, PAD_ZERO, TMP_OPS
-from .program import BOXED, If, Inst, TensorArg, Tile
+from .program import BOXED, ROW_LAYOUT, If, Inst, TensorArg, Tile
 from .spelling import (BARRIER, CROSS_CORE, EXECUTED, FLAG, PARTITION, literal, pad_value,
                        split_list, sync_lines)
 from .spelling import SSA_NAME as _N
@@ -309,13 +309,18 @@ def _printer_default(inst: Inst) -> bool:
 def tile_type(p, name: str, addr: int, text: str) -> Tile:
     """A ``Tile`` from ``!pto.tile_buf<...>``; the layout fields must be those the printer
     derives from the location and shape, since a Tile has no others."""
-    fields = {f.name for f in dataclasses.fields(Tile)} - {"name", "addr"}
-    kwargs = {}
+    fields = {f.name for f in dataclasses.fields(Tile)} - {"name", "addr", "layout"}
+    kwargs, layout = {}, {}
     for item in split_list(text[len("!pto.tile_buf<"):-1]):
         key, _, value = (s.strip() for s in item.partition("="))
         if key in fields:
             kwargs[key] = (p.dtype(value) if key == "dtype" else
                            None if value == "?" else literal(value))
+        elif key in ("blayout", "slayout", "fractal"):
+            layout[key] = literal(value) if key == "fractal" else value
+    if kwargs.get("loc") == "mat" and (layout.get("blayout"), layout.get("slayout")) == \
+            ROW_LAYOUT[:2]:
+        kwargs["layout"] = ROW_LAYOUT         # an L1 row bound for the bias table
     allocated = kwargs.get("rows"), kwargs.get("cols")
     for size, valid in (("rows", "v_row"), ("cols", "v_col")):
         if kwargs.get(valid) is not None:     # a UB row is allocated in whole 32 bytes

@@ -256,6 +256,8 @@ ATTR_SPELLING = {
     "rmode": ("rmode", lambda v: f"#pto<round_mode {ROUND_MODES[v]}>"),
     "cmp": ("cmpMode", lambda v: f"#pto<cmp {v}>"),
     "atomic": ("atomicType", lambda v: f"#pto<atomic_type {ATOMIC_TYPES[v]}>"),
+    # a store from L0C through the FIX pipe's ReLU (TSTORE<..., ReluPreMode::NormalRelu>)
+    "relu": ("reluPreMode", lambda v: f"#pto<relu_pre_mode {'normal_relu' if v else 'no_relu'}>"),
 }
 
 
@@ -275,7 +277,8 @@ def attrs_text(attrs: dict) -> str:
 
 _ATTR_KEYS = {text_key: key for key, (text_key, _) in ATTR_SPELLING.items()}
 _ATTR_VALUES = {"rmode": {v: k for k, v in ROUND_MODES.items()},
-                "atomic": {v: k for k, v in ATOMIC_TYPES.items()}}
+                "atomic": {v: k for k, v in ATOMIC_TYPES.items()},
+                "relu": {"normal_relu": True, "no_relu": False}}
 
 
 def unspell_attr(text_key: str, text: str) -> tuple[str, object]:

@@ -767,8 +767,8 @@ def _entries() -> list[Entry]:
         lambda: _pto(kn().vadd, _r(4096), _r(4096), _z(4096), 4096, BLOCK=512))
     add("ts_kernels_row_softmax", "testsuite num-stages",
         lambda: _pto(kn().row_softmax, _r(64, 64), _z(64, 64), 64, N=64, BM=8, STAGES=2))
-    add("ts_kernels_mm_bias_relu", "testsuite mixed k-loop matmul-f16 broadcast",
-        lambda: _pto(kn().mm_bias_relu, _r(64, 64, dtype=F16), _r(64, 64, dtype=F16),
+    add("ts_kernels_mm_bias_sigmoid", "testsuite mixed k-loop matmul-f16 broadcast",
+        lambda: _pto(kn().mm_bias_sigmoid, _r(64, 64, dtype=F16), _r(64, 64, dtype=F16),
                      _r(1, 64), _z(64, 64), 64, BM=32, BN=32, BK=32))
     add("ts_program_ids_3d", "testsuite grid-3d num-programs i32 zeros",
         lambda: _pto(va().program_ids_kernel, _z(64, dtype=I32)))
@@ -818,6 +818,16 @@ def _entries() -> list[Entry]:
     add("matmul_two_iterations_stages2", "matmul-f16 k-loop num-stages",
         lambda: _pto(matmul_pipelined_static_k, _r(32, 64, dtype=F16), _r(64, 32, dtype=F16),
                      _z(32, 32), K=64, BM=32, BN=32, BK=32))
+
+    ep = lambda: _tests("compiler.test_cube_epilogue")          # noqa: E731
+    add("gemm_bias_sigmoid_fix_pipe", "testsuite matmul-f16 k-loop num-stages grid-2d cast zeros",
+        lambda: _pto(ep().gemm_epilogue, _r(64, 96, dtype=F16), _r(96, 128, dtype=F16),
+                     _r(1, 128), _z(64, 128, dtype=F16), 64, 128, 96, BM=64, BN=128, BK=32,
+                     ACT="relu", ROW=2))
+    add("matmul_f16_bias_widened", "testsuite matmul-f16",       # fp16 row -> fp32 bias table
+        lambda: _pto(ep().gemm_epilogue, _r(32, 64, dtype=F16), _r(64, 64, dtype=F16),
+                     _r(64, dtype=F16), _z(32, 64), 32, 64, 64, BM=32, BN=64, BK=64,
+                     ACT="maximum", ROW=1))
 
     # op families ------------------------------------------------------------------------------
     add("unary_exp_log", "unary f32 tail-rows tail-cols",
@@ -1082,7 +1092,7 @@ def _entries() -> list[Entry]:
                                        _r(64, 64, dtype=F16), _r(64, 64, dtype=F16),
                                        _z(64, 64), 64, BM=32, BN=32, BK=32))
     add("target_b3_mixed", "ascend910b3 mixed",
-        lambda: _pto(_retargeted(kn().mm_bias_relu, "ascend910b3"), _r(32, 32, dtype=F16),
+        lambda: _pto(_retargeted(kn().mm_bias_sigmoid, "ascend910b3"), _r(32, 32, dtype=F16),
                      _r(32, 32, dtype=F16), _r(1, 32), _z(32, 32), 32, BM=32, BN=32, BK=32))
     return e
 

@@ -97,7 +97,7 @@ def _valid_range(b, off, extent, size):
     return lo, b.select(b.icmp_signed("<", hi, lo), lo, hi)
 
 
-def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
+def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None, relu=False):
     b = cg.b
     gm, (o0, o1), (d0, d1), index = _window(cg, tensor, offsets)
     tptr = cg.tile_ptr(tile)
@@ -105,7 +105,7 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
     c_lo, c_hi = _valid_range(b, o1, d1, tile.cols)
     pads = to_tile and pad is not None      # None: the tile holds its padding already
     padv = from_compute(b, const(tile.dtype, pad), tile.dtype) if pads else None
-    vector_rows = _vector_rows(cg, tensor, tile, atomic)
+    vector_rows = _vector_rows(cg, tensor, tile, atomic) and not relu
 
     def fill(row_base, start, stop):
         with counted_loop(b, start, stop, name="pad") as c:
@@ -125,7 +125,8 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
                 else:
                     with counted_loop(b, c_lo, c_hi, name="c") as c:
                         _move_elem(cg, tensor.dtype, (gm, index(grow, b.add(o1, c))),
-                                   tile.dtype, (tptr, b.add(row_base, c)), to_tile, atomic)
+                                   tile.dtype, (tptr, b.add(row_base, c)), to_tile, atomic,
+                                   relu)
                 if pads:
                     fill(row_base, c_hi, i64(tile.cols))
             with otherwise:
@@ -133,15 +134,22 @@ def _transfer(cg, tensor, offsets, tile, to_tile, pad=0, atomic=None):
                     fill(row_base, i64(0), i64(tile.cols))
 
 
-def _move_elem(cg, gd, g, td, t, to_tile, atomic):
+def _move_elem(cg, gd, g, td, t, to_tile, atomic, relu=False):
     """One element between GM (``g`` = (base, index), type ``gd``) and the tile (``t``, ``td``),
-    converted between the two types."""
+    converted between the two types; ``relu``: a store's ReLU before the conversion (the FIX
+    pipe's, from L0C)."""
     b = cg.b
     if to_tile:
         v = cg.load_elem(g[0], gd, g[1])
         cg.store_elem(convert(b, v, gd, td), t[0], td, t[1])
         return
-    v = convert(b, cg.load_elem(t[0], td, t[1]), td, gd)
+    v = cg.load_elem(t[0], td, t[1])
+    if relu:
+        zero = ir.Constant(v.type, 0)
+        below = (b.fcmp_ordered("<", v, zero) if td.is_floating else
+                 b.icmp_signed("<", v, zero))
+        v = b.select(below, zero, v)
+    v = convert(b, v, td, gd)
     if atomic:
         _atomic_add(b, cg.elem_ptr(g[0], gd, g[1]), v, gd)
     else:
@@ -268,7 +276,8 @@ def tload(cg, inst, tile=None):
 
 def tstore(cg, inst):
     tensor, *offsets = inst.outs
-    _transfer(cg, tensor, offsets, inst.ins[0], to_tile=False, atomic=inst.attrs.get("atomic"))
+    _transfer(cg, tensor, offsets, inst.ins[0], to_tile=False, atomic=inst.attrs.get("atomic"),
+              relu=bool(inst.attrs.get("relu")))
 
 
 RULES = {"tload": tload, "tstore": tstore}

@@ -234,6 +234,8 @@ def copy(cg, inst):
     transposing TMOV, used for matmul(a_trans=True), swaps rows and columns)."""
     if inst.attrs.get("transpose"):
         return ttrans(cg, inst)
+    if inst.ins[0].dtype != inst.outs[0].dtype and inst.outs[0].loc == "bias":
+        return _standalone(tcvt_elem)(cg, inst)      # L1 -> bias table widens fp16 to fp32
     if inst.ins[0].dtype != inst.outs[0].dtype:
         return     # a bitcast: the planner put dst on src's bytes, which are the result
     _standalone(copy_elem)(cg, inst)

@@ -15,6 +15,10 @@ by what comes next:
   an L0A/L0B tile holds data only from its move to its matmul (``memory_space._insert_moves``)
   and so nothing there is live across the zeroing (the planner may have spread the operands
   over the whole buffer to alternate them: ``memory_plan._alternate``).
+
+An accumulator that starts at a bias row (``passes/cube_epilogue.py``: a ``tcolexpand`` of the
+bias table into L0C, which no instruction does) is made the same way, with ``tmatmul.bias``
+where the above has ``tmatmul``: the cube adds the row as it writes the first product.
 """
 from __future__ import annotations
 
@@ -23,6 +27,10 @@ from ....language import dtypes as dt
 from ..isa import place_above
 from ..program import (For, If, Inst, Program, Scalar, Tile, While, constant_values,
                        fractal_box, nested_bodies, walk_insts)
+
+
+# what starts an accumulator in the lowered program: a zero fill, or a bias row's broadcast
+ACC_STARTS = ("texpands", "tcolexpand")
 
 
 def init_accumulators(program: Program) -> Program:
@@ -44,7 +52,7 @@ class _Rewriter:
             node = body[k]
             for nested in nested_bodies(node):
                 self.block(nested)
-            if isinstance(node, Inst) and node.op == "texpands" and node.outs[0].loc == "acc":
+            if isinstance(node, Inst) and node.op in ACC_STARTS and node.outs[0].loc == "acc":
                 del body[k]
                 self.replace(node, body, k)
                 continue
@@ -53,31 +61,32 @@ class _Rewriter:
     def replace(self, fill: Inst, body: list, at: int) -> None:
         """Make what ``fill`` did (it stood at ``body[at]``) happen otherwise."""
         acc = fill.outs[0]
+        bias = fill.ins[0] if fill.op == "tcolexpand" else None
         self.loc = fill.attrs.get("_loc")      # the pl.zeros line, for an overflow
-        if fill.ins or fill.attrs.get("value") != 0:
+        if bias is None and (fill.ins or fill.attrs.get("value") != 0):
             raise NotOnChip(
                 "on A2/A3 an accumulator (L0C) can start only from zeros: start it with "
                 "pl.zeros and add the constant to the result instead", fill.attrs.get("_loc"))
         k = next((j for j in range(at, len(body)) if _touches(body[j], acc)), None)
         first = body[k] if k is not None else None
         if isinstance(first, Inst) and first.op == "tmatmul.acc" and first.outs[0] is acc:
-            _overwrite(first)
+            body[k] = _overwrite(first, bias)
             return
         if isinstance(first, For):
             inner = next((n for n in first.body if _touches(n, acc)), None)
             if isinstance(inner, Inst) and inner.op == "tmatmul.acc" and inner.outs[0] is acc:
-                self.peel(first, inner)
+                self.peel(first, inner, bias)
                 if not self.runs(first):       # bounds are defined by now: just before it
-                    body[k:k] = self.guarded_zeroing(acc, first)
+                    body[k:k] = self.guarded_zeroing(acc, first, bias)
                 return
-        body[at:at] = self.zeroing(acc)
+        body[at:at] = self.zeroing(acc, bias)
 
-    def peel(self, loop: For, mm: Inst) -> None:
+    def peel(self, loop: For, mm: Inst, bias: Tile | None) -> None:
         """In the loop's first iteration the ``tmatmul.acc`` overwrites instead."""
         self.n += 1
         first = Scalar(f"{loop.iv.name}_first{self.n}", dt.bool_)
         at = loop.body.index(mm)
-        overwrite = Inst("tmatmul", mm.ins[1:], mm.outs, dict(mm.attrs))
+        overwrite = _overwrite(mm, bias)
         loop.body[at:at + 1] = [Inst("arith.cmp", [loop.iv, loop.lb], [first], {"pred": "eq"}),
                                 If(first, [overwrite], [mm], [], [], [])]
 
@@ -86,15 +95,15 @@ class _Rewriter:
         lb, ub, step = (self.consts.get(s.name) for s in (loop.lb, loop.ub, loop.step))
         return None not in (lb, ub, step) and step > 0 and lb < ub
 
-    def guarded_zeroing(self, acc: Tile, loop: For) -> list:
+    def guarded_zeroing(self, acc: Tile, loop: For, bias: Tile | None) -> list:
         self.n += 1
         empty = Scalar(f"{loop.iv.name}_empty{self.n}", dt.bool_)
         return [Inst("arith.cmp", [loop.lb, loop.ub], [empty], {"pred": "ge"}),
-                If(empty, self.zeroing(acc), [], [], [], [])]
+                If(empty, self.zeroing(acc, bias), [], [], [], [])]
 
-    def zeroing(self, acc: Tile) -> list:
-        """acc = 0 @ 0, with operands as narrow as the cube takes (one fractal of K), allocated
-        as the accumulator's M and N are (whole fractal boxes: passes/cube_box.py)."""
+    def zeroing(self, acc: Tile, bias: Tile | None = None) -> list:
+        """acc = 0 @ 0 (+ bias), with operands as narrow as the cube takes (one fractal of K),
+        allocated as the accumulator's M and N are (whole fractal boxes: passes/cube_box.py)."""
         operand = dt.int8 if acc.dtype == dt.int32 else dt.float16
         k = 32 // operand.itemsize
         m, n = acc.alloc_shape
@@ -103,7 +112,7 @@ class _Rewriter:
         return [Inst("texpands", [], [mat_a], {"value": 0}),
                 Inst("texpands", [], [mat_b], {"value": 0}),
                 Inst("tmov", [mat_a], [left]), Inst("tmov", [mat_b], [right]),
-                Inst("tmatmul", [left, right], [acc])]
+                _overwrite(Inst("tmatmul.acc", [acc, left, right], [acc]), bias)]
 
     def zero_tiles(self, locs, dtype, rows, cols, alloc) -> list[Tile]:
         key = (locs, dtype, rows, cols, alloc)
@@ -138,8 +147,12 @@ class _Rewriter:
         return place_above(self.p, tile, overflow)
 
 
-def _overwrite(mm: Inst) -> None:
-    mm.op, mm.ins = "tmatmul", mm.ins[1:]
+def _overwrite(mm: Inst, bias: Tile | None) -> Inst:
+    """``mm`` (a ``tmatmul.acc``) as the first matmul of its accumulator: the product alone,
+    or with the bias row added."""
+    if bias is None:
+        return Inst("tmatmul", mm.ins[1:], mm.outs, dict(mm.attrs))
+    return Inst("tmatmul.bias", mm.ins[1:] + [bias], mm.outs, dict(mm.attrs))
 
 
 def _touches(node, tile: Tile) -> bool:
