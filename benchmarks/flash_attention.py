@@ -8,12 +8,18 @@ kernel keeps the online softmax's running max, sum and output in fp32 on chip, S
 P V on the cube; torch SDPA runs on the same thread count as PyPTO (fp16 in and out on the
 CPU). Both are checked against an fp32 reference first. NPU: the cycle model's time for one
 launch on ascend910b1 (modelled, not measured).
+
+Then the board's case (issue 32): the same kernel at head 128, one head, S = 2k and 8k
+(--quick: 2k), causal and not, modelled on ascend910b1, its TFLOPS (4 S^2 D flops; causal
+counts half) and the cube's and vector cores' busy share beside pto-isa's hand-written flash
+attention on the 24-core 910B2 board (shared/reference/ascend910b.md: 32.5 us and 292.6 us,
+66 and 117 TFLOPS). Goal: >= 0.8 x the board's TFLOPS.
 """
 from __future__ import annotations
 
 import numpy as np
-from _harness import (default_threads, fmt_time, import_torch, main_table, side_by_side,
-                      tutorial, use_threads)
+from _harness import (default_threads, fmt_time, import_torch, main_table, parse_args,
+                      print_table, side_by_side, tutorial, use_threads)
 
 
 def _tutorial():
@@ -52,12 +58,42 @@ def run(args) -> list:
 HEADERS = ["shape (B, H, S, D)", "causal", "PyPTO host", "torch SDPA", "torch/PyPTO",
            "NPU (model)"]
 
+BOARD_US = {2048: 32.461, 8192: 292.626}     # pto-isa flash_atten README, 910B2, head 128
+BOARD_GOAL = 0.8
+
+
+def board_rows(quick: bool) -> list:
+    """Tutorial 12's kernel at the board's shapes, modelled, beside the board's TFLOPS."""
+    fa = _tutorial()
+    rows = []
+    for s in (2048,) if quick else tuple(BOARD_US):
+        board = 4 * s * s * 128 / BOARD_US[s] / 1e6
+        for causal in (False, True):
+            q = np.zeros((1, 1, s, 128), np.float16)
+            m = fa.modelled_npu(q, q, q, np.empty_like(q), causal)
+            flops = 4 * s * s * 128 / (2 if causal else 1)
+            tflops = flops / m.time_ms / 1e9
+            core_time = sum(b.cycles for b in m.blocks) or 1.0
+            busy = {p: m.pipe_busy.get(p, 0.0) / core_time * 100 for p in ("M", "V")}
+            rows.append([f"(1, 1, {s}, 128)", str(causal), f"{m.time_ms * 1e3:,.1f}",
+                         f"{tflops:.1f}", f"{board:.0f}", f"{tflops / board:.2f}",
+                         f"{busy['M']:.1f} / {busy['V']:.1f}",
+                         "yes" if tflops >= BOARD_GOAL * board else "NO"])
+    return rows
+
+
+BOARD_HEADERS = ["shape", "causal", "model us", "model TFLOPS", "board TFLOPS", "model/board",
+                 "cube / vector busy %", f">= {BOARD_GOAL}x board"]
+
 
 def main(argv=None) -> None:
     main_table(__doc__.splitlines()[0], run, HEADERS, lambda args: (
         f"flash attention fp16, median of {'1 round' if args.quick else '3 rounds'} of "
         f"{args.reps} after a warm-up each, both on {default_threads()} threads; "
         "NPU: cycle model, ascend910b1"), argv)
+    print("\nthe board's case, modelled on ascend910b1, against pto-isa's flash attention on "
+          "the 910B2 board (causal: half the flops)")
+    print_table(BOARD_HEADERS, board_rows(parse_args(__doc__.splitlines()[0], argv).quick))
 
 
 if __name__ == "__main__":
