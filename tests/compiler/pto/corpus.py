@@ -676,6 +676,11 @@ def _entries() -> list[Entry]:
         lambda: _pto(_tut("06_double_buffering").matmul_kernel, _r(64, 128, dtype=F16),
                      _r(128, 64, dtype=F16), _z(64, 64), 128, BM=32, BN=32, BK=32,
                      STAGES=2))
+    # K = 0: the prologue's prefetch of the first K step is a window past the specialised
+    # extent 0, which PTOAS refused as a partition of size 0 (folded since: empty_windows.py)
+    add("tut06_matmul_stages2_empty_k", "tutorial num-stages matmul-f16 k-loop edge",
+        lambda: _pto(_tut("06_double_buffering").matmul_kernel, np.zeros((64, 0), F16),
+                     np.zeros((0, 64), F16), _z(64, 64), 0, BM=32, BN=32, BK=32, STAGES=2))
     add("tut06_softmax_explicit_ping_pong", "tutorial async-load num-programs",
         lambda: _pto(_tut("06_double_buffering").row_softmax_explicit, _r(64, 128),
                      _z(64, 128), BM=8, BN=128))

@@ -26,6 +26,7 @@ PTO_PASSES = (
     ("fold-empty-windows", fold_empty_windows),     # windows outside the tensor: no move
     ("split", split_cube_vector),                   # cube and vector parts
     ("double-buffer", double_buffer),               # num_stages=2 loads one iteration ahead
+    ("fold-empty-prefetches", fold_empty_windows),  # a prologue's window past a 0 extent
     ("acc-init", init_accumulators),                # accumulators zeroed by the cube
     ("fillpad", pad_loads),                         # a load's padding
     ("sync", insert_sync),                          # flags between pipes

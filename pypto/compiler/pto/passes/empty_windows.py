@@ -5,7 +5,9 @@ tensor's end, ``passes/unbatch.py``, or a 2-D tile placed past it) moves no elem
 as is, its clipped ``partition_view`` has a constant size 0, which PTOAS rejects ("size at dim
 0 must be positive"). So such a load becomes a ``texpands`` of its padding value over the tile
 (what the load means), and such a store disappears. It runs right after lowering, so padding,
-sync and the hazard checker see the result.
+sync and the hazard checker see the result, and again after double buffering, whose prologue
+loads the first iteration's window at the loop's lower bound: past a tensor extent
+specialised to 0 (a K = 0 matmul with ``num_stages=2``) that window is empty too.
 """
 from __future__ import annotations
 
