@@ -46,9 +46,12 @@ def host_has(feature: str) -> bool:
 
 
 def _target_machine(opt: int):
+    """The large code model: MCJIT places an object's sections, and resolves the symbols it
+    calls, wherever the process has room, and a 32-bit PC-relative reference across more
+    than 2 GiB aborts the process in RuntimeDyld (tests/backends/ascend/test_object_code)."""
     s = _init()
     return s["target"].create_target_machine(cpu=s["cpu"], features=s["features"], opt=opt,
-                                             reloc="pic", codemodel="default")
+                                             reloc="static", codemodel="large")
 
 
 def compile_to_object(llvm_ir: str, opt_level: str = "O3") -> tuple[bytes, str]:
