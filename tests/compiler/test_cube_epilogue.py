@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import pypto
 import pypto.language as pl
-from tests.engines.tools import needs_tools, retarget
+from tests.engines.tools import needs_tools
 
 F32, F16 = np.float32, np.float16
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -41,6 +41,8 @@ def gemm_epilogue(a, b, bias, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr,
         acc = pl.maximum(acc, 0.0)
     if ACT == "gelu":
         acc = pl.gelu(acc)
+    if ACT == "sigmoid_of_sum":              # a row sum, broadcast back: still row by row
+        acc = pl.sigmoid(acc - pl.sum(acc, axis=1, keepdims=True) * 0.01)
     if ACT == "relu_after_cast":
         pl.store(c, offsets=(pm * BM, pn * BN), value=pl.maximum(acc.to(c.dtype), 0.0))
     else:
@@ -64,6 +66,8 @@ def _reference(a, b, bias, act):
         ref = np.maximum(ref, 0)
     if act == "gelu":
         ref = 0.5 * ref * (1 + np.tanh(0.7978845608028654 * (ref + 0.044715 * ref ** 3)))
+    if act == "sigmoid_of_sum":
+        ref = 1 / (1 + np.exp(-(ref - ref.sum(axis=1, keepdims=True) * 0.01)))
     return ref
 
 
@@ -158,6 +162,18 @@ def test_gelu_is_vector_work_after_the_cube_added_the_bias():
     assert "pto.tmatmul.bias" in compiled.asm["pto"]
 
 
+@pytest.mark.parametrize("act", ["gelu", "sigmoid_of_sum"])
+def test_a_vector_epilogue_too_big_for_the_ub_runs_in_row_chunks(act):
+    """At 128 x 256 a GELU needs three fp32 tiles of 128 KiB: BufferOverflow before; now the
+    vector core's part loops over chunks of rows (passes/chunk_epilogue.py)."""
+    kernel = pypto.jit(gemm_epilogue.fn, target="ascend910b1")
+    c, ref = _run(kernel, 200, 256, 96, (128, 256, 32), F16, F32, 2, act)   # one column block:
+    _close(c, ref, 96)                                       # the row sum is the whole row's
+    text = _compiled(act, 2).asm["pto"]
+    vector = text[text.index("_vector("):]
+    assert "scf.for" in vector and "rows=128, cols=256" not in vector
+
+
 def test_a_bias_wider_than_the_bias_table_stays_vector_work():
     """A2/A3's bias table holds 1 KiB: 256 fp32 columns."""
     a, b = np.zeros((16, 32), F16), np.zeros((32, 512), F16)
@@ -170,11 +186,14 @@ def test_a_bias_wider_than_the_bias_table_stays_vector_work():
 
 
 @needs_tools
-@pytest.mark.parametrize("out, bias_dtype, k", [(F16, F32, 80), (F32, F16, 0)])
-def test_pto_isas_simulator_agrees(out, bias_dtype, k):
+@pytest.mark.parametrize("out, bias_dtype, k, act, shape", [
+    (F16, F32, 80, "relu", (40, 64, 32, 64)), (F32, F16, 0, "relu", (40, 64, 32, 64)),
+    (F16, F32, 64, "gelu", (130, 256, 128, 256))])     # the GELU in row chunks
+def test_pto_isas_simulator_agrees(out, bias_dtype, k, act, shape):
     """PTOAS's C++ of the .pto (TMATMUL_BIAS, TMOV into the bias table, TSTORE with
-    NormalRelu) on pto-isa's CPU simulator."""
-    kernel = retarget(gemm_epilogue, "pto-isa")
+    NormalRelu; the chunked vector epilogue) on pto-isa's CPU simulator."""
+    m, n, bm, bn = shape
+    kernel = pypto.jit(gemm_epilogue.fn, target="ascend910b1", engine="pto-isa")
     with mock.patch.dict(os.environ, {"PYPTO_PTOISA_OPT": "O0"}):
-        c, ref = _run(kernel, 40, 64, k, (32, 64, 32), out, bias_dtype, 2, "relu")
+        c, ref = _run(kernel, m, n, k, (bm, bn, 32), out, bias_dtype, 2, act)
     _close(c, ref, k)

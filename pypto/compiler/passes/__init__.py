@@ -13,7 +13,7 @@ from .fuse_elementwise import fuse_elementwise
 from .legalize import legalize
 from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
-from .memory_plan import plan_memory
+from .chunk_epilogue import plan_memory_in_chunks
 from .memory_space import infer_memory_space
 from .unbatch import unbatch
 
@@ -27,7 +27,7 @@ PIPELINE = (
     ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),
     ("fuse-elementwise", fuse_elementwise),
-    ("plan-memory", plan_memory),
+    ("plan-memory", plan_memory_in_chunks),       # epilogues in row chunks if need be
 )
 
 

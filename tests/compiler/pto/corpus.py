@@ -829,6 +829,10 @@ def _entries() -> list[Entry]:
         lambda: _pto(ep().gemm_epilogue, _r(64, 96, dtype=F16), _r(96, 128, dtype=F16),
                      _r(1, 128), _z(64, 128, dtype=F16), 64, 128, 96, BM=64, BN=128, BK=32,
                      ACT="relu", ROW=2))
+    add("gemm_gelu_epilogue_in_chunks", "testsuite mixed matmul-f16 k-loop unary",
+        lambda: _pto(ep().gemm_epilogue, _r(128, 64, dtype=F16), _r(64, 256, dtype=F16),
+                     _r(1, 256), _z(128, 256, dtype=F16), 128, 256, 64, BM=128, BN=256,
+                     BK=32, ACT="gelu", ROW=2))
     add("matmul_f16_bias_widened", "testsuite matmul-f16",       # fp16 row -> fp32 bias table
         lambda: _pto(ep().gemm_epilogue, _r(32, 64, dtype=F16), _r(64, 64, dtype=F16),
                      _r(64, dtype=F16), _z(32, 64), 32, 64, 64, BM=32, BN=64, BK=64,
