@@ -485,3 +485,31 @@ def test_reading_an_unfilled_buffer_is_a_compile_error(interpret, monkeypatch):
     with pytest.raises(CompilationError, match="alloc_buffer at line .* is read before any "
                                                "async_load fills it"):
         unfilled[(1,)](np.zeros(64, np.float32), np.zeros(64, np.float32), 4)
+
+
+@pypto.jit
+def exp_of_partial_products_stages2(a, c, K):
+    """``exp_of_partial_products`` with its K loop double-buffered."""
+    acc = pl.zeros((16, 16), pl.float32)
+    total = pl.zeros((16, 16), pl.float32)
+    for k in pl.range(0, K, 16, num_stages=2):
+        acc = pl.matmul(pl.load(a, [0, k], [16, 16]), pl.load(a, [0, k], [16, 16]), acc=acc)
+        total = total + pl.exp(acc * 0.01)
+    pl.store(c, [0, 0], total)
+
+
+def test_a_double_buffered_in_loop_hand_off_declares_each_tile_once():
+    """The host's interleaved copy is double-buffered after the program and numbered its
+    pong tiles from 0 again into the program's own tile list: the .pto declared
+    ``%mat.._pong0`` twice, which PTOAS refused ("redefinition of SSA value"), so flash
+    attention with num_stages=2 compiled at no tile size."""
+    import re
+    a = np.random.default_rng(4).standard_normal((16, 64)).astype(np.float16)
+    c = np.zeros((16, 16), np.float32)
+    exp_of_partial_products_stages2[(1,)](a, c, 64)
+    np.testing.assert_allclose(c, _partial_products_reference(a), rtol=1e-4)
+    pto = exp_of_partial_products_stages2.compile(a, c, 64).asm["pto"]
+    assert "_pong" in pto
+    for function in pto.split("func.func")[1:]:
+        names = re.findall(r"^\s*(%[\w]+) = pto\.alloc_tile", function, re.M)
+        assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)

@@ -106,7 +106,10 @@ def interleaved_copy(program: Program) -> Program | None:
     flags as the no-ops they are in program order."""
     if program.kind != "cube" or not _needs_interleaving(program):
         return None
-    return replace(program, kind="mixed", body=_clone(program.body), vector_body=[])
+    # its own tile list and buffer sizes: the passes it gets after the program's (double
+    # buffering adds pong tiles, counted from 0 again) must not add to the program's
+    return replace(program, kind="mixed", body=_clone(program.body), vector_body=[],
+                   tiles=list(program.tiles), buffer_bytes=dict(program.buffer_bytes))
 
 
 def split_cube_vector(program: Program) -> Program:
