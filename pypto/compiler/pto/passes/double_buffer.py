@@ -23,7 +23,10 @@ A loop of at most two iterations known at compile time is left as it is: there i
 overlap, and MLIR inlines the unrolled loop's one trip, so PTOAS would see the prefetch past
 the end as a window of the constant size 0, which it rejects.
 A load is left in place when its tensor is also stored in the loop (the prefetch could read
-data the previous iteration has not written yet) or its address depends on loop-carried state.
+data the previous iteration has not written yet) or its address depends on loop-carried state,
+and so is a load from the GM workspace: the other core writes that slot, and only the flag
+the load waits for says when (prefetched, the vector core read the slot before the cube had
+stored the next tile, and flash attention with num_stages=2 computed zeros on pto-isa).
 """
 from __future__ import annotations
 
@@ -106,7 +109,8 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
     stored = {id(n.outs[0]) for n in walk_insts(loop.body) if isinstance(n, Inst) and n.op == "tstore"}
     chosen = []
     for k, inst in enumerate(loop.body):
-        if not (isinstance(inst, Inst) and inst.op == "tload") or id(inst.ins[0]) in stored:
+        if not (isinstance(inst, Inst) and inst.op == "tload") or id(inst.ins[0]) in stored \
+                or getattr(inst.ins[0], "workspace", False):
             continue
         tile = inst.outs[0]
         earlier = [n for n in walk_insts(loop.body[:k]) if isinstance(n, Inst)]
