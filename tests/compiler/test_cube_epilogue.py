@@ -188,7 +188,8 @@ def test_a_bias_wider_than_the_bias_table_stays_vector_work():
 @needs_tools
 @pytest.mark.parametrize("out, bias_dtype, k, act, shape", [
     (F16, F32, 80, "relu", (40, 64, 32, 64)), (F32, F16, 0, "relu", (40, 64, 32, 64)),
-    (F16, F32, 64, "gelu", (130, 256, 128, 256))])     # the GELU in row chunks
+    pytest.param(F16, F32, 64, "gelu", (130, 256, 128, 256),    # the GELU in row chunks
+                 marks=pytest.mark.slow)])
 def test_pto_isas_simulator_agrees(out, bias_dtype, k, act, shape):
     """PTOAS's C++ of the .pto (TMATMUL_BIAS, TMOV into the bias table, TSTORE with
     NormalRelu; the chunked vector epilogue) on pto-isa's CPU simulator."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 from ...language import dtypes as dt
 from ..ir import Block, Op, Value, blocks, replace_uses, users, walk
 
-BIAS_TABLE_BYTES = 1024          # A2/A3's bias table (pto-isa TMovToBt; target.buffers["bias"])
 BIAS_BURST = 64                  # TMovToBt: a row's bytes come in 64-byte bursts
 # the (op, attrs) that are a ReLU when the other operand is the constant 0
 RELU_FORMS = (("tile.unary", "relu"), ("tile.binary", "max"))
@@ -43,21 +42,23 @@ def is_accumulator(v: Value) -> bool:
     return False
 
 
-def fold_bias(body: Block) -> None:
-    """``acc + row`` → the accumulator starts at the row (see the module docstring)."""
+def fold_bias(body: Block, table_bytes: int) -> None:
+    """``acc + row`` → the accumulator starts at the row (see the module docstring);
+    ``table_bytes``: the bias table's size (A2/A3: 1 KiB, ``target.buffers["bias"]``)."""
     for block in blocks(body):
         for add in list(block.ops):
             if add.name == "tile.col_expand" and add.attrs.get("op") == "add":
-                _fold_one(body, block, add)
+                _fold_one(body, block, add, table_bytes)
 
 
-def _fold_one(body: Block, block: Block, add: Op) -> None:
+def _fold_one(body: Block, block: Block, add: Op, table_bytes: int) -> None:
     use_map = users(body)
     acc, row = add.operands
     if len(use_map.get(acc, ())) != 1 or not is_accumulator(acc):
         return
     start = _start(acc, use_map)
-    if start is None or start[0] not in block.ops or not _fits_bias_table(row, acc):
+    if start is None or start[0] not in block.ops or \
+            not _fits_bias_table(row, acc, table_bytes):
         return
     owner, index = start
     moved = _slice_after(block, row, owner)
@@ -104,7 +105,7 @@ def _slice_after(block: Block, row: Value, start: Op) -> list[Op] | None:
     return moved
 
 
-def _fits_bias_table(row: Value, acc: Value) -> bool:
+def _fits_bias_table(row: Value, acc: Value, table_bytes: int) -> bool:
     """Is ``row`` a load (or an fp16 load widened by a cast, which the move into the bias
     table does) of the accumulator's width and dtype that the bias table holds?"""
     shape, n = row.type.shape, acc.type.shape[-1]
@@ -117,7 +118,7 @@ def _fits_bias_table(row: Value, acc: Value) -> bool:
     if load is None or load.name != "tile.load":
         return False
     src_bytes = n * load.result.type.dtype.itemsize
-    return n * row.type.dtype.itemsize <= BIAS_TABLE_BYTES and src_bytes % BIAS_BURST == 0
+    return n * row.type.dtype.itemsize <= table_bytes and src_bytes % BIAS_BURST == 0
 
 
 def _start(acc: Value, use_map: dict):

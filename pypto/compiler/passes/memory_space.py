@@ -261,7 +261,7 @@ def infer_memory_space(module: Module) -> Module:
     body = module.kernel.body
     slots = _Slots()
     _operands_to_cube(body, slots)
-    fold_bias(body)
+    fold_bias(body, module.target.buffers.get(BIAS, 0))
     classes = loop_classes(body)
     acc_roots = set()
     mat_values = set()
