@@ -192,14 +192,6 @@ def topk_check(rng) -> None:
 
 # -- the table ---------------------------------------------------------------------------------
 
-def busy_share(model, pipe: str) -> float:
-    """A pipe's busy cycles over the busy cores' share of the kernel's time (cores used x
-    the makespan, launch included): the board's ratios are per core over the kernel's
-    duration (at 1536^3 the cube's work, 20.5 us, is the board's 54.5 % of its 38.8 us)."""
-    cores = len({b.core for b in model.blocks}) or 1
-    return model.pipe_busy.get(pipe, 0.0) / (cores * model.cycles or 1.0)
-
-
 def cases(quick: bool):
     """(kernel, size, board us, board busy or None, thunk -> LaunchModel)."""
     out = []
@@ -249,7 +241,7 @@ def run(args) -> list:
         us = model.time_ms * 1e3
         row = [kernel, size, f"{board_us:,.1f} us", f"{us:,.1f} us", f"{us / board_us:.2f}"]
         if busy:
-            cube, tload = busy_share(model, "M") * 100, busy_share(model, "MTE2") * 100
+            cube, tload = model.busy_share("M") * 100, model.busy_share("MTE2") * 100
             row += [f"{cube:.1f} / {busy[0]:.1f}", f"{tload:.1f} / {busy[1]:.1f}"]
         else:
             row += ["-", "-"]

@@ -73,11 +73,9 @@ def board_rows(quick: bool) -> list:
             m = fa.modelled_npu(q, q, q, np.empty_like(q), causal)
             flops = 4 * s * s * 128 / (2 if causal else 1)
             tflops = flops / m.time_ms / 1e9
-            core_time = sum(b.cycles for b in m.blocks) or 1.0
-            busy = {p: m.pipe_busy.get(p, 0.0) / core_time * 100 for p in ("M", "V")}
             rows.append([f"(1, 1, {s}, 128)", str(causal), f"{m.time_ms * 1e3:,.1f}",
                          f"{tflops:.1f}", f"{board:.0f}", f"{tflops / board:.2f}",
-                         f"{busy['M']:.1f} / {busy['V']:.1f}",
+                         f"{m.busy_share('M') * 100:.1f} / {m.busy_share('V') * 100:.1f}",
                          "yes" if tflops >= BOARD_GOAL * board else "NO"])
     return rows
 

@@ -170,13 +170,12 @@ def npu_rows(quick: bool) -> list:
             a, b = np.zeros((n, n), dtype), np.zeros((n, n), dtype)
             c = np.zeros((n, n), np.float32)
             model = model_kernel(npu_gemm_kernel, grid, a, b, c, n, n, n, BM=bm, BN=bn, BK=bk)
-            cores = len({blk.core for blk in model.blocks}) * model.cycles
             tflops = 2 * n ** 3 / model.time_ms / 1e9
             ratio = tflops / board_tflops
             rows.append([f"GEMM {np.dtype(dtype).name}", f"{n}^3", f"{model.time_ms * 1e3:,.1f}",
                          f"{tflops:.0f}", f"{board_tflops:.0f}", f"{ratio:.2f}",
-                         f"{model.pipe_busy.get('M', 0) / cores * 100:.1f} / {board_cube}",
-                         f"{model.pipe_busy.get('MTE2', 0) / cores * 100:.1f} / {board_tload}",
+                         f"{model.busy_share('M') * 100:.1f} / {board_cube}",
+                         f"{model.busy_share('MTE2') * 100:.1f} / {board_tload}",
                          "yes" if ratio >= NPU_GOAL else "NO"])
             acts = ("relu", "gelu") if dtype == np.float16 else ("relu",)
             if quick:        # each row is a whole compile and model: the fp16 ReLU one only

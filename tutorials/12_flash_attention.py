@@ -260,12 +260,11 @@ def main():
     s = 2048
     q = np.zeros((1, 1, s, 128), np.float16)
     m = modelled_npu(q, q, q, np.empty_like(q))
-    core_time = sum(b.cycles for b in m.blocks)
-    busy = {p: m.pipe_busy.get(p, 0.0) / core_time for p in ("M", "V")}
     print(f"\nhead 128, S = {s}, modelled on {m.target.name}: {m.time_ms * 1e3:.1f} us = "
-          f"{4 * s * s * 128 / m.time_ms / 1e9:.1f} TFLOPS, cube busy {busy['M']:.0%}, vector "
-          f"busy {busy['V']:.0%}; pto-isa's kernel on the board: 32.5 us = 66 TFLOPS, using "
-          "both vector cores of a cluster and four QK tiles in flight (benchmarks/board.py)")
+          f"{4 * s * s * 128 / m.time_ms / 1e9:.1f} TFLOPS, cube busy {m.busy_share('M'):.0%}, "
+          f"vector busy {m.busy_share('V'):.0%}; pto-isa's kernel on the board: 32.5 us = "
+          "66 TFLOPS, using both vector cores of a cluster and four QK tiles in flight "
+          "(benchmarks/board.py)")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ def test_ptoisa_gemm_schedule_within_25_percent_of_the_board(board, n):
                          board.gemm_program_args(n, n, n))
     ms, cube, tload = board.GEMM_BOARD[n]
     assert model.time_ms == pytest.approx(ms, rel=0.25)
-    assert abs(100 * board.busy_share(model, "M") - cube) <= 10
-    assert abs(100 * board.busy_share(model, "MTE2") - tload) <= 10
+    assert abs(100 * model.busy_share("M") - cube) <= 10
+    assert abs(100 * model.busy_share("MTE2") - tload) <= 10
 
 
 @pytest.mark.parametrize("n", [1536, 3072])
@@ -44,9 +44,9 @@ def test_pypto_gemm_port_within_25_percent_of_the_board(board, n):
     model = model_kernel(board.gemm_kernel, board.GM_GRID, *args, **meta)
     ms, cube, tload = board.GEMM_BOARD[n]
     assert model.time_ms == pytest.approx(ms, rel=0.25)
-    assert abs(100 * board.busy_share(model, "M") - cube) <= 10
+    assert abs(100 * model.busy_share("M") - cube) <= 10
     if n == 3072:       # 1536: the test after this one
-        assert abs(100 * board.busy_share(model, "MTE2") - tload) <= 10
+        assert abs(100 * model.busy_share("MTE2") - tload) <= 10
 
 
 @pytest.mark.xfail(strict=True, reason="the model's TLOAD busy at 1536^3 is 62.1 % against the "
@@ -57,7 +57,7 @@ def test_pypto_gemm_port_tload_busy_at_1536_within_10_points(board):
     n = 1536
     args, meta = board.gemm_args(n, n, n)
     model = model_kernel(board.gemm_kernel, board.GM_GRID, *args, **meta)
-    assert abs(100 * board.busy_share(model, "MTE2") - board.GEMM_BOARD[n][2]) <= 10
+    assert abs(100 * model.busy_share("MTE2") - board.GEMM_BOARD[n][2]) <= 10
 
 
 @pytest.mark.parametrize("s", [1024, 2048])

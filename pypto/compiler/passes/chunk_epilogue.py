@@ -26,17 +26,20 @@ MIN_ROWS = 8
 def plan_memory_in_chunks(module: Module) -> Module:
     """``plan_memory``; on a UB overflow, the kernel's epilogues in chunks of half the rows,
     a quarter, ... until the plan fits (the first error when none does)."""
-    try:
-        return plan_memory(_copy(module) if _loads(module.kernel.body) else module)
+    loads = _loads(module.kernel.body)
+    if not loads:
+        return plan_memory(module)
+    try:           # on a copy: a failed plan may have inserted copies and dropped fusion marks
+        return plan_memory(_copy(module))
     except BufferOverflow as error:
-        if error.space != VEC or not _loads(module.kernel.body):
+        if error.space != VEC:
             raise
         first = error
-    rows = min(load.result.type.shape[0] for load in _loads(module.kernel.body))
-    h = rows // 2
+    h = min(load.result.type.shape[0] for load in loads) // 2
     while h >= MIN_ROWS:
         trial = _copy(module)
-        if not any([chunk(trial.kernel.body, load, h) for load in _loads(trial.kernel.body)]):
+        chunked = [chunk(trial.kernel.body, load, h) for load in _loads(trial.kernel.body)]
+        if not any(chunked):
             break
         try:
             return plan_memory(trial)
@@ -96,9 +99,8 @@ def _epilogue(body: Block, load: Op) -> set | None:
             members.add(id(user))
             todo.extend(user.results)
     for op in body.ops:                  # constant tiles only the epilogue reads come along
-        if op.name == "tile.full" and not op.operands and id(op) in top and \
-                _row_local(op, rows) and use_map.get(op.result) and \
-                all(id(u) in members for u in use_map[op.result]):
+        if op.name == "tile.full" and not op.operands and _row_local(op, rows) and \
+                use_map.get(op.result) and all(id(u) in members for u in use_map[op.result]):
             members.add(id(op))
     inside = {v for op in body.ops if id(op) in members for v in op.results}
     for op in body.ops:

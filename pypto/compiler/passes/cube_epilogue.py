@@ -27,43 +27,32 @@ HOISTABLE = ("tile.load", "tile.cast")        # besides scalar arithmetic
 WRITES = ("tile.store", "tile.scatter", "tile.store_row")
 
 
-def is_accumulator(v: Value) -> bool:
-    """A matmul result, or a loop's or branch's result that carries one."""
-    op = v.owner
-    if op is None:
-        return False
-    if op.name == "tile.matmul":
-        return True
-    if op.name in ("scf.for", "scf.if", "scf.while"):
-        slot = op.results.index(v)
-        return any(is_accumulator(blk.ops[-1].operands[slot + (op.name == "scf.while" and
-                                                               blk is op.blocks[0])])
-                   for blk in op.blocks)
-    return False
-
-
-def fold_bias(body: Block, table_bytes: int) -> None:
+def fold_bias(body: Block, is_acc, table_bytes: int) -> bool:
     """``acc + row`` → the accumulator starts at the row (see the module docstring);
-    ``table_bytes``: the bias table's size (A2/A3: 1 KiB, ``target.buffers["bias"]``)."""
+    ``is_acc(v)``: is ``v`` an accumulator (``memory_space._accumulators``); ``table_bytes``:
+    the bias table's size (A2/A3: 1 KiB, ``target.buffers["bias"]``). Did any fold?"""
+    folded = False
     for block in blocks(body):
         for add in list(block.ops):
-            if add.name == "tile.col_expand" and add.attrs.get("op") == "add":
-                _fold_one(body, block, add, table_bytes)
+            if add.name == "tile.col_expand" and add.attrs.get("op") == "add" and \
+                    is_acc(add.operands[0]):
+                folded = _fold_one(body, block, add, table_bytes) or folded
+    return folded
 
 
-def _fold_one(body: Block, block: Block, add: Op, table_bytes: int) -> None:
+def _fold_one(body: Block, block: Block, add: Op, table_bytes: int) -> bool:
     use_map = users(body)
     acc, row = add.operands
-    if len(use_map.get(acc, ())) != 1 or not is_accumulator(acc):
-        return
+    if len(use_map.get(acc, ())) != 1:
+        return False
     start = _start(acc, use_map)
     if start is None or start[0] not in block.ops or \
             not _fits_bias_table(row, acc, table_bytes):
-        return
+        return False
     owner, index = start
     moved = _slice_after(block, row, owner)
     if moved is None:
-        return
+        return False
     for op in moved:
         block.ops.remove(op)
     init = Op("tile.broadcast", [row], [acc.type], loc=add.loc)
@@ -76,6 +65,7 @@ def _fold_one(body: Block, block: Block, add: Op, table_bytes: int) -> None:
         owner.operands[index] = init.result
     block.ops.remove(add)
     replace_uses(body, add.result, acc)
+    return True
 
 
 def _slice_after(block: Block, row: Value, start: Op) -> list[Op] | None:

@@ -257,20 +257,32 @@ def _operands_to_cube(body: Block, slots: _Slots) -> None:
                 op.operands[i] = loaded
 
 
+def _accumulators(body: Block) -> tuple[Classes, set]:
+    """The values sharing a buffer (``loop_classes``) and the ids of the classes that are
+    accumulators: a matmul's result and accumulator, with every loop and branch value tied
+    to them."""
+    classes = loop_classes(body)
+    roots = set()
+    for op in walk(body):
+        if op.name == "tile.matmul":
+            roots.add(classes.find(op.result).id)
+            if len(op.operands) == 3:
+                roots.add(classes.find(op.operands[2]).id)
+    return classes, roots
+
+
 def infer_memory_space(module: Module) -> Module:
     body = module.kernel.body
     slots = _Slots()
     _operands_to_cube(body, slots)
-    fold_bias(body, module.target.buffers.get(BIAS, 0))
-    classes = loop_classes(body)
-    acc_roots = set()
+    classes, acc_roots = _accumulators(body)
+    if fold_bias(body, lambda v: classes.find(v).id in acc_roots,
+                 module.target.buffers.get(BIAS, 0)):
+        classes, acc_roots = _accumulators(body)      # the folded accumulators' new starts
     mat_values = set()
     bias_values = set()
     for op in walk(body):
         if op.name == "tile.matmul":
-            acc_roots.add(classes.find(op.result).id)
-            if len(op.operands) == 3:
-                acc_roots.add(classes.find(op.operands[2]).id)
             for src in op.operands[:2]:
                 mat_values.add(src.id)
                 if _l1_slice(src):        # a slice of an L1 tile, extracted into L0A/L0B

@@ -316,8 +316,8 @@ def tile_type(p, name: str, addr: int, text: str) -> Tile:
         if key in fields:
             kwargs[key] = (p.dtype(value) if key == "dtype" else
                            None if value == "?" else literal(value))
-        elif key in ("blayout", "slayout", "fractal"):
-            layout[key] = literal(value) if key == "fractal" else value
+        elif key in ("blayout", "slayout"):
+            layout[key] = value
     if kwargs.get("loc") == "mat" and (layout.get("blayout"), layout.get("slayout")) == \
             ROW_LAYOUT[:2]:
         kwargs["layout"] = ROW_LAYOUT         # an L1 row bound for the bias table

@@ -176,6 +176,13 @@ class LaunchModel:
     def bound_pipe(self) -> str:
         return max(self.pipe_busy, key=self.pipe_busy.get)
 
+    def busy_share(self, pipe: str) -> float:
+        """A pipe's busy cycles over the busy cores' share of the kernel's time (cores used
+        x the makespan, launch included), as the board's pipe ratios are measured: per core
+        over the kernel's duration."""
+        cores = len({b.core for b in self.blocks}) or 1
+        return self.pipe_busy.get(pipe, 0.0) / (cores * self.cycles or 1.0)
+
     def summary(self) -> str:
         """A readable table: the launch, then each pipe's busy share of the core time."""
         t = self.target
