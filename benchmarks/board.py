@@ -45,20 +45,13 @@ from _harness import main_table
 import pypto
 import pypto.language as pl
 from pypto.backends.ascend.model.launch import model_kernel, model_launch
+from pypto.backends.ascend.model.silicon import BOARD_TARGET, FA_BOARD, GEMM_BOARD, TOPK_BOARD
 from ptoisa_programs import fa_program, gemm_program
 from ptoisa_programs import fa_args as fa_program_args
 from ptoisa_programs import gemm_args as gemm_program_args
 
-TARGET = "ascend910b2"      # the board's chip: 24 AIC / 48 AIV at 1.80 GHz
-
-# The board's figures (shared/reference/ascend910b.md, "Measured on silicon"; sources there)
-GEMM_BOARD = {   # m = k = n: (ms, cube busy %, TLOAD busy %), pto-isa gemm_performance README
-    1536: (0.0388, 54.5, 72.2), 3072: (0.2067, 79.0, 90.9),
-    6144: (1.5060, 86.7, 95.2), 7680: (3.1680, 80.6, 98.4)}
-FA_BOARD = {     # S: us, pto-isa flash_atten README, "910B2 Multi-Core Comparison"
-    1024: 20.96, 2048: 32.461, 4096: 88.902, 8192: 292.626, 16384: 909.058, 32768: 3262.645}
-TOPK_BOARD = {   # rows x 1024 of 1280 columns, k = 1000: us, pto-isa topk README
-    4800: 324.106, 3456: 238.819, 2304: 161.375}
+TARGET = BOARD_TARGET    # the board's chip: 24 AIC / 48 AIV at 1.80 GHz
+# The board's figures: pypto/backends/ascend/model/silicon.py (GEMM_BOARD, FA_BOARD, TOPK_BOARD)
 
 QUICK = {"gemm": (1536, 3072), "fa": (1024, 2048, 4096), "topk": (2304,)}
 

@@ -251,6 +251,8 @@ class Module:
                             f"{type(ctx).__name__}")
         values = self._check_inputs(inputs)
         given = self._check_out(out)
+        if hooks.ACTIVE:
+            hooks.record_graph(self)
         interpret = DEBUG[-1] if DEBUG else None
         strategy = self.parallel_strategy if parallel_strategy is None else \
             check_strategy(parallel_strategy, "Module.run")

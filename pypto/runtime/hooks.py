@@ -119,6 +119,14 @@ def record(launch: Launch) -> None:
         prof._records.append(launch)
 
 
+def record_graph(module) -> None:
+    """A graph module run while profilers are active: each keeps it once, and its page shows
+    the module's modelled schedule (``Module.model()``) beside the launches."""
+    for prof in list(ACTIVE):
+        if not any(m is module for m in prof._graphs):
+            prof._graphs.append(module)
+
+
 def record_compiled(kernel, grid, values, t0, mode="compiled"):
     """Called by the generated launch code after a launch made while ``ACTIVE`` is non-empty:
     ``values`` are the runtime arguments in ``kernel.runtime_params`` order, ``t0`` the

@@ -1,11 +1,15 @@
-"""The ``pypto`` command: look after the kernel cache, print a kernel's compiled stages.
+"""The ``pypto`` command: look after the kernel cache, print a kernel's compiled stages, profile
+a script.
 
     pypto cache list | info | clear | prune --max-size 500M
     pypto asm FILE.py::kernel [--stage tile_ir|pto|cpp|llir|...] x=f32[1024] n=1000 BLOCK=256
+    pypto profile SCRIPT.py [ARGS...] [--html OUT.html] [--trace OUT.json]
 
 ``asm`` compiles the kernel for the signature given as arguments (tensors as
 ``dtype[dims]``, with no data: stand-in arrays of that shape; ints and floats as values), as
-``kernel.compile(...)`` would, and prints one stage.
+``kernel.compile(...)`` would, and prints one stage. ``profile`` runs the script (with its
+arguments; ``--html``/``--trace`` are taken out of them, anything after ``--`` is left to
+the script) under ``pypto.Profiler``, prints the summary and writes the page or trace.
 """
 from __future__ import annotations
 
@@ -13,14 +17,17 @@ import argparse
 import importlib.util
 import os
 import re
+import runpy
 import sys
 import time
+import traceback
 
 # absolute imports: `python -m pypto.cli` runs this file as pypto.cli
 from pypto.cache import admin as cache_admin
 from pypto.errors import CompilationError
 from pypto.runtime.args import standin
 from pypto.runtime.jit import JITFunction
+from pypto.tools.profiler import Profiler
 
 STAGES = ("source_ir", "tile_ir", "pto", "cpp", "llir", "llir_opt")
 DTYPE_ALIASES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i8": "int8",
@@ -57,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="tensors as dtype[dims] (f32[1024], f16[64,128]), ints, floats")
     a.add_argument("--stage", default="pto", choices=STAGES)
     a.set_defaults(run=_asm)
+    pr = sub.add_parser("profile", help="run a script under the profiler: print the summary, "
+                        "write the HTML page (--html) or Chrome trace (--trace)")
+    pr.add_argument("script", metavar="SCRIPT.py")
+    pr.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                    help="the script's arguments (--html/--trace among them are pypto's; "
+                         "after --, all are the script's)")
+    pr.add_argument("--html", metavar="OUT.html", help="write the profile page here")
+    pr.add_argument("--trace", metavar="OUT.json", help="write the Chrome trace here")
+    pr.set_defaults(run=_profile)
     return p
 
 
@@ -115,6 +131,60 @@ def _age(seconds: float) -> str:
         if seconds >= span:
             return f"{seconds / span:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+# -- profile -----------------------------------------------------------------------------------
+
+def _profile(args) -> int:
+    """Run the script as ``__main__`` under a profiler; whatever it recorded is written even
+    when the script fails (its traceback is printed and the exit status is 1)."""
+    outputs, script_args = _output_options(args.args, {"html": args.html, "trace": args.trace})
+    if not os.path.isfile(args.script):
+        raise OSError(f"no such script: {args.script}")
+    status = 0
+    saved = sys.argv, list(sys.path)
+    sys.argv = [args.script] + script_args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    with Profiler() as prof:
+        try:
+            runpy.run_path(args.script, run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception:  # noqa: BLE001 - the script's own error: show it, keep the profile
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.argv, sys.path[:] = saved[0], saved[1]
+    print(prof.summary())
+    if outputs["html"]:
+        print(f"profile page: {prof.export_html(outputs['html'])}")
+    if outputs["trace"]:
+        print(f"Chrome trace: {prof.export_chrome_trace(outputs['trace'])}")
+    return status
+
+
+def _output_options(argv: list, outputs: dict) -> tuple[dict, list]:
+    """Take ``--html PATH`` / ``--trace PATH`` (or ``--html=PATH``) out of the script's
+    arguments, up to a ``--``; the rest, in order, are the script's."""
+    rest, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            rest += argv[i + 1:]
+            break
+        name = word[2:].partition("=")[0] if word.startswith("--") else None
+        if name in outputs:
+            if "=" in word:
+                outputs[name] = word.partition("=")[2]
+            elif i + 1 < len(argv):
+                outputs[name] = argv[i + 1]
+                i += 1
+            else:
+                raise ValueError(f"--{name} needs a path")
+        else:
+            rest.append(word)
+        i += 1
+    return outputs, rest
 
 
 # -- asm -------------------------------------------------------------------------------------

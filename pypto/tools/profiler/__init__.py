@@ -8,6 +8,7 @@ two clocks kept apart, measured host time and modelled NPU time (``report.py``).
     print(prof.summary())
     prof.core_utilization, prof.kernels, prof.tiles
     prof.export_chrome_trace("trace.json")      # Perfetto / chrome://tracing
+    prof.export_html("profile.html")            # one self-contained page (html.py)
 
     p = pypto.profile.Profiler(); p.start(); ...; p.stop(); report = p.report()
 
@@ -31,10 +32,12 @@ __all__ = ["Profiler", "ProfileReport", "KernelProfile", "TileProfile", "Operati
 class Profiler:
     """Records every kernel launch between ``start()`` and ``stop()`` (or inside ``with``).
     Its attributes read the current report: ``kernels``, ``tiles``, ``operations``,
-    ``core_utilization``, ``summary()``, ``export_chrome_trace(path)``."""
+    ``core_utilization``, ``summary()``, ``export_chrome_trace(path)``, ``export_html(path)``;
+    ``graphs``: the graph modules run while it was active."""
 
     def __init__(self):
         self._records: list = []
+        self._graphs: list = []
         self._report = None
 
     # -- lifetime --
@@ -64,6 +67,7 @@ class Profiler:
 
     def clear(self) -> None:
         self._records.clear()
+        self._graphs.clear()
         self._report = None
 
     # -- reading --
@@ -94,6 +98,18 @@ class Profiler:
 
     def export_chrome_trace(self, path) -> str:
         return self.report().export_chrome_trace(path)
+
+    @property
+    def graphs(self) -> list:
+        return list(self._graphs)
+
+    def export_html(self, path, graphs=None, title: str = "PyPTO profile") -> str:
+        """Write the profile as one self-contained HTML page (no network needed to open it):
+        per-kernel summary, swim lanes per core and pipe, roofline, on-chip memory, and the
+        modelled schedule of ``graphs`` (default: the graph modules run while recording);
+        returns the path."""
+        graphs = self._graphs if graphs is None else list(graphs)
+        return self.report().export_html(path, graphs, title)
 
     def __repr__(self) -> str:
         state = "active" if self.active else "stopped"

@@ -102,7 +102,7 @@ def _bound_pipe(pipe_busy: dict):
 class ProfileReport:
     """The launches a profiler recorded, modelled. Read ``kernels``, ``tiles``,
     ``operations``, ``core_utilization``; print ``summary()``; write
-    ``export_chrome_trace(path)``."""
+    ``export_chrome_trace(path)`` or ``export_html(path)``."""
 
     def __init__(self, launches: list):
         self.launches = list(launches)
@@ -281,3 +281,9 @@ class ProfileReport:
         with open(path, "w") as f:
             json.dump(self.chrome_trace(), f)
         return str(path)
+
+    def export_html(self, path, graphs=(), title: str = "PyPTO profile") -> str:
+        """Write the report (and the modelled schedules of ``graphs``: graph ``Module``s) as
+        one self-contained HTML page (``html.py``); returns the path."""
+        from .html import export_html  # lazy: tools.memory and the page load only here
+        return export_html(self, path, graphs, title)

@@ -53,6 +53,22 @@ class InstRecord:
     bytes: int
     kind: str
     part: str = "vector"
+    subblock: int = 0             # which of a cluster's AIVs ran it (a vector part)
+
+
+@dataclass(slots=True)
+class HandOff:
+    """One cross-core flag operation of a block, kept apart from the instructions so the
+    profile can draw the cube<->vector hand-offs: ``op`` "set" spans from its pipe reaching
+    it to the flag's arrival at the other core; "wait" from its pipe reaching it to the
+    flag it waited for being there (zero when it already was)."""
+    flag: object
+    op: str
+    pipe: str
+    start: float
+    end: float
+    part: str = "vector"
+    subblock: int = 0
 
 
 @dataclass
@@ -64,6 +80,7 @@ class BlockTrace:
     end: float
     records: list = field(default_factory=list)
     pipe_busy: dict = field(default_factory=dict)
+    handoffs: list = field(default_factory=list)     # HandOff: cross-core flags set and met
 
     @property
     def cycles(self) -> float:
@@ -185,6 +202,7 @@ class PartTimeline:
         self.vals: dict = {}
         self.from_data: set = set()        # scalars computed from tile data (TGETVAL)
         self.records: list = []
+        self.handoffs: list = []
         self.busy = dict.fromkeys(PIPES, 0.0)
         self.shapes = self._bind(env)
         self._static: dict = {}
@@ -239,7 +257,7 @@ class PartTimeline:
         self.free[pipe] = end
         self.busy[pipe] += cycles
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
-                                       PIPE_KIND[pipe], self.env.part))
+                                       PIPE_KIND[pipe], self.env.part, self.env.subblock))
 
     def _streams(self, inst: Inst, pipe: str, start: float) -> float:
         """The GM transfers this core has in flight, sharing its bandwidth: the launch's
@@ -414,12 +432,20 @@ class PartTimeline:
             self._join((yield ("syncall", self.end)))
         elif op == "sync.set":       # the flag reaches the other core after the hand-off
             pipe = attrs["pipe"]
-            yield ("set", attrs["flag"], attrs.get("count", 1),
-                   self._reach(pipe) + self.costs.cross_core_sync_cycles)
+            reached = self._reach(pipe)
+            arrives = reached + self.costs.cross_core_sync_cycles
+            self._hand_off(attrs["flag"], "set", pipe, reached, arrives)
+            yield ("set", attrs["flag"], attrs.get("count", 1), arrives)
         elif op == "sync.wait":
             pipe = attrs["pipe"]
-            ready = yield ("wait", attrs["flag"], attrs.get("count", 1), self._reach(pipe))
+            reached = self._reach(pipe)
+            ready = yield ("wait", attrs["flag"], attrs.get("count", 1), reached)
+            self._hand_off(attrs["flag"], "wait", pipe, reached, max(reached, ready))
             self.free[pipe] = max(self.free[pipe], ready)
+
+    def _hand_off(self, flag, op: str, pipe: str, start: float, end: float) -> None:
+        self.handoffs.append(HandOff(flag, op, pipe, start, end, self.env.part,
+                                     self.env.subblock))
 
     def _join(self, t: float) -> None:
         for p in self.free:
@@ -427,4 +453,4 @@ class PartTimeline:
 
     def trace(self) -> BlockTrace:
         return BlockTrace(tuple(self.env.pid), self.env.core, self.env.start, self.end,
-                          self.records, dict(self.busy))
+                          self.records, dict(self.busy), self.handoffs)

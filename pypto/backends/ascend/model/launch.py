@@ -349,6 +349,7 @@ def _merge(agents: list) -> BlockTrace:
         other = agent.part.trace()
         first.end = max(first.end, other.end)
         first.records += other.records
+        first.handoffs += other.handoffs
         for pipe, busy in other.pipe_busy.items():
             first.pipe_busy[pipe] = first.pipe_busy.get(pipe, 0.0) + busy
     if len(agents) > 1:

@@ -15,8 +15,9 @@ task on one of each), so one node's cube tasks overlap another node's vector tas
   ``simulate`` returns None for work the model cannot see (an Ascend C call: zero time).
 
 ``bubbles()`` reads the schedule back: per core its busy and idle time, the critical path (the
-chain of tasks, each started by the previous one's end, that ends last) and the longest waits
-(a task's start minus the moment its inputs were complete).
+chain of tasks, each started by the previous one's end, that ends last), the longest waits
+(a task's start minus the moment its inputs were complete) and the bubbles proper: stretches
+where a core sat idle while a task it could run was ready.
 """
 from __future__ import annotations
 
@@ -158,11 +159,13 @@ class BubbleReport:
     """``cores``: per (kind, index) used, (busy, idle) cycles over the run; ``critical_path``:
     the placed tasks of the chain that ends last; ``longest_waits``: the placed tasks that
     waited longest for a core once their inputs were complete (dispatch excluded), with the
-    wait."""
+    wait; ``idle_with_work``: (core, start, end, placed task) of every stretch a core was
+    idle while that task, which it could have run, was ready."""
     model: DagModel
     cores: dict
     critical_path: list
     longest_waits: list
+    idle_with_work: list = field(default_factory=list)
 
     def text(self, top: int = 5) -> str:
         m = self.model
@@ -188,6 +191,9 @@ class BubbleReport:
         shown = path if len(path) <= 2 * top else path[:top] + [None] + path[-top:]
         lines.append("    " + " -> ".join("..." if p is None else p.spec.label for p in shown))
         waits = [(p, w) for p, w in self.longest_waits[:top] if w > 0]
+        idle = self.idle_with_work
+        lines.append(f"  bubbles (a core idle while a task it could run was ready): "
+                     f"{len(idle)}, {sum(b - a for _, a, b, _ in idle) * us:,.2f} core-us")
         lines.append("  longest waits for a core (inputs complete -> dispatch begins):"
                      + ("" if waits else " none, every task found a free core"))
         for p, wait in waits:
@@ -205,7 +211,50 @@ def bubble_report(model: DagModel, top: int = 10) -> BubbleReport:
             cores[core] = (busy + p.end - p.start, 0.0)
     cores = {c: (b, model.cycles - b) for c, (b, _) in cores.items()}
     waits = sorted(((p, p.dispatched - p.ready) for p in model.placed), key=lambda x: -x[1])
-    return BubbleReport(model, cores, critical_path(model), waits[:top])
+    return BubbleReport(model, cores, critical_path(model), waits[:top],
+                        idle_with_ready_work(model))
+
+
+def idle_with_ready_work(model: DagModel) -> list:
+    """(core, start, end, task): for each task that waited once its inputs were complete, the
+    longest stretch of that wait during which a core it could use sat idle (one per kind of
+    core it needs, so a task counts once however many cores were idle). A task that waited
+    with none of its cores idle was held by the other kind (a mixed task) or not at all."""
+    launch = dispatch_cycles(model.target, "block" if model.strategy.endswith("data_parallel")
+                             else "task")[0]
+    spans: dict = {}
+    for p in model.placed:
+        for core in p.cores:
+            spans.setdefault(core, []).append((p.dispatched, p.end))
+    for runs in spans.values():
+        runs.sort()
+    out = []
+    for p in model.placed:
+        a, b = max(p.ready, launch), p.dispatched
+        if b <= a:
+            continue
+        for kind, _ in _needs(p.spec):
+            pool = p.spec.allowed.get(kind) if p.spec.allowed else None
+            pool = range(model.cores.get(kind, 0)) if pool is None else pool
+            best = max((_longest_idle(spans.get((kind, c), []), a, b) + ((kind, c),)
+                        for c in pool), key=lambda x: x[1] - x[0], default=None)
+            if best is not None and best[1] > best[0]:
+                out.append((best[2], best[0], best[1], p))
+    return sorted(out, key=lambda x: x[1] - x[2])
+
+
+def _longest_idle(runs: list, a: float, b: float) -> tuple:
+    """The longest stretch of [a, b] that no (start, end) of ``runs`` (sorted) covers."""
+    best, t = (a, a), a
+    for start, end in runs:
+        if start >= b:
+            break
+        if start > t and min(start, b) - t > best[1] - best[0]:
+            best = (t, min(start, b))
+        t = max(t, end)
+    if b - t > best[1] - best[0]:
+        best = (t, b)
+    return best
 
 
 def critical_path(model: DagModel) -> list:
