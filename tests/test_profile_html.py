@@ -86,7 +86,7 @@ def _expected_lanes(prof) -> set:
     out = set()
     for k in prof.kernels:
         m = k.model
-        aivs = 2 if any(r.subblock for b in m.blocks for r in b.records) else 1
+        aivs = m.target.vector_cores // m.target.cube_cores
         for b in m.blocks:
             for r in b.records:
                 core = html._Lanes._core(k.kind, b.core, r.part, r.subblock, aivs)

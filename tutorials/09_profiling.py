@@ -1,7 +1,8 @@
 """Tutorial 09 -- reading a profile: host time and modelled NPU time, core utilization, the pipe
-that bounds a kernel, per-block compute and memory time, a Chrome trace, and memory analysis.
+that bounds a kernel, per-block compute and memory time, a Chrome trace, memory analysis, and
+the profile as one HTML page.
 
-    python tutorials/09_profiling.py [--quick] [--reps N] [--trace PATH]
+    python tutorials/09_profiling.py [--quick] [--reps N] [--trace PATH] [--html PATH]
 
 One idea: there is no NPU here, yet PyPTO can tell you how your kernel would behave on one.
 Every launch made inside `with pypto.Profiler() as prof:` is recorded; its PTO program (the
@@ -93,6 +94,10 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--trace", metavar="PATH",
                         help="write the Chrome trace here (default: a temporary file, deleted)")
+    parser.add_argument("--html", metavar="PATH",
+                        default=os.path.join(tempfile.gettempdir(), "pypto_tutorial09.html"),
+                        help="write the profile page here (default: pypto_tutorial09.html in "
+                             "the temporary directory)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
 
@@ -257,6 +262,21 @@ def main():
     assert ub[2] - ub[1] == BM * n_cols * 4
     print(f"double buffering's price: a second (pong) buffer for the loaded tile, "
           f"{(ub[2] - ub[1]) // 1024} KiB more UB. print(mem) shows the full table.")
+
+    # --- one page to look at -----------------------------------------------------------------
+    # prof.export_html(path) writes everything above as one self-contained HTML file: no
+    # network needed to open it, so it works offline and can be mailed to a colleague. It has
+    # the summary table, swim lanes (one row per core and pipe: zoom with the wheel, drag to
+    # pan, hover a bar for its instruction and duration; the grey hatched bars are launch and
+    # dispatch gaps, red arrows the cube -> vector hand-offs of a mixed kernel), a roofline
+    # under the chip's roofs with the board's measured kernels marked, and the on-chip memory
+    # per buffer. `pypto profile SCRIPT.py --html OUT.html` does the same for a whole script.
+    path = what_if.export_html(args.html, title="Tutorial 09: row softmax, four configurations")
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    assert "<script src" not in page and "profile-data" in page
+    print(f"\nprofile page: {path} ({len(page) / 1024:.0f} KiB, self-contained); open it in "
+          "any browser")
 
 
 if __name__ == "__main__":

@@ -174,6 +174,7 @@ class _Lanes:
         self.names = names
         self.bars: dict = {}               # (core label, row) -> list of (t, d, name, info)
         self.handoffs: list = []           # [from lane key, t, to lane key, t]
+        self.aivs = 2                      # AIVs per cluster (the targets' vector / cube cores)
 
     def add(self, core: str, row: str, t: float, d: float, name: str, info: str) -> None:
         self.bars.setdefault((core, row), []).append(
@@ -181,7 +182,7 @@ class _Lanes:
 
     def add_launch(self, k, offset: float, us: float) -> None:
         m = k.model
-        aivs = 2 if any(r.subblock for b in m.blocks for r in b.records) else 1
+        aivs = self.aivs = m.target.vector_cores // m.target.cube_cores
         last_end: dict = {}
         for block in sorted(m.blocks, key=lambda b: b.start):
             info = f"{k.name}[{pid_text(block.pid, k.grid)}]"
@@ -204,6 +205,8 @@ class _Lanes:
 
     @staticmethod
     def _core(kind, core: int, part, subblock: int, aivs: int) -> str:
+        """The physical core: cluster n of a mixed kernel is AIC n and AIVs n * aivs + its
+        sub-block (the chip's numbering); other kernels' blocks run on core n of their kind."""
         if part is None:
             part = "cube" if kind == "cube" else "vector"
         if part == "cube":
@@ -232,12 +235,15 @@ class _Lanes:
                                               f"{dst}|flags", offset + w.end * us])
 
     def rows(self) -> list:
-        """The lanes in display order: cube cores, then vector cores, by index; within a
-        core its blocks, its pipes in pipe order, its flags."""
+        """The lanes in display order: cluster by cluster (its AIC, then its AIVs),
+        so a hand-off runs between neighbouring rows; within a core its blocks, its pipes in
+        pipe order, its flags."""
         def order(key):
             core, row = key
             kind, index = core.split()
-            return (kind != "AIC", int(index), ROW_ORDER.index(row))
+            index = int(index)
+            cluster = index if kind == "AIC" else index // self.aivs
+            return (cluster, kind != "AIC", index, ROW_ORDER.index(row))
         out = []
         for key in sorted(self.bars, key=order):
             bars = sorted(self.bars[key])
