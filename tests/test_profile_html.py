@@ -308,6 +308,17 @@ def test_the_page_in_headless_chromium(profiled, tmp_path):
 
 @pytest.mark.slow
 @needs_chromium
+def test_an_empty_profile_is_a_page_too(tmp_path):
+    path = tmp_path / "empty.html"
+    pypto.Profiler().export_html(path)
+    dom, stderr, _ = _chromium(path, tmp_path, "--dump-dom")
+    body = _body(dom)
+    assert body["data-status"] == "ok" and body["data-lanes"] == "0"
+    assert _console(stderr) == [] and "No kernel launches recorded." in dom
+
+
+@pytest.mark.slow
+@needs_chromium
 def test_ten_thousand_blocks_render_in_under_two_seconds(tmp_path):
     prof = _profile(blocks=10_000, mixed=False)
     path = tmp_path / "big.html"

@@ -503,7 +503,7 @@
   memory();
   graphs();
   if (tl) window.addEventListener("resize", () => tl.resize());
-  body.setAttribute("data-lanes", String(data.lanes.length));
+  body.setAttribute("data-lanes", String(tl ? tl.lanes.length : 0));   // rows drawn
   body.setAttribute("data-render-ms", (performance.now() - t0).toFixed(1));
   if (body.getAttribute("data-status") === "loading") body.setAttribute("data-status", "ok");
 })();
