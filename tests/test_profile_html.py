@@ -31,13 +31,17 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 
 
+# one block per program, however many: the page's blocks and dispatch gaps
+vadd_in_waves = pypto.jit(launch_form="grid")(vadd.fn)
+
+
 def _profile(blocks=96, mixed=True, graph=False):
     """A vector launch of ``blocks`` blocks (more than the 48 AIVs: dispatch gaps), a mixed
     launch (cube -> vector hand-offs) and optionally a graph module run."""
     n = 256 * blocks
     x = np.ones(n, np.float32)
     with pypto.Profiler() as prof:
-        vadd[(blocks,)](x, x, np.empty_like(x), n, BLOCK=256)
+        vadd_in_waves[(blocks,)](x, x, np.empty_like(x), n, BLOCK=256)
         if mixed:
             M = N = 128
             K = 256

@@ -107,11 +107,19 @@ def test_core_utilization_of_one_block_is_one_core_of_48():
 def test_core_utilization_of_a_large_balanced_grid_is_high():
     blocks = 48 * 8
     x, y, out = arrays(blocks)
+    in_waves = pypto.jit(launch_form="grid")(add.fn)
     with pypto.Profiler() as prof:
+        in_waves[(blocks,)](x, y, out, x.size, BLOCK=BLOCK)
         add[(blocks,)](x, y, out, x.size, BLOCK=BLOCK)
+    waves, persistent = prof.kernels
     # 8 waves, each block paying its dispatch: high only beside one block's 1/48
-    assert prof.core_utilization > 8 / 48
-    assert len(prof.tiles) == blocks and {t.core for t in prof.tiles} == set(range(48))
+    assert waves.core_utilization > 8 / 48
+    tiles = [t for t in prof.tiles if t.launch == 0]
+    assert len(tiles) == blocks and {t.core for t in tiles} == set(range(48))
+    # the persistent form: one block per core running its 8 programs back to back
+    assert persistent.grid == (48,) and persistent.blocks == 48
+    assert persistent.core_utilization > waves.core_utilization
+    assert persistent.npu_time_ms < waves.npu_time_ms
 
 
 def test_utilization_over_several_launches_weights_them_by_makespan():

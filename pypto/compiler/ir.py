@@ -20,6 +20,9 @@ VEC, MAT, LEFT, RIGHT, ACC, BIAS = "vec", "mat", "left", "right", "acc", "bias"
 # every synchronisation op: no results, kept for their effect on the order of work.
 CROSS_BLOCK_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait")
 SYNC_OPS = CROSS_BLOCK_OPS + ("pto.set_flag", "pto.wait_flag", "pto.pipe_barrier")
+# The grid's extents, int parameters of a kernel in the persistent launch form
+# (passes/persistent.py), always >= 1.
+GRID_PARAMS = ("_pypto_g0", "_pypto_g1", "_pypto_g2")
 
 
 @dataclass(frozen=True)

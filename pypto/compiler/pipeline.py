@@ -22,13 +22,16 @@ from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
-                  interleave: bool = True):
+                  interleave: bool = True, persistent: int = 0):
     """The frontend's function through the Tile IR passes and the PTO passes: (Tile IR
     module, PTO program, the host's interleaved program or None). No code is generated, so
-    ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile."""
+    ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile.
+    ``persistent``: the persistent launch form (``passes/persistent.py``), its loop's
+    ``num_stages`` (0: the grid form)."""
     module = Module(fn, target)
     # a kernel that orders its own pipes keeps its windows as written (legalize_windows)
     module.facts["self_synced"] = not auto_sync
+    module.facts["persistent"] = persistent
     module = run_pipeline(module)
     passes = PTO_PASSES if auto_sync else SELF_SYNCED_PASSES
     program, host = run_pto_passes(lower_to_pto(module, tensor_specs), passes, interleave)

@@ -63,7 +63,8 @@ class Launch:
         self.host_time_ms = host_time_ms
         self.kernel = kernel            # CompiledKernel, or None if it could not be compiled
         self.args = args                # runtime parameter name -> TensorSpec | int | float
-        self.mode = mode                # "compiled", "pto-isa", "interpreted" or "ascend-c"
+        self.mode = mode                # "compiled", "persistent" (the grid's persistent
+                                        # form), "pto-isa", "interpreted" or "ascend-c"
         self.error = error              # why there is no model (no compile, model failed)
         self._model = None
 
@@ -133,6 +134,8 @@ def record_compiled(kernel, grid, values, t0, mode="compiled"):
     ``perf_counter()`` taken just before the native call."""
     host_ms = (time.perf_counter() - t0) * 1e3
     args = {name: _arg_spec(v) for (name, _, _), v in zip(kernel.runtime_params, values)}
+    if kernel.metadata.get("persistent"):      # a grid run as one block per core, looping
+        mode = "persistent"
     record(Launch(kernel.metadata["name"], grid, host_ms, kernel, args, mode))
 
 

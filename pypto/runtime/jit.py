@@ -24,7 +24,7 @@ from ..backends.ascend.llvm_driver import OPT_LEVELS, host_identity
 from ..backends.ascend.ptoas import identity as assembler_identity
 from ..compiler.ast_to_ir import build_function
 from ..compiler.source import KernelSource
-from ..compiler.ir import CROSS_BLOCK_OPS, walk
+from ..compiler.ir import CROSS_BLOCK_OPS, GRID_PARAMS, walk
 from ..errors import BufferOverflow, CompilationError, compiler_frames_wanted, user_stacklevel
 from ..language import dtypes as dt
 from ..target import get_target
@@ -47,6 +47,8 @@ from .specialize import (dynamic_dims, is_constexpr, normalise_arg, physical, sp
                          specialise)
 
 _compile_lock = threading.Lock()
+# "auto": a grid of more programs than cores runs in the persistent form; "grid": never
+LAUNCH_FORMS = ("auto", "grid")
 
 
 class LaunchWarning(UserWarning):
@@ -57,8 +59,12 @@ class JITFunction:
     __pypto_jit__ = True    # the compiler inlines calls to it (compiler/source.py, is_jit_function)
 
     def __init__(self, fn, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-                 auto_sync=True, engine=None, sanitize=False):
+                 auto_sync=True, engine=None, sanitize=False, launch_form="auto"):
         self.fn = fn
+        if launch_form not in LAUNCH_FORMS:
+            raise ValueError(f"@pypto.jit({fn.__name__}, launch_form={launch_form!r}): one of "
+                             f"{', '.join(map(repr, LAUNCH_FORMS))}")
+        self.launch_form = launch_form
         self.sanitize = bool(sanitize)
         self.auto_sync = bool(auto_sync)
         self.engine = engine and check_engine(engine, f"@pypto.jit({fn.__name__})")
@@ -239,10 +245,48 @@ class JITFunction:
         caller = getattr(kernel, attr, None)
         if caller is None:
             normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
+            big = None
+            if self.launch_form == "auto" and kernel.metadata.get("persistent_ok"):
+                big = self._persistent_launch(kernel, target, torch_tensors)
             caller = make_caller(self, kernel, kernel.runtime_params, normalise, torch_tensors,
-                                 lambda grid, values: self._slow_run(grid, values, {}))
+                                 lambda grid, values: self._slow_run(grid, values, {}), big)
             setattr(kernel, attr, caller)
         return caller
+
+    def launch_plan(self, bound: dict, grid):
+        """(compiled kernel, grid, {extra int argument: value}) of launching ``grid`` on
+        ``bound`` as the native engine does: the persistent form, over one block per core,
+        when ``_persistent_launch`` would take it. What the cycle model's callers model."""
+        kernel, target = self._get_kernel(bound)
+        grid = self._grid(grid, bound, kernel.metadata, target)
+        extents = tuple(grid) + (1,) * (3 - len(grid))
+        cores = kernel.metadata["cores"]
+        if self.launch_form == "auto" and kernel.metadata.get("persistent_ok") and \
+                math.prod(extents) > cores and self._engine() == "native":
+            form = self._get_kernel(bound, persistent=True)[0]
+            return form, (min(math.prod(extents), cores),), dict(zip(GRID_PARAMS, extents))
+        return kernel, grid, {}
+
+    def _persistent_launch(self, kernel, target, torch_tensors):
+        """The launch of a grid with more programs than ``kernel``'s cores: its persistent
+        form (compiled on first use) over one block per core, the grid passed as three ints
+        (``compiler/passes/persistent.py``). As on the chip, a block then pays its dispatch
+        once instead of once per program."""
+        cores = kernel.metadata["cores"]
+        state = {}
+
+        def launch(grid, *values):
+            grid = self._grid(grid, None, kernel.metadata, target)   # refuses what a grid can't be
+            call = state.get("call")
+            if call is None:
+                bound = self._bind(values, {})
+                form = self._get_kernel(bound, persistent=True)[0]
+                normalise = lambda g, meta: self._grid(g, meta, form.metadata, target)
+                call = state["call"] = make_caller(self, form, form.runtime_params, normalise,
+                                                   torch_tensors, extra_names=GRID_PARAMS)
+            extents = tuple(grid) + (1,) * (3 - len(grid))
+            return call((min(math.prod(extents), cores),), *values, *extents)
+        return launch
 
     def _engine(self) -> str:
         """This kernel's engine: its own ``engine=``, else ``PYPTO_ENGINE``."""
@@ -367,13 +411,15 @@ class JITFunction:
         current one (``pypto.set_target`` / ``PTO_TARGET``)."""
         return get_target(self.target_name) if self.target_name else current_target()
 
-    def _get_kernel(self, bound: dict):
+    def _get_kernel(self, bound: dict, persistent: bool = False):
+        """(the compiled kernel for ``bound``, the target); ``persistent``: its persistent
+        launch form (``compiler/passes/persistent.py``)."""
         target = self.target()
         opt = (self.opt_level or envs.PTO_OPT_LEVEL.get()).upper()
         spec = spec_key(self, bound)
         override = pto_override(self.__name__)
         mem_key = (spec, target.name, opt, envs.code_changing_environment(),
-                   override and override[2])
+                   override and override[2], persistent)
         kernel = self._kernels.get(mem_key)
         if kernel is not None and kernel.reads and self._globals_changed(kernel):
             kernel = None
@@ -384,7 +430,7 @@ class JITFunction:
             kernel = self._kernels.get(mem_key)
             if kernel is None:
                 self._log_recompile(spec)
-                kernel = self._load_or_compile(spec, bound, target, opt, override)
+                kernel = self._load_or_compile(spec, bound, target, opt, override, persistent)
                 self._kernels[mem_key] = kernel
         return kernel, target
 
@@ -418,26 +464,31 @@ class JITFunction:
                       f"{', '.join(args)}", file=sys.stderr)
         self._last_spec = spec
 
-    def _load_or_compile(self, spec, bound, target, opt, override=None) -> CompiledKernel:
+    def _load_or_compile(self, spec, bound, target, opt, override=None,
+                         persistent=False) -> CompiledKernel:
         spec_args, tensor_specs, runtime_params = specialise(self, spec, bound)
+        if persistent:              # the grid's extents, after the kernel's own arguments
+            runtime_params = runtime_params + [(n, "int", 0) for n in GRID_PARAMS]
         source_hash, reads = self._dependencies()
         key = cache_mod.digest((spec, source_hash, self.source.filename, target.name, opt,
                                 __version__, compiler_hash(), host_identity(),
                                 envs.code_changing_environment(), override and override[2],
-                                self.auto_sync, assembler_identity()))
+                                self.auto_sync, assembler_identity(), persistent))
         files = cache_mod.fetch_or_build(
             key, REQUIRED_FILES,
-            lambda: self._compile(spec_args, tensor_specs, target, opt, override))
+            lambda: self._compile(spec_args, tensor_specs, target, opt, override, persistent))
         kernel = load_kernel(files, runtime_params, key)
         kernel.reads = reads
         return kernel
 
-    def _compile(self, spec_args, tensor_specs, target, opt, override=None) -> dict:
+    def _compile(self, spec_args, tensor_specs, target, opt, override=None,
+                 persistent=False) -> dict:
         cache_mod.STATS["compiles"] += 1
         from ..backends.ascend.compile import compile_kernel  # lazy: the compiler loads on first compile
         try:
             asm, metadata = compile_kernel(self.source, spec_args, tensor_specs, target, opt,
-                                           override and override[:2], auto_sync=self.auto_sync)
+                                           override and override[:2], auto_sync=self.auto_sync,
+                                           persistent=persistent)
         except BufferOverflow as e:
             from ..compiler.pipeline import with_fitting_sizes  # lazy: as compile_kernel
             raise with_fitting_sizes(e, self.source, spec_args, target, tensor_specs) from None
@@ -451,7 +502,7 @@ class JITFunction:
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
-        auto_sync=True, engine=None, sanitize=False):
+        auto_sync=True, engine=None, sanitize=False, launch_form="auto"):
     """Compile ``fn`` as a PyPTO kernel: ``kernel[grid](*args)`` launches it.
 
     ``do_not_specialize`` lists int parameters whose value must not split the cache (== 1,
@@ -463,7 +514,10 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
     ``engine="pto-isa"`` runs the kernel's ``.pto`` on pto-isa's CPU simulator instead of
     PyPTO's own host code (default: ``PYPTO_ENGINE``, else "native"; docs/engines.md).
     ``sanitize=True`` runs every launch of this kernel sanitized
-    (``pypto/backends/interpreter/sanitizer.py``)."""
+    (``pypto/backends/interpreter/sanitizer.py``). ``launch_form``: "auto" runs a grid of
+    more programs than the target has cores in the persistent form (one block per core looping
+    over the programs, compiled on first use; not for kernels that use pl.barrier/pl.wait or
+    mix cube and vector) on the native engine; "grid" always launches one block per program."""
     def wrap(f):
         if not inspect.isfunction(f) or f.__name__ == "<lambda>":
             what = "a lambda" if inspect.isfunction(f) else f"{type(f).__name__} {f!r}"
@@ -471,5 +525,5 @@ def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(
                             f"the kernel), got {what}")
         return JITFunction(f, target=target, do_not_specialize=do_not_specialize,
                            opt_level=opt_level, dynamic=dynamic, auto_sync=auto_sync,
-                           engine=engine, sanitize=sanitize)
+                           engine=engine, sanitize=sanitize, launch_form=launch_form)
     return wrap(fn) if fn is not None else wrap

@@ -13,10 +13,10 @@ def npu_time_ms(jitfn, grid, values: dict) -> float:
     """The cycle model's time for launching ``jitfn[grid](**values)`` on its target."""
     from ..backends.ascend.model.launch import model_launch  # lazy: loads when a config is modelled
     bound = jitfn._bind((), values)
-    kernel, target = jitfn._get_kernel(bound)
-    grid = jitfn._grid(grid, bound, kernel.metadata, target)
+    kernel, grid, extents = jitfn.launch_plan(bound, grid)     # the launch form it runs in
     program = pto_program(kernel)
-    runtime = {p.name: bound[p.name] for p in program.params
+    given = {**bound, **extents}
+    runtime = {p.name: given[p.name] for p in program.params
                if not (isinstance(p, TensorArg) and p.workspace)}
     return model_launch(program, grid, runtime, get_target(kernel.metadata["target"])).time_ms
 

@@ -208,6 +208,11 @@ def scale(x, out, BLOCK: pl.constexpr):
     pl.store(out, [pid * BLOCK], pl.load(x, [pid * BLOCK], [BLOCK]) * 2.0)
 
 
+# the same kernel launched one block per program however large the grid (the tests of the
+# model's list scheduling); `scale` itself runs a larger grid in the persistent form
+grid_scale = pypto.jit(launch_form="grid")(scale.fn)
+
+
 @pytest.mark.heavy
 def test_double_buffering_overlaps_loads_with_compute():
     """Single-buffered, each iteration loads (L on MTE2), then computes (C on V), then stores
@@ -268,7 +273,7 @@ def test_one_block_uses_one_of_48_vector_cores():
 def test_large_balanced_grid_keeps_the_cores_busy():
     blocks = 48 * 10
     x = np.zeros(blocks * 1024, np.float32)
-    m = model_kernel(scale, (blocks,), x, x.copy(), BLOCK=1024)
+    m = model_kernel(grid_scale, (blocks,), x, x.copy(), BLOCK=1024)
     assert {b.core for b in m.blocks} == set(range(48))
     assert [b.pid[0] for b in m.blocks] == list(range(blocks))
     # every core runs its blocks in waves, each one after its dispatch (2.8 us): 1024-element
@@ -285,9 +290,29 @@ def test_large_balanced_grid_keeps_the_cores_busy():
     assert m.blocks[0].cycles > alone.blocks[0].cycles
 
 
+def test_a_grid_larger_than_the_cores_runs_persistent():
+    """The launch form a launch runs: one block per core, each running its programs back to
+    back, so the dispatch is paid once per core, not once per program (issue 33)."""
+    blocks = 48 * 10
+    x = np.zeros(blocks * 1024, np.float32)
+    grid_form = model_kernel(grid_scale, (blocks,), x, x.copy(), BLOCK=1024)
+    persistent = model_kernel(scale, (blocks,), x, x.copy(), BLOCK=1024)
+    assert len(persistent.blocks) == 48 and {b.core for b in persistent.blocks} == set(range(48))
+    assert persistent.grid == (48, 1, 1)
+    moved = lambda m: sum(r.bytes for b in m.blocks for r in b.records if r.name == "tload")
+    assert moved(persistent) == moved(grid_form) == blocks * 1024 * 4
+    # nine dispatches per core fewer, less what the loop costs
+    _, dispatch = dispatch_cycles(persistent.target)
+    assert grid_form.cycles - persistent.cycles > 8 * dispatch
+    out = np.zeros_like(x)
+    x[:] = np.arange(x.size)
+    scale[(blocks,)](x, out, BLOCK=1024)
+    np.testing.assert_array_equal(out, 2 * x)
+
+
 def test_grid_with_a_few_blocks_more_than_the_cores():
     x = np.zeros(49 * 1024, np.float32)
-    m = model_kernel(scale, (49,), x, x.copy(), BLOCK=1024)
+    m = model_kernel(grid_scale, (49,), x, x.copy(), BLOCK=1024)
     assert m.blocks[48].start == pytest.approx(m.blocks[0].end + dispatch_cycles(m.target)[1])
     # one core works a second round alone, with the whole HBM to itself (so faster)
     assert m.blocks[48].cycles < m.blocks[0].cycles

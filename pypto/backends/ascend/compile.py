@@ -11,12 +11,13 @@ import time
 from ... import envs
 from ...compiler.ast_to_ir import build_function
 from ...compiler.ir import Module, walk
+from ...compiler.passes.persistent import allows_persistent
 from ...compiler.pipeline import build_program
 from ...compiler.pto.passes.hazards import check_program
 from ...compiler.pto.printer import print_program
 from ...compiler.pto.reader import PtoParseError, parse_program, signature
 from ...compiler.source import KernelSource
-from ...errors import CompilationError, InternalError, SourceLoc
+from ...errors import BufferOverflow, CompilationError, InternalError, SourceLoc
 from . import ptoas
 from .codegen import generate_llvm_ir
 from .entry import has_pointer_entry, scratch_layout
@@ -25,15 +26,28 @@ from .llvm_driver import compile_to_object
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
                    opt_level: str, pto_override: tuple[str, str] | None = None,
-                   auto_sync: bool = True) -> tuple[dict, dict]:
+                   auto_sync: bool = True, persistent: bool = False) -> tuple[dict, dict]:
     """Returns (asm, metadata). ``asm`` holds text stages and the object code under "obj".
     ``pto_override`` = (path, text): a hand-edited .pto compiled in place of the generated
-    program (PYPTO_OVERRIDE_DIR)."""
+    program (PYPTO_OVERRIDE_DIR). ``persistent``: the persistent launch form
+    (``compiler/passes/persistent.py``), which takes the grid as three more int arguments."""
     t0 = time.perf_counter()
     fn = build_function(source, spec_args, source.node.name)
     frontend_ir = str(Module(fn, target))
-    module, program, host = build_program(fn, tensor_specs, target, auto_sync,
-                                          interleave=pto_override is None)
+    movable = allows_persistent(fn) and auto_sync and pto_override is None
+    stages = 2 if persistent else 0
+    try:
+        module, program, host = build_program(fn, tensor_specs, target, auto_sync,
+                                              interleave=pto_override is None,
+                                              persistent=stages)
+    except BufferOverflow:
+        if stages != 2:
+            raise
+        stages = 1          # the programs' loop double-buffered does not fit: single buffers
+        fn = build_function(source, spec_args, source.node.name)
+        module, program, host = build_program(fn, tensor_specs, target, auto_sync,
+                                              interleave=pto_override is None,
+                                              persistent=stages)
     if pto_override is not None:
         program = override_program(program, *pto_override)
     if pto_override is not None or not auto_sync:
@@ -53,6 +67,9 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         # for the grid-less launch lint (jit.py): indexed by block, unaware of the grid size
         "reads_program_id": "pto.program_id" in frontend_ops,
         "reads_num_programs": "pto.num_programs" in frontend_ops,
+        # may a grid larger than the cores run in the persistent form (jit.py)?
+        "persistent_ok": movable and program.kind != "mixed",
+        "persistent": stages,       # the programs' loop's num_stages (0: the grid form)
         "compile_seconds": round(time.perf_counter() - t0, 4),
     }
     asm = {"source_ir": frontend_ir, "tile_ir": str(module), "pto": pto_text, "llir": llir,

@@ -15,9 +15,11 @@ from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
 from .chunk_epilogue import plan_memory_in_chunks
 from .memory_space import infer_memory_space
+from .persistent import persistent_grid
 from .unbatch import unbatch
 
 PIPELINE = (
+    ("persistent-grid", persistent_grid),           # the persistent launch form, if asked
     ("unbatch", unbatch),
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),

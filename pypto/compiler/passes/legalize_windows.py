@@ -16,7 +16,7 @@ import warnings
 
 from ...errors import CheckedWindowWarning
 from ...language import dtypes as dt
-from ..ir import Block, Module, Op, ScalarType, Value
+from ..ir import GRID_PARAMS, Block, Module, Op, ScalarType, Value
 from .legalize_indexed import (CHECKED, _Loop, gather_elements, is_rows, load_elements,
                                never_before, position, scatter_elements, store_elements)
 
@@ -27,7 +27,8 @@ ROWS = {"tile.gather": gather_elements, "tile.scatter": scatter_elements}
 
 class Bounds:
     """Lower bounds of a kernel's index values, each worked out once: a number the value is
-    never below, or None. Constants, block ids (0), the block count (1), tensor extents (0),
+    never below, or None. Constants, block ids (0), the block count and a persistent kernel's
+    grid extents (1), tensor extents (0),
     loop counters (their start, when they step up), and what sums, products, differences with
     a constant, quotients, remainders, minima and maxima of such keep."""
 
@@ -61,7 +62,7 @@ class Bounds:
         if op is None:
             bounds = self.counters.get(id(v))
             if bounds is None:
-                return None
+                return 1 if v.hint in GRID_PARAMS else None
             start, step = (self.low(x) for x in bounds)
             return start if step is not None and step >= 0 else None
         name, args = op.name, op.operands

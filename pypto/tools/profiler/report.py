@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from ...backends.ascend.model import calibration
+from ...backends.ascend.model.costs import dispatch_cycles
 from ...target import get_target
 from .trace import launch_chrome_trace, pid_text
 
@@ -97,6 +98,39 @@ def _busy_core_cycles(model) -> float:
 def _bound_pipe(pipe_busy: dict):
     busy = {p: c for p, c in (pipe_busy or {}).items() if c}
     return max(busy, key=busy.get) if busy else None
+
+
+DISPATCH_NOTE = 0.25       # say so when launch and dispatch take this share of the cores' time
+
+
+def dispatch_share(model) -> float:
+    """The share of the used cores' time (cores used x makespan) spent launching the kernel
+    and dispatching its blocks, as the model charges them (``costs.dispatch_cycles``)."""
+    launch, per_block = dispatch_cycles(model.target)
+    cores = len({b.core for b in model.blocks}) or 1
+    return (launch * cores + per_block * len(model.blocks)) / (cores * model.cycles or 1.0)
+
+
+def _shown(name: str, mode: str) -> str:
+    """A kernel's name in the summary, marked when it ran interpreted or persistent."""
+    return name + {"interpreted": " (interp)", "persistent": " (persist)"}.get(mode, "")
+
+
+def _dispatch_notes(groups: dict) -> list:
+    """A line for each kernel whose launch and block dispatch bound it."""
+    out = []
+    for (name, grid, mode), ks in groups.items():
+        k = next((k for k in ks if k.model is not None), None)
+        if k is None or dispatch_share(k.model) < DISPATCH_NOTE:
+            continue
+        blocks, cores = len(k.model.blocks), len({b.core for b in k.model.blocks})
+        advice = ("launch_form='auto' (the default) runs such a grid persistent" if
+                  blocks > cores else "give each launch more work (larger tiles, or fuse it "
+                  "with its neighbours)")
+        out.append(f"  {_shown(name, mode)} {grid}: launch and block dispatch take "
+                   f"{dispatch_share(k.model):.0%} of its cores' time ({blocks} blocks on "
+                   f"{cores} cores): dispatch bounds it; {advice}")
+    return [""] + out if out else []
 
 
 class ProfileReport:
@@ -225,7 +259,7 @@ class ProfileReport:
         lines += [header, "-" * len(header)]
         for (name, grid, mode), ks in groups.items():
             host = 1e3 * sum(k.host_time_ms for k in ks) / len(ks)
-            shown = name + (" (interp)" if mode == "interpreted" else "")
+            shown = _shown(name, mode)
             modelled = [k for k in ks if k.model is not None]
             if not modelled:
                 why = ks[0].error or "no model"
@@ -249,6 +283,7 @@ class ProfileReport:
             lines.append(f"{shown:<24.24} {str(grid):>12} {len(ks):>5} {host:>10.2f} "
                          f"{npu:>10.3f} {cyc:>10.0f} {modelled[0].cores:>5} {util:>6.1%}  "
                          f"{bound_text}")
+        lines += _dispatch_notes(groups)
         lines += ["", f"host time total {self.host_time_ms:.4f} ms (measured); NPU time total "
                   f"{self.npu_time_ms:.6f} ms (modelled); core utilization "
                   f"{self.core_utilization:.1%}"]

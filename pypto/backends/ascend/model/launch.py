@@ -373,14 +373,17 @@ def _launch_model(program, target: Target, grid: tuple, cores: int,
 
 def model_kernel(jit_fn, grid, *args, **kwargs) -> LaunchModel:
     """Compile ``jit_fn`` for these arguments, read back its ``.pto`` and model the launch
-    with the same arguments (a callable grid gets the bound arguments, as a launch does)."""
-    kernel = jit_fn.compile(*args, **kwargs)
-    program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
+    with the same arguments (a callable grid gets the bound arguments, as a launch does), in
+    the launch form a launch would run (``JITFunction.launch_plan``: persistent for a grid
+    larger than the cores, unless the kernel says ``launch_form="grid"``)."""
     bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
     bound.apply_defaults()
     values = dict(bound.arguments)
     if callable(grid):
         grid = grid(dict(values))
+    kernel, grid, extents = jit_fn.launch_plan(jit_fn._bind(args, kwargs), grid)
+    program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
+    values.update(extents)
     runtime = {p.name: values[p.name] for p in program.params
                if not (isinstance(p, TensorArg) and p.workspace)}
     return model_launch(program, grid, runtime, program.target)
