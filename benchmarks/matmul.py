@@ -368,7 +368,8 @@ def main(argv=None) -> None:
         + "; % limit: of the fp32 FMA peak"),
              patterns=(), flops=True, argv=argv)
     print(f"\nmodelled NPU time (ascend910b1, tiles {'x'.join(map(str, NPU_TILE))}, one program "
-          "per tile) against pto-isa's hand-written GEMM on the board")
+          "per tile, run in the persistent launch form) against pto-isa's hand-written GEMM on "
+          "the board")
     plain, fused = npu_rows(parse_args(__doc__.splitlines()[0], argv).quick)
     print_table(NPU_HEADERS, plain)
     print("\nmodelled NPU time of the same GEMM with a fused epilogue (bias row, ReLU, cast) "

@@ -111,6 +111,14 @@ def _pto(kernel, *args, **kwargs) -> str:
         return kernel.compile(*args, **kwargs).asm["pto"]
 
 
+def _persistent_pto(kernel, *args, **kwargs) -> str:
+    """The persistent launch form's .pto (compiler/passes/persistent.py); no LAST_CALL: the
+    engine tests launch corpus kernels in the grid form (tests/compiler/test_persistent.py
+    runs this form on pto-isa)."""
+    with _compile_env():
+        return kernel._get_kernel(kernel._bind(args, kwargs), persistent=True)[0].asm["pto"]
+
+
 @functools.cache
 def _retargeted(kernel, target: str):
     """The same kernel function under another ``@pypto.jit(target=...)``."""
@@ -657,6 +665,14 @@ def _entries() -> list[Entry]:
     add("tut05_partial_sums", "tutorial for-tile-iter reduce-sum zeros",
         lambda: _pto(_tut("05_multicore_barrier").partial_sums_kernel, _r(4096), _z(8),
                      CHUNK=256, BLOCKS=8))
+    # the persistent launch form: the programs' loop double-buffered (a vector kernel), and
+    # around a K loop of its own (a cube kernel)
+    add("tut01_vector_add_persistent", "tutorial binary-tt grid-1d num-stages",
+        lambda: _persistent_pto(_tut("01_vector_add").add_kernel, _r(1000), _r(1000),
+                                _z(1000), BLOCK=256))
+    add("tut03_matmul_persistent", "tutorial matmul-f16 k-loop grid-2d",
+        lambda: _persistent_pto(_tut("03_matmul").matmul_kernel, _r(64, 96, dtype=F16),
+                                _r(96, 64, dtype=F16), _z(64, 64), 96, BM=32, BN=32, BK=32))
     add("tut05_divide", "tutorial binary-tt broadcast",
         lambda: _pto(_tut("05_multicore_barrier").divide_kernel, _r(4096), _z(8), _z(4096),
                      CHUNK=256, BLOCKS=8))
