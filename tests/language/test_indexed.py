@@ -297,6 +297,27 @@ def embedding(table, ids, out, R: pl.constexpr):
     pl.store(out, offsets=(p * R, 0), value=rows)
 
 
+@pypto.jit
+def embedding_in_pairs(table, ids, out, R: pl.constexpr):
+    """A gather in a double-buffered loop: the loop's copy for odd iterations has its own
+    inner row loop, whose index each gathered row's address reads."""
+    for p in pl.range(pl.program_id(0), ids.shape[0] // R, pl.num_programs(0), num_stages=2):
+        rows = pl.gather(table, pl.load(ids, offsets=(p * R,), shape=(R,)), axis=0)
+        pl.store(out, offsets=(p * R, 0), value=rows)
+
+
+def test_a_gather_in_a_double_buffered_loop():
+    """Double buffering copied the row views with the original inner loop's index (an
+    internal error: "tload uses %e14 before it is defined"); the persistent launch form
+    double-buffers its programs' loop, so a grid of gathers met it too."""
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((64, 32)).astype(np.float16)
+    ids = rng.integers(0, 64, 128).astype(np.int32)
+    out = np.zeros((128, 32), np.float16)
+    embedding_in_pairs[(3,)](table, ids, out, R=8)
+    np.testing.assert_array_equal(out, table[ids])
+
+
 # -- canaries: out-of-range indices never touch memory outside the tensor --------------------------
 
 GUARD = 12345

@@ -331,7 +331,32 @@ def scratch_type(op) -> TileType | None:
         return TileType(dt.float32, (1, 448 if op.result.type.dtype.bits == 16 else 192))
     if opcode == "tcvt":
         return _narrowing_cvt_scratch(op)
+    if opcode in ROW_REDUCE_REPEATS:
+        return _row_reduce_scratch(op.operands[0].type, ROW_REDUCE_REPEATS[opcode])
     return op.operands[0].type if opcode in TMP_OPS else None
+
+
+REPEAT_BYTES = 256
+# A2/A3's float row reductions (pto-isa include/pto/npu/a2a3/TRowReduceOps.hpp, TRowSum.hpp):
+# how much of each row their scratch holds. TROWMAX/TROWMIN fold every repeat of a row into
+# the scratch's first one; TROWSUM first adds the row's repeats in pairs into it (FillTmp:
+# half the row's repeats), then halves that in place. The fast paths of fp32 64x128 ...
+# 8x1024 write 1024 elements, within those sizes. The scratch's rows step by its own
+# columns (TileDataTmp::Cols), and under one repeat a row the instruction returns without
+# reducing (its tmpRptStride check), so a row of it is never less than one repeat.
+ROW_REDUCE_REPEATS = {"trowmax": lambda repeats: 1, "trowmin": lambda repeats: 1,
+                      "trowsum": lambda repeats: max(1, repeats // 2)}
+
+
+def _row_reduce_scratch(src: TileType, repeats_kept) -> TileType:
+    """The scratch of a float row reduction on A2/A3: its rows, ``repeats_kept`` of the
+    row's repeats each; integer reductions keep the whole source (pto-isa's safe default)."""
+    if not src.dtype.is_floating or len(src.shape) != 2:
+        return src
+    rows, cols = src.shape
+    per_repeat = REPEAT_BYTES // src.dtype.itemsize
+    kept = repeats_kept(-(-cols // per_repeat)) * per_repeat
+    return TileType(src.dtype, (rows, kept)) if kept < cols else src
 
 
 def _sort32_scratch(op) -> TileType | None:

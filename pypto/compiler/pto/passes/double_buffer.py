@@ -30,6 +30,7 @@ stored the next tile, and flash attention with num_stages=2 computed zeros on pt
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 
@@ -184,7 +185,18 @@ class _Cloner:
         self.map = {**scalars, **tiles}
 
     def get(self, x):
-        return self.map.get(id(x), x)
+        got = self.map.get(id(x))
+        if got is not None:
+            return got
+        if isinstance(x, Tile) and x.row_of is not None:
+            # a gathered row's view: its row is a scalar of the body (an inner loop's index),
+            # renamed in the copy, so the copy reads its own row
+            base, row = x.row_of
+            if self.get(base) is not base or self.get(row) is not row:
+                got = self.map[id(x)] = dataclasses.replace(x, row_of=(self.get(base),
+                                                                       self.get(row)))
+                return got
+        return x
 
     def fresh(self, s: Scalar) -> Scalar:
         new = Scalar(f"{s.name}_{_next()}", s.dtype)
