@@ -41,6 +41,8 @@ def persistent_grid(module: Module) -> Module:
 
 
 def make_persistent(fn, stages: int = 1) -> None:
+    """``fn`` rewritten in place: the grid's extents appended to its parameters, its body the
+    programs' loop (``stages``: its num_stages)."""
     extents = [Value(INDEX, name) for name in GRID_PARAMS]
     fn.params.extend(extents)
     head: list = []
