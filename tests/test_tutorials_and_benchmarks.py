@@ -57,6 +57,8 @@ SCRIPTS = {
     "benchmarks/embedding.py": r"^lookup \(tokens x D of vocab\)\s+PyPTO host\s+numpy\s+torch\s+"
                                r"numpy/PyPTO\s+NPU \(model\)\s+HBM floor\s+share of HBM$",
     "benchmarks/topk.py": r"^shape\s+k\s+PyPTO host\s+numpy\s+torch\s+torch/PyPTO\s+NPU \(model\)$",
+    "benchmarks/streaming.py": r"^kernel\s+NPU shape\s+NPU \(model\)\s+share of HBM\s+>= 80 %\s+"
+                               r"host shape\s+PyPTO host\s+numpy\s+numpy/PyPTO$",
     # modelled NPU time against pto-isa's board figures: run_all.py does not run it
     "benchmarks/board.py":
         r"^kernel\s+size\s+board\s+model\s+model/board\s+cube % model/board\s+"

@@ -35,19 +35,27 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     fn = build_function(source, spec_args, source.node.name)
     frontend_ir = str(Module(fn, target))
     movable = allows_persistent(fn) and auto_sync and pto_override is None
+
+    def build(stages):
+        nonlocal fn
+        if stages == 1:         # the passes rewrote the first function in place
+            fn = build_function(source, spec_args, source.node.name)
+        return build_program(fn, tensor_specs, target, auto_sync,
+                             interleave=pto_override is None, persistent=stages)
+
     stages = 2 if persistent else 0
     try:
-        module, program, host = build_program(fn, tensor_specs, target, auto_sync,
-                                              interleave=pto_override is None,
-                                              persistent=stages)
+        module, program, host = build(stages)
     except BufferOverflow:
         if stages != 2:
             raise
         stages = 1          # the programs' loop double-buffered does not fit: single buffers
-        fn = build_function(source, spec_args, source.node.name)
-        module, program, host = build_program(fn, tensor_specs, target, auto_sync,
-                                              interleave=pto_override is None,
-                                              persistent=stages)
+        module, program, host = build(stages)
+    if stages == 2:
+        # the host runs the single-buffered loop: the same results (double buffering only
+        # reorders loads), and on the host a prefetch only splits its fused load-compute-store
+        # loops (vector add 1 M: 792 us double-buffered, 229 us not, 191 us one block each)
+        host = _single_buffered_host(build)
     if pto_override is not None:
         program = override_program(program, *pto_override)
     if pto_override is not None or not auto_sync:
@@ -77,6 +85,12 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if cpp is not None:
         asm["cpp"] = cpp
     return asm, metadata
+
+
+def _single_buffered_host(build):
+    """The host's program of the persistent form with a single-buffered programs' loop."""
+    _, program, host = build(1)
+    return host or program
 
 
 def program_metadata(program, written: list, opt_level: str) -> dict:
