@@ -63,10 +63,14 @@ def _reduced(x, s, m, n, BM: pl.constexpr, BN: pl.constexpr):
     pl.store(n, offsets=(r, 0), value=pl.min(t, axis=1, keepdims=True))
 
 
+SLOW = pytest.mark.slow         # each case is a pto-isa build (~3 s): two in the default suite
+
+
 @needs_tools
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("rows, cols, bn", [(8, 320, 320), (8, 100, 128), (16, 1000, 1024),
-                                            (64, 128, 128), (8, 2048, 2048)])
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float16, marks=SLOW)])
+@pytest.mark.parametrize("rows, cols, bn", [
+    (8, 320, 320), pytest.param(8, 100, 128, marks=SLOW), pytest.param(16, 1000, 1024, marks=SLOW),
+    (64, 128, 128), pytest.param(8, 2048, 2048, marks=SLOW)])
 def test_reductions_on_ptoisa_with_the_smaller_scratch(rows, cols, bn, dtype):
     x = np.random.default_rng(rows + cols).standard_normal((rows, cols)).astype(dtype)
     s, m, n = (np.zeros((rows, 1), dtype) for _ in range(3))
