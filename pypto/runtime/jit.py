@@ -259,12 +259,11 @@ class JITFunction:
         when ``_persistent_launch`` would take it. What the cycle model's callers model."""
         kernel, target = self._get_kernel(bound)
         grid = self._grid(grid, bound, kernel.metadata, target)
-        extents = tuple(grid) + (1,) * (3 - len(grid))
-        cores = kernel.metadata["cores"]
+        blocks, extents = _persistent_grid(grid, kernel.metadata["cores"])
         if self.launch_form == "auto" and kernel.metadata.get("persistent_ok") and \
-                math.prod(extents) > cores and self._engine() == "native":
+                math.prod(extents) > blocks[0] and self._engine() == "native":
             form = self._get_kernel(bound, persistent=True)[0]
-            return form, (min(math.prod(extents), cores),), dict(zip(GRID_PARAMS, extents))
+            return form, blocks, dict(zip(GRID_PARAMS, extents))
         return kernel, grid, {}
 
     def _persistent_launch(self, kernel, target, torch_tensors):
@@ -284,8 +283,8 @@ class JITFunction:
                 normalise = lambda g, meta: self._grid(g, meta, form.metadata, target)
                 call = state["call"] = make_caller(self, form, form.runtime_params, normalise,
                                                    torch_tensors, extra_names=GRID_PARAMS)
-            extents = tuple(grid) + (1,) * (3 - len(grid))
-            return call((min(math.prod(extents), cores),), *values, *extents)
+            blocks, extents = _persistent_grid(grid, cores)
+            return call(blocks, *values, *extents)
         return launch
 
     def _engine(self) -> str:
@@ -499,6 +498,13 @@ class JITFunction:
         files["kernel.o"] = asm["obj"]
         files["metadata.json"] = json.dumps(metadata, sort_keys=True).encode()
         return files
+
+
+def _persistent_grid(grid: tuple, cores: int) -> tuple[tuple, tuple]:
+    """(the blocks a persistent launch of ``grid`` runs: one per core, fewer for a smaller
+    grid; the grid's three extents, its int arguments)."""
+    extents = tuple(grid) + (1,) * (3 - len(grid))
+    return (min(math.prod(extents), cores),), extents
 
 
 def jit(fn=None, *, target=None, do_not_specialize=(), opt_level=None, dynamic=(),
