@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pypto
+from pypto.backends.ascend.chrome_trace import core_process
 from pypto.backends.ascend.model import tasks
 from pypto.backends.ascend.model.tasks import TaskSpec, schedule
 from pypto.backends.ascend.model.block import BlockTrace
@@ -93,10 +94,10 @@ def _expected_lanes(prof) -> set:
         aivs = m.target.vector_cores // m.target.cube_cores
         for b in m.blocks:
             for r in b.records:
-                core = html._Lanes._core(k.kind, b.core, r.part, r.subblock, aivs)
+                core = core_process(b.core, k.kind, r.part, r.subblock, aivs)[1]
                 out |= {(core, r.pipe), (core, "blocks")}
             for h in b.handoffs:
-                out.add((html._Lanes._core(k.kind, b.core, h.part, h.subblock, aivs), "flags"))
+                out.add((core_process(b.core, k.kind, h.part, h.subblock, aivs)[1], "flags"))
     return out
 
 
@@ -138,7 +139,7 @@ def test_dispatch_gaps_are_the_models_own(profiled):
     data = _data(page)
     k = prof.kernels[0]                     # 96 blocks on 48 AIVs: two waves
     us = 1e3 * k.npu_time_ms / k.cycles
-    lane = next(lane for lane in data["lanes"] if lane["core"] == "AIV 0" and
+    lane = next(lane for lane in data["lanes"] if lane["core"] == "AIV core 0" and
                 lane["row"] == "blocks")
     gaps = [d for d, n in zip(lane["d"], lane["n"]) if data["names"][n] == "dispatch"]
     runs = sorted((b.start, b.end) for b in k.model.blocks if b.core == 0)

@@ -521,3 +521,19 @@ def test_ffts_mode_2_the_cube_waits_for_both_aivs_and_signals_both():
     assert two_end >= slow_done + sync > one_end
     # sub-block 0 slow instead: the same wait, whichever AIV is late
     assert cube_resumes(_cluster(2, slow_aiv=0))[0] == pytest.approx(two_end)
+
+
+def test_both_aivs_of_a_cluster_have_their_own_trace_process():
+    """The chip numbers a cluster's AIVs 2n and 2n + 1; the Chrome trace (and the profile page,
+    which uses the same numbering) put both sub-blocks on "AIV core n" before, so two cores'
+    instructions overlapped on one track."""
+    from types import SimpleNamespace
+    from pypto.tools.profiler.trace import launch_chrome_trace
+    m = model_launch(_cluster(2, slow_aiv=1), (1,), {})
+    k = SimpleNamespace(name="cluster", grid=(1,), kind="mixed", target=m.target.name, model=m)
+    events = launch_chrome_trace([k], lambda model, target: 1 / (B1.clock_ghz * 1e6))
+    names = {e["pid"]: e["args"]["name"] for e in events["traceEvents"]
+             if e["name"] == "process_name"}
+    assert names == {0: "AIV core 0", 1: "AIV core 1"}     # (the cube only sets flags)
+    tadds = sorted(e["pid"] for e in events["traceEvents"] if e["name"] == "tadd")
+    assert tadds == [0, 1, 1]          # sub-block 1 is the slow one: two adds

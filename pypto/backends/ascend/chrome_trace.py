@@ -13,14 +13,26 @@ CUBE_PID_BASE = 1000      # trace pid of cube core n (AIC): base + n; vector cor
 TASK_TID = 100            # the task lane of a core, above its pipes
 
 
-def core_process(core: int, kind: str | None, part: str | None) -> tuple[int, str]:
+def core_process(core: int, kind: str | None, part: str | None, subblock: int = 0,
+                 aivs: int = 1) -> tuple[int, str]:
     """(trace pid, process name) of the core a record ran on: ``part`` is the program part
-    ("cube" or "vector"); a mixed kernel's cluster ``core`` has one of each."""
+    ("cube" or "vector"). A mixed kernel's ``core`` is its cluster: AIC n and, as the chip
+    numbers them, AIVs n * ``aivs`` + the sub-block (``aivs``: the target's AIVs per cluster;
+    1 where ``core`` is already the AIV's own index)."""
     if part is None:
         part = "cube" if kind == "cube" else "vector"
     if part == "cube":
         return CUBE_PID_BASE + core, f"AIC core {core}"
+    if kind == "mixed":
+        core = core * aivs + subblock
     return core, f"AIV core {core}"
+
+
+def cluster_order(pid: int, aivs: int) -> tuple:
+    """Where a core's rows go in a timeline: cluster by cluster, its AIC before its AIVs."""
+    if pid >= CUBE_PID_BASE:
+        return pid - CUBE_PID_BASE, 0, pid
+    return pid // aivs, 1, pid
 
 
 def pipe_tid(pipe: str) -> int:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...backends.ascend.chrome_trace import PIPE_ORDER
+from ...backends.ascend.chrome_trace import PIPE_ORDER, cluster_order, core_process
 from ...backends.ascend.model import calibration
 from ...backends.ascend.model.silicon import BOARD_TARGET, board_points
 from ...target import get_target
 from ..memory import analyze
-from .trace import pid_text
+from .trace import aivs_per_cluster, pid_text
 
 PAGE = Path(__file__).with_name("page")
 MAX_BARS = 40_000          # bars per lane kept one by one; beyond, neighbours are merged
@@ -56,11 +56,15 @@ def page_data(report, graphs=(), title: str = "PyPTO profile") -> dict:
     agreement = calibration.agreement()
     names = _Names()
     lanes = _Lanes(names)
-    kernels = _kernel_rows(report, lanes)
+    offset = 0.0                    # launches end to end, in the order they were made
+    for k in report.kernels:
+        if k.model is not None:
+            lanes.add_launch(k, offset, 1e3 * k.npu_time_ms / k.cycles if k.cycles else 0.0)
+            offset += 1e3 * k.npu_time_ms
+    kernels = [_kernel_row(ks) for ks in report.groups.values()]
     return {
         "title": title,
-        "calibration": {"text": str(agreement), "median_error": agreement.possible_median,
-                        "within": agreement.possible_within, "cases": agreement.possible},
+        "calibration": {"text": str(agreement), "median_error": agreement.possible_median},
         "targets": {t: _roofs(t) for t in {k["target"] for k in kernels if k["target"]}
                     | {BOARD_TARGET}},
         "kernels": kernels,
@@ -94,65 +98,31 @@ def _roofs(target_name: str) -> dict:
     lanes = t.costs.repeat_bytes / 4 / t.costs.vector["unary"].repeat_cycles
     return {"name": t.name, "cube_flops": t.cube_cores * hz * CUBE_FLOPS_PER_CYCLE,
             "vector_flops": t.vector_cores * hz * lanes, "hbm_bytes": t.hbm_gbps * 1e9,
-            "l2_bytes": t.l2_gbps * 1e9, "cube_cores": t.cube_cores,
-            "vector_cores": t.vector_cores, "clock_ghz": t.clock_ghz}
+            "l2_bytes": t.l2_gbps * 1e9}
 
 
 # -- kernels and their lanes ---------------------------------------------------------------------
 
-def _kernel_rows(report, lanes: "_Lanes") -> list:
-    """One row per (kernel, grid, mode), as ``summary()`` groups launches; every modelled
-    launch's blocks go onto the lanes, launches end to end in the order they were made."""
-    groups: dict = {}
-    offset = 0.0
-    for launch, k in zip(report.launches, report.kernels):
-        key = (k.name, tuple(k.grid), k.mode)
-        row = groups.get(key)
-        if row is None:
-            row = groups[key] = _new_row(k, launch)
-        row["calls"] += 1
-        row["host_us"].append(1e3 * k.host_time_ms)
-        if k.model is None:
-            continue
-        us = 1e3 * k.npu_time_ms / k.cycles if k.cycles else 0.0
-        row["npu_us"].append(1e3 * k.npu_time_ms)
-        row["launches"].append([offset, 1e3 * k.npu_time_ms])
-        if len(row["launches"]) == 1:
-            _first_model(row, k, launch)
-        lanes.add_launch(k, offset, us)
-        offset += 1e3 * k.npu_time_ms
-    rows = list(groups.values())
-    for row in rows:
-        row["host_us"] = sum(row["host_us"]) / len(row["host_us"])
-        row["npu_us"] = sum(row["npu_us"]) / len(row["npu_us"]) if row["npu_us"] else None
-    return rows
-
-
-def _new_row(k, launch) -> dict:
-    return {"name": k.name, "grid": list(k.grid), "mode": k.mode,
-            "kind": k.kind, "target": k.target, "blocks": k.blocks, "calls": 0,
-            "host_us": [], "npu_us": [], "launches": [], "error": k.error, "cycles": None,
-            "cores": None, "cores_used": None, "util": None, "bound": None,
-            "bound_share": None, "pipe_busy": {}, "flops": 0.0, "gm_bytes": 0.0,
-            "arg_bytes": sum(getattr(v, "nbytes", 0) for v in launch.args.values()),
-            "memory": None}
-
-
-def _first_model(row: dict, k, launch) -> None:
-    """The model's figures of the group's first modelled launch."""
-    m = k.model
-    used = len({b.core for b in m.blocks}) or 1
-    row.update(cycles=m.cycles, cores=m.cores, cores_used=used, util=m.core_utilization,
-               bound=k.bound_pipe,
-               bound_share=(m.busy_share(k.bound_pipe) if k.bound_pipe else None),
-               pipe_busy={p: m.busy_share(p) for p, c in m.pipe_busy.items() if c})
-    gm = {"MTE2", "MTE3", "FIX"}
-    for b in m.blocks:
-        for r in b.records:
-            row["flops"] += r.flops or 0
-            if r.pipe in gm and r.name in ("tload", "tstore", "tstore_fp", "tprefetch"):
-                row["gm_bytes"] += r.bytes or 0
-    row["memory"] = _memory(launch)
+def _kernel_row(ks: list) -> dict:
+    """One row of the summary (``ProfileReport.groups``): the launches' mean times, and the
+    model's figures of the first modelled one."""
+    k = ks[0]
+    modelled = [x for x in ks if x.model is not None]
+    row = {"name": k.name, "grid": list(k.grid), "mode": k.mode, "target": k.target,
+           "calls": len(ks), "error": k.error,
+           "host_us": 1e3 * sum(x.host_time_ms for x in ks) / len(ks),
+           "npu_us": (1e3 * sum(x.npu_time_ms for x in modelled) / len(modelled)
+                      if modelled else None),
+           "arg_bytes": sum(getattr(v, "nbytes", 0) for v in k.launch.args.values())}
+    if modelled:
+        m = modelled[0].model
+        bound = modelled[0].bound_pipe
+        row.update(cores=m.cores, cores_used=len({b.core for b in m.blocks}) or 1,
+                   util=m.core_utilization, bound=bound,
+                   bound_share=m.busy_share(bound) if bound else None,
+                   flops=sum(r.flops or 0 for b in m.blocks for r in b.records),
+                   memory=_memory(modelled[0].launch))
+    return row
 
 
 def _memory(launch) -> dict:
@@ -162,8 +132,7 @@ def _memory(launch) -> dict:
     except Exception as e:  # noqa: BLE001 - the page shows the rest and says why
         return {"error": f"{type(e).__name__}: {e}"}
     return {"buffers": {b: [int(peak), int(mem.capacity[b])]
-                        for b, peak in mem.peak_memory.items() if peak},
-            "efficiency": mem.efficiency, "global_bytes": mem.global_memory}
+                        for b, peak in mem.peak_memory.items() if peak}}
 
 
 class _Lanes:
@@ -172,24 +141,35 @@ class _Lanes:
 
     def __init__(self, names: _Names):
         self.names = names
-        self.bars: dict = {}               # (core label, row) -> list of (t, d, name, info)
+        self.bars: dict = {}               # (core pid, row) -> list of (t, d, name, info)
+        self.labels: dict = {}             # core pid -> its name ("AIC core 0")
         self.handoffs: list = []           # [from lane key, t, to lane key, t]
         self.aivs = 2                      # AIVs per cluster (the targets' vector / cube cores)
 
-    def add(self, core: str, row: str, t: float, d: float, name: str, info: str) -> None:
+    def core(self, k, block, part, subblock: int) -> int:
+        """The pid of the core that ran ``part`` of ``block`` (``chrome_trace.core_process``,
+        the Chrome trace's numbering), its name kept."""
+        pid, label = core_process(block.core, k.kind, part, subblock, self.aivs)
+        self.labels[pid] = label
+        return pid
+
+    def key(self, pid: int, row: str) -> str:
+        return f"{self.labels[pid]}|{row}"
+
+    def add(self, core: int, row: str, t: float, d: float, name: str, info: str) -> None:
         self.bars.setdefault((core, row), []).append(
             (t, max(0.0, d), self.names(name), self.names(info)))
 
     def add_launch(self, k, offset: float, us: float) -> None:
         m = k.model
-        aivs = self.aivs = m.target.vector_cores // m.target.cube_cores
+        self.aivs = aivs_per_cluster(m.target)
         last_end: dict = {}
         for block in sorted(m.blocks, key=lambda b: b.start):
             info = f"{k.name}[{pid_text(block.pid, k.grid)}]"
-            cores = {self._core(k.kind, block.core, r.part, r.subblock, aivs)
-                     for r in block.records} or {self._core(k.kind, block.core, None, 0, aivs)}
+            cores = {self.core(k, block, r.part, r.subblock)
+                     for r in block.records} or {self.core(k, block, None, 0)}
             for r in block.records:
-                core = self._core(k.kind, block.core, r.part, r.subblock, aivs)
+                core = self.core(k, block, r.part, r.subblock)
                 self.add(core, r.pipe, offset + r.start * us, (r.end - r.start) * us,
                          r.name, info)
             for core in cores:
@@ -201,25 +181,15 @@ class _Lanes:
                 self.add(core, "blocks", offset + block.start * us,
                          (block.end - block.start) * us, info, k.name)
                 last_end[core] = block.end
-            self._handoffs(k, block, offset, us, aivs, info)
+            self._handoffs(k, block, offset, us, info)
 
-    @staticmethod
-    def _core(kind, core: int, part, subblock: int, aivs: int) -> str:
-        """The physical core: cluster n of a mixed kernel is AIC n and AIVs n * aivs + its
-        sub-block (the chip's numbering); other kernels' blocks run on core n of their kind."""
-        if part is None:
-            part = "cube" if kind == "cube" else "vector"
-        if part == "cube":
-            return f"AIC {core}"
-        return f"AIV {core * aivs + subblock if kind == 'mixed' else core}"
-
-    def _handoffs(self, k, block, offset: float, us: float, aivs: int, info: str) -> None:
+    def _handoffs(self, k, block, offset: float, us: float, info: str) -> None:
         """A flag's k-th set by one part meets the k-th wait on that flag by each agent of
         the other part (FFTS mode 2 fans a cube's flag out to its AIVs and joins theirs)."""
         sets: dict = {}
         waits: dict = {}
         for h in block.handoffs:
-            core = self._core(k.kind, block.core, h.part, h.subblock, aivs)
+            core = self.core(k, block, h.part, h.subblock)
             self.add(core, "flags", offset + h.start * us, (h.end - h.start) * us,
                      f"{h.op} flag {h.flag}", info)
             side = sets if h.op == "set" else waits
@@ -231,23 +201,18 @@ class _Lanes:
             for src, hs in by_core.items():
                 for dst, ws in waits.get((flag, other), {}).items():
                     for h, w in zip(hs, ws):
-                        self.handoffs.append([f"{src}|flags", offset + h.end * us,
-                                              f"{dst}|flags", offset + w.end * us])
+                        self.handoffs.append([self.key(src, "flags"), offset + h.end * us,
+                                              self.key(dst, "flags"), offset + w.end * us])
 
     def rows(self) -> list:
         """The lanes in display order: cluster by cluster (its AIC, then its AIVs),
         so a hand-off runs between neighbouring rows; within a core its blocks, its pipes in
         pipe order, its flags."""
-        def order(key):
-            core, row = key
-            kind, index = core.split()
-            index = int(index)
-            cluster = index if kind == "AIC" else index // self.aivs
-            return (cluster, kind != "AIC", index, ROW_ORDER.index(row))
         out = []
-        for key in sorted(self.bars, key=order):
-            bars = sorted(self.bars[key])
-            lane = {"core": key[0], "row": key[1], "key": f"{key[0]}|{key[1]}"}
+        for pid, row in sorted(self.bars, key=lambda key: (cluster_order(key[0], self.aivs),
+                                                           ROW_ORDER.index(key[1]))):
+            bars = sorted(self.bars[pid, row])
+            lane = {"core": self.labels[pid], "row": row, "key": self.key(pid, row)}
             lane.update(_columns(bars, self.names))
             out.append(lane)
         return out
@@ -300,10 +265,17 @@ def _graph(graph, index: int) -> dict:
     critical = {id(p) for p in bubbles.critical_path}
     nodes: dict = {}
     tasks = []
+    labels: dict = {}
+
+    def core(kind, index) -> str:
+        pid, label = core_process(index, kind, kind)
+        labels[pid] = label
+        return label
+
     for p in model.placed:
         node = nodes.setdefault(p.spec.node, len(nodes))
-        for kind, core in p.cores:
-            tasks.append({"core": f"{'AIC' if kind == 'cube' else 'AIV'} {core}",
+        for kind, index in p.cores:
+            tasks.append({"core": core(kind, index),
                           "t": _r(p.start * us), "d": _r((p.end - p.start) * us),
                           "label": p.spec.label, "node": node,
                           "critical": id(p) in critical,
@@ -312,7 +284,8 @@ def _graph(graph, index: int) -> dict:
     return {"name": name, "strategy": model.strategy, "time_us": model.time_us,
             "target": model.target.name, "nodes": list(nodes), "tasks": tasks,
             "critical": [p.spec.label for p in bubbles.critical_path],
-            "bubbles": [{"core": f"{'AIC' if c[0] == 'cube' else 'AIV'} {c[1]}",
-                         "t": _r(a * us), "d": _r((b - a) * us), "task": p.spec.label}
-                        for c, a, b, p in bubbles.idle_with_work],
+            "bubbles": [{"core": core(*c), "t": _r(a * us), "d": _r((b - a) * us),
+                         "task": p.spec.label} for c, a, b, p in bubbles.idle_with_work],
+            "cores": [labels[pid] for pid in sorted(labels, key=lambda pid: cluster_order(
+                pid, aivs_per_cluster(model.target)))],
             "report": bubbles.text()}

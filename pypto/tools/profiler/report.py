@@ -43,6 +43,7 @@ class KernelProfile:
     kind: str | None = None      # "vector", "cube" or "mixed" (the compiled kernel's kind)
     error: str | None = None
     model: object = field(default=None, repr=False)
+    launch: object = field(default=None, repr=False)    # the recorded launch (its arguments)
 
 
 @dataclass
@@ -121,15 +122,17 @@ def _dispatch_notes(groups: dict) -> list:
     out = []
     for (name, grid, mode), ks in groups.items():
         k = next((k for k in ks if k.model is not None), None)
-        if k is None or dispatch_share(k.model) < DISPATCH_NOTE:
+        share = dispatch_share(k.model) if k is not None else 0.0
+        if share < DISPATCH_NOTE:
             continue
         blocks, cores = len(k.model.blocks), len({b.core for b in k.model.blocks})
-        advice = ("launch_form='auto' (the default) runs such a grid persistent" if
+        advice = ("a kernel that neither meets other blocks nor mixes cube and vector work "
+                  "runs such a grid persistent with launch_form='auto', the default" if
                   blocks > cores else "give each launch more work (larger tiles, or fuse it "
                   "with its neighbours)")
         out.append(f"  {_shown(name, mode)} {grid}: launch and block dispatch take "
-                   f"{dispatch_share(k.model):.0%} of its cores' time ({blocks} blocks on "
-                   f"{cores} cores): dispatch bounds it; {advice}")
+                   f"{share:.0%} of its cores' time ({blocks} blocks on {cores} cores): "
+                   f"dispatch bounds it; {advice}")
     return [""] + out if out else []
 
 
@@ -155,15 +158,26 @@ class ProfileReport:
                 if model is None:
                     out.append(KernelProfile(launch.name, launch.grid, launch.host_time_ms, None,
                                              None, None, launch.target, None, blocks, None, {},
-                                             launch.mode, launch.kind, launch.error))
+                                             launch.mode, launch.kind, launch.error,
+                                             launch=launch))
                     continue
                 pipe_busy = dict(model.pipe_busy)
                 out.append(KernelProfile(
                     launch.name, launch.grid, launch.host_time_ms, model.time_ms, model.cycles,
                     model.core_utilization, launch.target, model.cores, blocks,
-                    _bound_pipe(pipe_busy), pipe_busy, launch.mode, launch.kind, None, model))
+                    _bound_pipe(pipe_busy), pipe_busy, launch.mode, launch.kind, None, model,
+                    launch))
             self._kernels = out
         return self._kernels
+
+    @property
+    def groups(self) -> dict:
+        """(name, grid, mode) → the ``KernelProfile``s of those launches, in launch order: the
+        summary's rows (and the HTML page's)."""
+        out: dict = {}
+        for k in self.kernels:
+            out.setdefault((k.name, k.grid, k.mode), []).append(k)
+        return out
 
     @property
     def core_utilization(self) -> float:
@@ -251,9 +265,7 @@ class ProfileReport:
                  f"  NPU us  = modelled time on {', '.join(targets) or 'the target'} "
                  "(cycle model of the PTO program), not a measurement",
                  f"  calibration: {calibration.agreement()}", ""]
-        groups: dict = {}
-        for k in kernels:
-            groups.setdefault((k.name, k.grid, k.mode), []).append(k)
+        groups = self.groups
         header = (f"{'kernel':<24} {'grid':>12} {'calls':>5} {'host us':>10} {'NPU us':>10} "
                   f"{'cycles':>10} {'cores':>5} {'util':>6}  bound by")
         lines += [header, "-" * len(header)]
@@ -303,7 +315,8 @@ class ProfileReport:
     def chrome_trace(self) -> dict:
         """The Chrome trace event dict ``export_chrome_trace`` writes: one process per core
         (``pid`` = the index of a vector core, ``CUBE_PID_BASE`` + the index of a cube core; a
-        mixed kernel's cluster n shows as AIC core n and AIV core n), one thread per pipe
+        mixed kernel's cluster n shows as AIC core n and, as the chip numbers them, AIV core 2n (and
+        2n + 1 when both sub-blocks run)), one thread per pipe
         (``tid`` = 1 + the pipe's index in MTE2, MTE1, M, V, MTE3, FIX, S, named by
         ``thread_name`` metadata), one complete ("X") event per modelled instruction with
         ``ts``/``dur`` in microseconds of modelled NPU time. Launches are laid end to end in

@@ -8,6 +8,11 @@ from __future__ import annotations
 from ...backends.ascend.chrome_trace import core_process, pipe_tid
 
 
+def aivs_per_cluster(target) -> int:
+    """A cluster's AIVs: the target's vector cores per cube core (2 on A2/A3)."""
+    return target.vector_cores // target.cube_cores
+
+
 def pid_text(pid, grid=None) -> str:
     """A block id as the launch's grid spells it: "3" in a 1-D grid, "1,2" in a 2-D one."""
     if isinstance(pid, (tuple, list)):
@@ -28,10 +33,11 @@ def launch_chrome_trace(kernels, ms_per_cycle) -> dict:
         if k.model is None:
             continue
         us = ms_per_cycle(k.model, k.target) * 1e3
+        aivs = aivs_per_cluster(k.model.target)
         for block in k.model.blocks:
             block_text = pid_text(block.pid, k.grid)
             for r in block.records:
-                pid, label = core_process(block.core, k.kind, getattr(r, "part", None))
+                pid, label = core_process(block.core, k.kind, r.part, r.subblock, aivs)
                 processes.setdefault(pid, label)
                 tracks.add((pid, r.pipe))
                 events.append({

@@ -13,7 +13,6 @@ the cube and its AIVs; otherwise they are launch-wide counters (``pl.signal``/``
 from __future__ import annotations
 
 import heapq
-import inspect
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
@@ -376,14 +375,10 @@ def model_kernel(jit_fn, grid, *args, **kwargs) -> LaunchModel:
     with the same arguments (a callable grid gets the bound arguments, as a launch does), in
     the launch form a launch would run (``JITFunction.launch_plan``: persistent for a grid
     larger than the cores, unless the kernel says ``launch_form="grid"``)."""
-    bound = inspect.signature(jit_fn.fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    values = dict(bound.arguments)
-    if callable(grid):
-        grid = grid(dict(values))
-    kernel, grid, extents = jit_fn.launch_plan(jit_fn._bind(args, kwargs), grid)
+    bound = jit_fn._bind(args, kwargs)
+    kernel, grid, extents = jit_fn.launch_plan(bound, grid)
     program = parse_program(kernel.asm["pto"], get_target(kernel.metadata["target"]))
-    values.update(extents)
+    values = {**bound, **extents}
     runtime = {p.name: values[p.name] for p in program.params
                if not (isinstance(p, TensorArg) and p.workspace)}
     return model_launch(program, grid, runtime, program.target)

@@ -454,12 +454,8 @@
       const byCore = {};
       g.tasks.forEach(t => (byCore[t.core] = byCore[t.core] || []).push(t));
       g.bubbles.forEach(b => (byCore[b.core] = byCore[b.core] || []));
-      const cores = Object.keys(byCore).sort((a, b) => {
-        const [ka, ia] = a.split(" "), [kb, ib] = b.split(" ");
-        return (ka === kb) ? ia - ib : (ka === "AIC" ? -1 : 1);
-      });
       const lanes = [];
-      for (const core of cores) {
+      for (const core of g.cores) {             // cluster by cluster (html.py)
         const ts = byCore[core].slice().sort((a, b) => a.t - b.t);
         const lane = {label: "tasks", group: core, t: ts.map(t => t.t), d: ts.map(t => t.d),
           n: ts.map(t => nm(t.label)), outline: j => ts[j].critical,
