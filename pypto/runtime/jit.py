@@ -245,18 +245,19 @@ class JITFunction:
         caller = getattr(kernel, attr, None)
         if caller is None:
             normalise = lambda grid, meta: self._grid(grid, meta, kernel.metadata, target)
-            big = None
+            record = None
             if self.launch_form == "auto" and kernel.metadata.get("persistent_ok"):
-                big = self._persistent_launch(kernel, target, torch_tensors)
+                record = self._persistent_record(kernel)
             caller = make_caller(self, kernel, kernel.runtime_params, normalise, torch_tensors,
-                                 lambda grid, values: self._slow_run(grid, values, {}), big)
+                                 lambda grid, values: self._slow_run(grid, values, {}), record)
             setattr(kernel, attr, caller)
         return caller
 
     def launch_plan(self, bound: dict, grid):
         """(compiled kernel, grid, {extra int argument: value}) of launching ``grid`` on
-        ``bound`` as the native engine does: the persistent form, over one block per core,
-        when ``_persistent_launch`` would take it. What the cycle model's callers model."""
+        ``bound`` as the chip runs it from the native engine: the persistent form, over one
+        block per core, when a profile records it so (``_persistent_record``). What the cycle
+        model's callers model."""
         kernel, target = self._get_kernel(bound)
         grid = self._grid(grid, bound, kernel.metadata, target)
         blocks, extents = _persistent_grid(grid, kernel.metadata["cores"])
@@ -266,26 +267,25 @@ class JITFunction:
             return form, blocks, dict(zip(GRID_PARAMS, extents))
         return kernel, grid, {}
 
-    def _persistent_launch(self, kernel, target, torch_tensors):
-        """The launch of a grid with more programs than ``kernel``'s cores: its persistent
-        form (compiled on first use) over one block per core, the grid passed as three ints
-        (``compiler/passes/persistent.py``). As on the chip, a block then pays its dispatch
-        once instead of once per program."""
+    def _persistent_record(self, kernel):
+        """How a profiled launch of ``kernel`` is recorded: a grid of more programs than its
+        cores as the launch the chip runs, the persistent form (compiled on first use) over
+        one block per core with the grid's extents as arguments, which the cycle model reads.
+        The host runs the grid form either way: the same results, and its fastest code (its
+        threads claim blocks without a dispatch cost; the programs' loop cost it 15-30 %)."""
         cores = kernel.metadata["cores"]
         state = {}
 
-        def launch(grid, *values):
-            grid = self._grid(grid, None, kernel.metadata, target)   # refuses what a grid can't be
-            call = state.get("call")
-            if call is None:
-                bound = self._bind(values, {})
-                form = self._get_kernel(bound, persistent=True)[0]
-                normalise = lambda g, meta: self._grid(g, meta, form.metadata, target)
-                call = state["call"] = make_caller(self, form, form.runtime_params, normalise,
-                                                   torch_tensors, extra_names=GRID_PARAMS)
+        def record(grid, raw_values, t0, arguments):
             blocks, extents = _persistent_grid(grid, cores)
-            return call(blocks, *values, *extents)
-        return launch
+            if math.prod(extents) <= cores:
+                return hooks.record_compiled(kernel, grid, raw_values, t0)
+            if "form" not in state:
+                start = time.perf_counter()
+                state["form"] = self._get_kernel(self._bind((), arguments), persistent=True)[0]
+                t0 += time.perf_counter() - start       # the compile is not the launch's time
+            hooks.record_compiled(state["form"], blocks, list(raw_values) + list(extents), t0)
+        return record
 
     def _engine(self) -> str:
         """This kernel's engine: its own ``engine=``, else ``PYPTO_ENGINE``."""

@@ -207,17 +207,8 @@ def _reads_check(reads, names) -> str:
             f"({', '.join(names)}{',' if names else ''}))\n")
 
 
-def _big_check(big, names) -> str:
-    """The caller's hand-over of a grid larger than the cores to ``big`` (none without)."""
-    if big is None:
-        return ""
-    return ("    if (_pypto_grid[0] if len(_pypto_grid) == 1 else _pypto_grid[0] * "
-            "_pypto_grid[1] * (_pypto_grid[2] if len(_pypto_grid) > 2 else 1)) > _cores:\n"
-            f"        return _big(_pypto_grid, {', '.join(names)})\n")
-
-
 def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=False,
-                moved=None, big=None, extra_names=()):
+                moved=None, record=None):
     """The per-specialisation call: checks written tensors, launches with object addresses.
     ``normalise_grid(grid, meta)`` turns a callable, int or None grid into a tuple.
     ``torch_tensors``: the call for torch CPU tensors (every tensor argument a
@@ -225,9 +216,9 @@ def make_caller(jitfn, kernel, runtime_params, normalise_grid, torch_tensors=Fal
     numpy views made per call; a written tensor that requires grad is refused as torch
     refuses in-place writes to it. ``moved(grid, values)`` takes the launch when a module
     global the kernel folded (``kernel.reads``) is no longer the object it was.
-    ``big(grid, *values)`` takes a launch of more blocks than the kernel's cores (the
-    persistent form); ``extra_names``: arguments after the kernel's own (its grid's extents)."""
-    names = list(jitfn.signature.parameters) + list(extra_names)
+    ``record(grid, raw_values, t0, arguments)`` records a profiled launch in place of
+    ``hooks.record_compiled`` (the persistent form a grid larger than the cores stands for)."""
+    names = list(jitfn.signature.parameters)
     meta = "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}"
     entry, views = kernel.entry, ""
     if not torch_tensors:
@@ -261,8 +252,8 @@ def call(_pypto_grid, {", ".join(names)}):
             len(_pypto_grid) > 1 and type(_pypto_grid[1]) is not int or \\
             len(_pypto_grid) > 2 and type(_pypto_grid[2]) is not int:
         _pypto_grid = _normalise(_pypto_grid, {meta})
-{_big_check(big, names)}{views}    if _prof:
-        return _profiled(_pypto_grid, ({values}{"," if runtime_params else ""}), ({raw}{"," if runtime_params else ""}))
+{views}    if _prof:
+        return _profiled(_pypto_grid, ({values}{"," if runtime_params else ""}), ({raw}{"," if runtime_params else ""}), {meta})
     try:
         _pypto_status = _run(_entry, _pypto_grid, ({values}{"," if runtime_params else ""}))
     except _ctypes_error as _pypto_error:
@@ -301,7 +292,7 @@ def call(_pypto_grid, {", ".join(names)}):
             return stopped
         return ValueError(f"{name}: grid dimensions must be >= 0, got {grid!r}")
 
-    def profiled(grid, values, raw_values):
+    def profiled(grid, values, raw_values, arguments):
         """The launch while a profiler is active (``hooks.ACTIVE`` non-empty): timed, then
         recorded with the arguments' shapes and scalar values."""
         t0 = time.perf_counter()
@@ -311,7 +302,10 @@ def call(_pypto_grid, {", ".join(names)}):
             raise explain(error, grid) from None
         if status:
             raise status_error(status, grid)
-        hooks.record_compiled(kernel, grid, raw_values, t0)
+        if record is None:
+            hooks.record_compiled(kernel, grid, raw_values, t0)
+        else:
+            record(grid, raw_values, t0, arguments)
 
     scope = {"_entry": entry, "_status_error": status_error, "_read_only": read_only,
              "_requires_grad": requires_grad_refused, "_as_array": as_array,
@@ -320,8 +314,7 @@ def call(_pypto_grid, {", ".join(names)}):
              "_explain": explain,
              "_nd": np.ndarray, "_L": LayoutTensor,
              "_ctypes_error": ctypes.ArgumentError,
-             "_pypto_moved": moved, "_pypto_miss": _MISSING, "_big": big,
-             "_cores": kernel.metadata.get("cores")}
+             "_pypto_moved": moved, "_pypto_miss": _MISSING}
     for i, read in enumerate(reads):
         scope[f"_pypto_w{i}"], scope[f"_pypto_v{i}"] = read.scope, read.value
     exec(compile(source, f"<pypto call for {jitfn.__name__}>", "exec"), scope)

@@ -36,26 +36,20 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     frontend_ir = str(Module(fn, target))
     movable = allows_persistent(fn) and auto_sync and pto_override is None
 
-    def build(stages):
-        nonlocal fn
-        if stages == 1:         # the passes rewrote the first function in place
-            fn = build_function(source, spec_args, source.node.name)
+    def build(fn, stages):
         return build_program(fn, tensor_specs, target, auto_sync,
                              interleave=pto_override is None, persistent=stages)
 
     stages = 2 if persistent else 0
     try:
-        module, program, host = build(stages)
+        module, program, host = build(fn, stages)
     except BufferOverflow:
         if stages != 2:
             raise
-        stages = 1          # the programs' loop double-buffered does not fit: single buffers
-        module, program, host = build(stages)
-    if stages == 2:
-        # the host runs the single-buffered loop: the same results (double buffering only
-        # reorders loads), and on the host a prefetch only splits its fused load-compute-store
-        # loops (vector add 1 M: 792 us double-buffered, 229 us not, 191 us one block each)
-        host = _single_buffered_host(build)
+        # the programs' loop double-buffered does not fit: single buffers, on a new function
+        # (the passes rewrote the first in place)
+        stages, fn = 1, build_function(source, spec_args, source.node.name)
+        module, program, host = build(fn, stages)
     if pto_override is not None:
         program = override_program(program, *pto_override)
     if pto_override is not None or not auto_sync:
@@ -85,12 +79,6 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     if cpp is not None:
         asm["cpp"] = cpp
     return asm, metadata
-
-
-def _single_buffered_host(build):
-    """The host's program of the persistent form with a single-buffered programs' loop."""
-    _, program, host = build(1)
-    return host or program
 
 
 def program_metadata(program, written: list, opt_level: str) -> dict:

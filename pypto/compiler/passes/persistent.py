@@ -3,8 +3,9 @@ programs ``core, core + cores, ...`` back to back.
 
 A grid with more programs than cores pays the chip's block dispatch once per program
 (``CostModel.block_dispatch_cycles``, 2000 cycles fitted to boards); the persistent form pays
-it once per core and runs the programs as iterations of a loop. The launcher chooses it
-(``runtime/jit.py``) for a grid larger than the cores when the kernel allows it: no
+it once per core and runs the programs as iterations of a loop. It is the program a launch of
+a grid larger than the cores stands for on the chip (``runtime/jit.py``: a profile records
+it, the cycle model reads it; the host runs the grid form) when the kernel allows it: no
 cross-block synchronisation (a barrier needs every program running at once), the compiler
 placing the flags, and not a cube + vector kernel (whose hand-offs would move into the loop).
 
