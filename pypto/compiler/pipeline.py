@@ -9,6 +9,7 @@ passes, so ``pypto.memory`` can size a kernel before any compile.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import math
 
@@ -27,15 +28,29 @@ def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
     module, PTO program, the host's interleaved program or None). No code is generated, so
     ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile.
     ``persistent``: the persistent launch form (``passes/persistent.py``), its loop's
-    ``num_stages`` (0: the grid form)."""
+    ``num_stages`` (0: the grid form). Built again without hoisting loop-invariant work
+    (``passes/hoist.py``) when the hoisted tiles make it overflow a buffer."""
+    spare = copy.deepcopy(fn)          # passes rewrite fn in place, and may make loops
     module = Module(fn, target)
+    try:
+        return _build(module, tensor_specs, auto_sync, interleave, persistent)
+    except BufferOverflow:
+        if not module.facts.get("hoisted"):
+            raise
+    module = Module(spare, target)
+    module.facts["hoist"] = False
+    return _build(module, tensor_specs, auto_sync, interleave, persistent)
+
+
+def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool,
+           persistent: int):
     # a kernel that orders its own pipes keeps its windows as written (legalize_windows)
     module.facts["self_synced"] = not auto_sync
     module.facts["persistent"] = persistent
-    module = run_pipeline(module)
+    planned = run_pipeline(module)
     passes = PTO_PASSES if auto_sync else SELF_SYNCED_PASSES
-    program, host = run_pto_passes(lower_to_pto(module, tensor_specs), passes, interleave)
-    return module, program, host
+    program, host = run_pto_passes(lower_to_pto(planned, tensor_specs), passes, interleave)
+    return planned, program, host
 
 
 MAX_PLANS = 160          # memory plans the joint search of with_fitting_sizes may try
@@ -233,8 +248,16 @@ def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
 def plan_layout(source: KernelSource, spec_args: dict, target) -> tuple[dict, dict]:
     """``plan_memory``'s bytes per buffer and the placed tiles of each buffer
     (``passes.memory_plan.PlacedTile``)."""
-    module = run_pipeline(Module(build_function(source, spec_args, source.node.name), target))
-    return dict(module.facts.get("buffer_bytes", {})), module.facts.get("tile_layout", {})
+    module = Module(build_function(source, spec_args, source.node.name), target)
+    try:
+        planned = run_pipeline(module)
+    except BufferOverflow:
+        if not module.facts.get("hoisted"):
+            raise
+        module = Module(build_function(source, spec_args, source.node.name), target)
+        module.facts["hoist"] = False
+        planned = run_pipeline(module)
+    return dict(planned.facts.get("buffer_bytes", {})), planned.facts.get("tile_layout", {})
 
 
 def plans_within_buffers(source: KernelSource, spec_args: dict, target,

@@ -49,10 +49,6 @@ def test_pypto_gemm_port_within_25_percent_of_the_board(board, n):
         assert abs(100 * model.busy_share("MTE2") - tload) <= 10
 
 
-@pytest.mark.xfail(strict=True, reason="the model's TLOAD busy at 1536^3 is 62.1 % against the "
-                   "board's 72.2 %: its loads run at the per-core ND->NZ rate, while on the "
-                   "board the 24 cores start cold and miss the L2 together (the model spreads "
-                   "the launch's misses over its whole time); docs/cycle_model.md")
 def test_pypto_gemm_port_tload_busy_at_1536_within_10_points(board):
     n = 1536
     args, meta = board.gemm_args(n, n, n)

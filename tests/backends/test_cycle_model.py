@@ -218,8 +218,9 @@ def test_double_buffering_overlaps_loads_with_compute():
     """Single-buffered, each iteration loads (L on MTE2), then computes (C on V), then stores
     (S on MTE3): the next load waits for V to have read the tile, and the store overlaps the
     next load, so an iteration takes L + C. Double-buffered, the next tile is loaded while V
-    computes; the result tile is still single, so V waits for the store before it writes it
-    again: an iteration takes max(L, C + S). The speedup is (L + C) / max(L, C + S)."""
+    computes; the result tile is still single, so the V instruction that writes it waits for
+    the store, but the work before it does not (the sync pass waits inside the loop's
+    second half, not before it): an iteration takes between max(L, C) and max(L, C + S)."""
     rows = 1024
     x = np.zeros((rows, 64), np.float32)
     single = model_kernel(row_softmax, (1,), x, x, rows, N=64, BM=8, STAGES=1)
@@ -229,11 +230,12 @@ def test_double_buffering_overlaps_loads_with_compute():
     load, store = span("tload"), span("tstore")
     iterations = rows // 8
     compute = sum(r.end - r.start for r in recs if r.pipe == "V") / iterations
-    expected = (load + compute) / max(load, compute + store)
+    slowest = (load + compute) / max(load, compute + store)
+    fastest = (load + compute) / max(load, compute)
     # the block's own span: the launch and dispatch costs come before it
     measured = single.blocks[0].cycles / double.blocks[0].cycles
     assert double.cycles < single.cycles
-    assert measured == pytest.approx(expected, rel=0.1), (measured, expected)
+    assert 0.9 * slowest <= measured <= 1.1 * fastest, (slowest, measured, fastest)
     assert single.blocks[0].cycles == pytest.approx(iterations * (load + compute), rel=0.05)
     # the same work either way, but for the padding (the prefetch past the end loads nothing
     # and its tfillpad fills the whole tile; a whole window's padding is skipped at run time):

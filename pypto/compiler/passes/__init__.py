@@ -10,6 +10,7 @@ from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .expand import fuse_expands
 from .fuse_elementwise import fuse_elementwise
+from .hoist import hoist_invariants
 from .legalize import legalize
 from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
@@ -28,6 +29,7 @@ PIPELINE = (
     ("legalize-types", legalize_types),
     ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),
+    ("hoist-invariants", hoist_invariants),         # loop-invariant vector work out of loops
     ("fuse-elementwise", fuse_elementwise),
     ("plan-memory", plan_memory_in_chunks),       # epilogues in row chunks if need be
 )

@@ -259,11 +259,17 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
     target = as_target(target or program.target)
     _check_args(program, args)
     model = _model_launch(program, grid, args, target, GlobalMemory(target))
-    hits = model.memory.hit_rate()
+    first = model.memory
+    hits = first.hit_rate()
+    # the dirty bytes evicted, spread over the launch (memory.py)
+    writeback = first.written_back / first.moved if first.written_back else None
     if hits > REPLAY_HIT_RATE:         # mostly reuse: the HBM is shared by the missing cores
-        memory = GlobalMemory(target, 1.0 - hits, _streams(program, model))
-        model = _model_launch(program, grid, args, target, memory)
-    return model
+        memory = GlobalMemory(target, 1.0 - hits, _streams(program, model), writeback)
+    elif writeback:
+        memory = GlobalMemory(target, writeback=writeback)
+    else:
+        return model
+    return _model_launch(program, grid, args, target, memory)
 
 
 def _streams(program, model: LaunchModel) -> float:

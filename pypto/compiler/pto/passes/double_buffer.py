@@ -81,8 +81,10 @@ def _address_slice(load: Inst, loop: For) -> list | None:
     """The loop-body scalar instructions computing ``load``'s offsets, in order, or None when
     they depend on anything but the index and values from before the loop."""
     defs = {id(i.outs[0]): i for i in loop.body if isinstance(i, Inst) and is_scalar(i)}
-    inside = {id(s) for n in walk_insts(loop.body) if isinstance(n, Inst) for s in n.outs
-              if isinstance(s, Scalar)}
+    # scalars the body defines: a store's outs (tensor, offsets) are uses, not definitions
+    inside = {id(s) for n in walk_insts(loop.body)
+              for s in (n.outs if isinstance(n, Inst) and is_scalar(n) else
+                        getattr(n, "results", ())) if isinstance(s, Scalar)}
     inside |= {id(a) for a in loop.iter_args}
     needed, order = set(), []
 

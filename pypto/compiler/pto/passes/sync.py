@@ -8,8 +8,10 @@ it still reads. The pass works on the structured program, one block at a time:
   the accesses inside them) are visited in order. For each later item that conflicts with an
   earlier one on another pipe, a flag is set right after the earlier item and waited right
   before the later one, unless what the waiting pipe already knows orders them (vector clocks:
-  a wait teaches the waiting pipe everything the setting pipe knew). Flags never cross a
-  block boundary, so any trip count and either branch stay balanced.
+  a wait teaches the waiting pipe everything the setting pipe knew). A flag into a branch
+  is waited in each branch, before its first conflicting item (``wait_in_branches``);
+  otherwise flags never cross a block boundary, so any trip count and either path stay
+  balanced.
 * Back edges. In a loop body, an item that conflicts with an earlier-or-same item of the next
   iteration gets one flag per pipe pair: set once before the loop (the first iteration waits
   for nothing), waited before the first reader, set after the last writer, and waited once
@@ -125,9 +127,15 @@ class _Sync:
             for (p, q), i in sorted(need.items(), key=lambda kv: -kv[1]):
                 if know[q].get(p, -1) >= i:
                     continue
-                flag_set, flag_wait = self.pairs.new(p, q)
-                after[i].append(flag_set)
-                before[j].append(flag_wait)
+                insts = self.pairs.new(p, q)
+                after[i].append(insts[0])
+                if isinstance(item, If):
+                    # the set after item i orders every earlier item of pipe p too
+                    theirs = [a for x in items[:i + 1] for r, a in self.items_summary(x)
+                              if r == p]
+                    insts[1:] = self.wait_in_branches(item, p, q, theirs)
+                else:
+                    before[j].append(insts[1])
                 _join(know[q], snaps[i][p])
             for p in {p for p, _ in summ}:
                 know[p][p] = j
@@ -135,6 +143,27 @@ class _Sync:
             for p, a in summ:
                 seen[a[1][0]].append((j, p, a))
         return before, after
+
+    def wait_in_branches(self, node: If, p: str, q: str, theirs: list) -> list[Inst]:
+        """The wait for a flag (``p`` to ``q``) that orders ``theirs`` (pipe ``p``'s
+        accesses up to the flag's set) before a branch, placed in each branch right before
+        its first item whose ``q`` accesses conflict (at the
+        branch's end when none does), not before the whole branch: work of ``q`` ahead of
+        that item need not wait (the second half of a double-buffered loop computes while
+        the first half's store drains). Every path runs one wait, so the flag stays
+        balanced. Returns the waits placed."""
+        waits = []
+        for body in (node.then_body, node.else_body):
+            k = next((k for k, x in enumerate(body) if any(
+                r == q and conflicts(a, b) for r, b in self.summary(x) for a in theirs)),
+                len(body))
+            if k < len(body) and isinstance(body[k], If):
+                waits += self.wait_in_branches(body[k], p, q, theirs)
+                continue
+            wait = Inst("wait_flag", [], [], {"src": p, "dst": q, "event": None})
+            body.insert(k, wait)
+            waits.append(wait)
+        return waits
 
     def back_edges(self, body: list, before, after):
         """Flags from the end of one iteration to the start of the next; returns the flags to
