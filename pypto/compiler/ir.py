@@ -20,6 +20,8 @@ VEC, MAT, LEFT, RIGHT, ACC, BIAS = "vec", "mat", "left", "right", "acc", "bias"
 # every synchronisation op: no results, kept for their effect on the order of work.
 CROSS_BLOCK_OPS = ("pto.syncall", "pto.sync_set", "pto.sync_wait")
 SYNC_OPS = CROSS_BLOCK_OPS + ("pto.set_flag", "pto.wait_flag", "pto.pipe_barrier")
+# Ops that write a GM tensor (operand 0).
+GM_WRITES = ("tile.store", "tile.scatter", "tile.store_row")
 # The grid's extents, int parameters of a kernel in the persistent launch form
 # (passes/persistent.py), always >= 1.
 GRID_PARAMS = ("_pypto_g0", "_pypto_g1", "_pypto_g2")

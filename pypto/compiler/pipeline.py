@@ -30,16 +30,9 @@ def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
     ``persistent``: the persistent launch form (``passes/persistent.py``), its loop's
     ``num_stages`` (0: the grid form). Built again without hoisting loop-invariant work
     (``passes/hoist.py``) when the hoisted tiles make it overflow a buffer."""
-    spare = copy.deepcopy(fn)          # passes rewrite fn in place, and may make loops
-    module = Module(fn, target)
-    try:
-        return _build(module, tensor_specs, auto_sync, interleave, persistent)
-    except BufferOverflow:
-        if not module.facts.get("hoisted"):
-            raise
-    module = Module(spare, target)
-    module.facts["hoist"] = False
-    return _build(module, tensor_specs, auto_sync, interleave, persistent)
+    fresh = copy.deepcopy(fn)          # for the build again: the passes rewrite fn in place
+    return _hoisting_if_it_fits(iter((fn, fresh)), target, lambda module: _build(
+        module, tensor_specs, auto_sync, interleave, persistent))
 
 
 def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool,
@@ -51,6 +44,21 @@ def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool
     passes = PTO_PASSES if auto_sync else SELF_SYNCED_PASSES
     program, host = run_pto_passes(lower_to_pto(planned, tensor_specs), passes, interleave)
     return planned, program, host
+
+
+def _hoisting_if_it_fits(functions, target, run):
+    """``run(module)`` on the next of ``functions`` with loop-invariant work hoisted out of
+    its loops (``passes/hoist.py``); when the hoisted tiles make it overflow a buffer, again
+    on the next one (a fresh function: passes rewrite theirs in place) without hoisting."""
+    module = Module(next(functions), target)
+    try:
+        return run(module)
+    except BufferOverflow:
+        if not module.facts.get("hoisted"):
+            raise
+    module = Module(next(functions), target)
+    module.facts["hoist"] = False
+    return run(module)
 
 
 MAX_PLANS = 160          # memory plans the joint search of with_fitting_sizes may try
@@ -248,15 +256,8 @@ def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
 def plan_layout(source: KernelSource, spec_args: dict, target) -> tuple[dict, dict]:
     """``plan_memory``'s bytes per buffer and the placed tiles of each buffer
     (``passes.memory_plan.PlacedTile``)."""
-    module = Module(build_function(source, spec_args, source.node.name), target)
-    try:
-        planned = run_pipeline(module)
-    except BufferOverflow:
-        if not module.facts.get("hoisted"):
-            raise
-        module = Module(build_function(source, spec_args, source.node.name), target)
-        module.facts["hoist"] = False
-        planned = run_pipeline(module)
+    functions = (build_function(source, spec_args, source.node.name) for _ in range(2))
+    planned = _hoisting_if_it_fits(functions, target, run_pipeline)
     return dict(planned.facts.get("buffer_bytes", {})), planned.facts.get("tile_layout", {})
 
 

@@ -15,7 +15,7 @@ def _key(op):
             tuple(str(r.type) for r in op.results))
 
 
-def _pure(op) -> bool:
+def pure_scalar(op) -> bool:
     return op.name.startswith(PURE_SCALAR_PREFIXES) or op.name in PURE_SCALAR_OPS
 
 
@@ -24,7 +24,7 @@ def _cse(block: Block, available: dict, root: Block) -> None:
     scope = dict(available)
     kept = []
     for op in block.ops:
-        if _pure(op) and not op.blocks:
+        if pure_scalar(op) and not op.blocks:
             key = _key(op)
             if key in scope:
                 replace_uses(root, op.result, scope[key])

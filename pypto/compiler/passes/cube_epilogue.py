@@ -18,13 +18,12 @@ Anything else (GELU, SiLU, a bias the bias table cannot hold) stays vector work.
 from __future__ import annotations
 
 from ...language import dtypes as dt
-from ..ir import Block, Op, Value, blocks, replace_uses, users, walk
+from ..ir import GM_WRITES, Block, Op, Value, blocks, replace_uses, users, walk
 
 BIAS_BURST = 64                  # TMovToBt: a row's bytes come in 64-byte bursts
 # the (op, attrs) that are a ReLU when the other operand is the constant 0
 RELU_FORMS = (("tile.unary", "relu"), ("tile.binary", "max"))
 HOISTABLE = ("tile.load", "tile.cast")        # besides scalar arithmetic
-WRITES = ("tile.store", "tile.scatter", "tile.store_row")
 
 
 def fold_bias(body: Block, is_acc, table_bytes: int) -> bool:
@@ -90,7 +89,7 @@ def _slice_after(block: Block, row: Value, start: Op) -> list[Op] | None:
     end = max((position[id(op)] for op in moved), default=0)
     for op in after[:end + 1]:
         for inner in [op, *(i for b in op.blocks for i in walk(b))]:
-            if inner.name in WRITES and inner.operands[0] in loads:
+            if inner.name in GM_WRITES and inner.operands[0] in loads:
                 return None
     return moved
 

@@ -1,9 +1,9 @@
 """Dead code elimination: drop side-effect-free ops whose results nobody reads."""
 from __future__ import annotations
 
-from ..ir import SYNC_OPS, Block, Module, users
+from ..ir import GM_WRITES, SYNC_OPS, Block, Module, users
 
-SIDE_EFFECTS = {"tile.store", "tile.scatter", "tile.store_row", "scf.for", "scf.if", "scf.while",
+SIDE_EFFECTS = {*GM_WRITES, "scf.for", "scf.if", "scf.while",
                 "scf.yield", "scf.condition",
                 *SYNC_OPS}
 

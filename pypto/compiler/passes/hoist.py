@@ -8,7 +8,7 @@ in the UB for the loop.
 
 What moves: an op of the loop's own body (not one nested in an ``if``) whose operands are all
 defined before the loop, that has no effect but its result, and that is vector or scalar work
-(``MOVABLE_*``). Loads move only from tensors the kernel never writes (a store in the loop
+(``MOVABLE_TILE_OPS``, the pure scalar ops CSE merges). Loads move only from tensors the kernel never writes (a store in the loop
 could change what they read). A tile updated in place (a matmul's accumulator, ``setval``'s
 tile) or carried into or round a loop stays (a zeros tile an inner loop accumulates into
 must start at zero each outer iteration), as does integer division (the loop may run zero
@@ -21,46 +21,41 @@ pass (``module.facts["hoist"] = False``) when such a plan overflows.
 """
 from __future__ import annotations
 
-from ..ir import VEC, Block, Module, Op, walk
+from ..ir import GM_WRITES, VEC, Block, Module, Op, walk
+from .cse import pure_scalar
+from .memory_plan import IN_PLACE
 
-MOVABLE_TILE_OPS = {"tile.load", "tile.full", "tile.binary",
-                    "tile.unary", "tile.cast", "tile.where", "tile.broadcast",
-                    "tile.col_expand", "tile.row_expand", "tile.reshape", "tile.bitcast",
-                    "tile.arange", "tile.reduce", "tile.mov"}
-MOVABLE_SCALAR_OPS = {"pto.program_id", "pto.num_programs", "tensor.dim"}
+MOVABLE_TILE_OPS = {"tile.load", "tile.full", "tile.binary", "tile.unary", "tile.cast",
+                    "tile.where", "tile.broadcast", "tile.col_expand", "tile.row_expand",
+                    "tile.reshape", "tile.bitcast", "tile.arange", "tile.reduce", "tile.mov"}
 # integer division by a divisor that may be zero when the loop does not run
-STAYS = {"arith.floordiv", "arith.floordivsi", "arith.divsi", "arith.mod"}
-STORES = ("tile.store", "tile.scatter", "tile.store_row")
-# ops updating their operand ``index`` in place: (op name, operand index)
-UPDATED_IN_PLACE = (("tile.matmul", 2), ("tile.setval", 0), ("tile.load_row", 0))
+STAYS = {"arith.div", "arith.floordiv", "arith.mod"}
+# (op, operand) updated in place: a matmul's accumulator, the tile IN_PLACE ops rewrite
+UPDATED_IN_PLACE = (("tile.matmul", 2), *((name, 0) for name in IN_PLACE))
 
 
 def hoist_invariants(module: Module) -> Module:
     """The move above, unless ``module.facts["hoist"]`` is False."""
-    if module.facts.get("hoist", True) is False:
-        return module
-    body = module.kernel.body
-    pinned = _pinned(body)
-    moved = [0]
-
-    def visit(block: Block) -> None:
-        for op in list(block.ops):
-            for inner in op.blocks:
-                visit(inner)
-            if op.name == "scf.for":
-                hoisted = _invariants(op, pinned)
-                at = block.ops.index(op)
-                block.ops[at:at] = hoisted
-                moved[0] += len(hoisted)
-
-    visit(body)
-    module.facts["hoisted"] = moved[0]
+    if module.facts.get("hoist", True):
+        module.facts["hoisted"] = _hoist(module.kernel.body, _pinned(module.kernel.body))
     return module
 
 
-def _invariants(loop: Op, pinned: set) -> list[Op]:
-    """The ops of ``loop``'s body that may run once before it, removed from the body."""
-    body = loop.blocks[0]
+def _hoist(block: Block, pinned: set) -> int:
+    """Hoists out of every loop under ``block``, inner loops first; the ops moved."""
+    moved = 0
+    for op in list(block.ops):
+        moved += sum(_hoist(inner, pinned) for inner in op.blocks)
+        if op.name == "scf.for":
+            hoisted = _invariants(op.blocks[0], pinned)
+            at = block.ops.index(op)
+            block.ops[at:at] = hoisted
+            moved += len(hoisted)
+    return moved
+
+
+def _invariants(body: Block, pinned: set) -> list[Op]:
+    """The ops of a loop's ``body`` that may run once before it, removed from the body."""
     inside = {a.id for a in body.args}
     hoisted, kept = [], []
     for op in body.ops:
@@ -68,26 +63,19 @@ def _invariants(loop: Op, pinned: set) -> list[Op]:
             hoisted.append(op)
             continue
         kept.append(op)
-        inside.update(r.id for o in [op, *_nested(op)] for r in o.results)
+        inside.update(r.id for o in [op, *(i for b in op.blocks for i in walk(b))]
+                      for r in o.results)
     body.ops[:] = kept
     return hoisted
 
 
-def _nested(op: Op):
-    for b in op.blocks:
-        yield from walk(b)
-
-
 def _movable(op: Op, pinned: set) -> bool:
-    if op.blocks or any(r.id in pinned for r in op.results):
+    if op.blocks or any(r.id in pinned for r in op.results) or op.name in STAYS:
         return False
-    if op.name.startswith("arith."):
-        return op.name not in STAYS
-    if op.name in MOVABLE_SCALAR_OPS:
+    if pure_scalar(op):
         return True
-    if op.name not in MOVABLE_TILE_OPS:
-        return False
-    if op.name == "tile.load" and op.operands[0].id in pinned:
+    if op.name not in MOVABLE_TILE_OPS or \
+            op.name == "tile.load" and op.operands[0].id in pinned:
         return False
     return all(r.is_tile and r.type.space == VEC for r in op.results) and \
         all(not v.is_tile or v.type.space == VEC for v in op.operands)
@@ -99,7 +87,7 @@ def _pinned(body: Block) -> set:
     (they share the buffer the loop updates)."""
     pinned = set()
     for op in walk(body):
-        if op.name in STORES:
+        if op.name in GM_WRITES:
             pinned.add(op.operands[0].id)
         if op.name in ("scf.yield", "scf.while"):
             pinned.update(v.id for v in op.operands)
