@@ -172,9 +172,8 @@ def main(argv=None) -> None:
         f"host: median of {args.reps} after a warm-up" +
         (" (--quick: small NPU shapes, the shares mean little)" if args.quick else "")),
         argv)
-    print("A share above 100 % is the model's, not the chip's: a launch starts with an empty "
-          "L2 and ends with up to its 192 MiB still dirty, so the last outputs it writes are "
-          "never charged their write-back to the HBM (a known gap of the cycle model).")
+    print("The model stretches a launch to its bytes over the HBM's bandwidth (its misses, "
+          "its write-backs and what it leaves dirty in the L2), so no share passes 100 %.")
 
 
 if __name__ == "__main__":

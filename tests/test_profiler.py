@@ -466,3 +466,17 @@ def test_memory_analyze_explains_the_plan_before_compiling(fresh_cache):
 
 def _line(kernel, offset):
     return kernel.fn.__code__.co_firstlineno + offset
+
+
+def test_the_summary_says_when_the_hbm_bandwidth_bounds_a_kernel():
+    """A vector add streaming 192 MiB is bound by the chip's HBM, not by any pipe of a core
+    (each core's MTE2 looked like the bound before the model stretched the launch to its
+    bytes over the HBM's bandwidth)."""
+    from .kernels import vadd
+    n = 1 << 24
+    x, y, out = (np.ones(n, np.float32) for _ in range(3))
+    with pypto.Profiler() as prof:
+        vadd[(n // 8192,)](x, y, out, n, BLOCK=8192)
+    np.testing.assert_array_equal(out, 2.0)
+    assert prof.kernels[0].model.bandwidth_bound
+    assert "the chip's HBM bandwidth" in prof.summary()

@@ -292,6 +292,8 @@ class ProfileReport:
             if bound is not None:
                 share = pipes[bound] / busy if busy else 0.0
                 bound_text = f"{bound} ({share:.0%} of busy block cycles)"
+            if any(getattr(k.model, "bandwidth_bound", False) for k in modelled):
+                bound_text = "the chip's HBM bandwidth (its bytes over it)"
             lines.append(f"{shown:<24.24} {str(grid):>12} {len(ks):>5} {host:>10.2f} "
                          f"{npu:>10.3f} {cyc:>10.0f} {modelled[0].cores:>5} {util:>6.1%}  "
                          f"{bound_text}")

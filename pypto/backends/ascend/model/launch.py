@@ -171,6 +171,13 @@ class LaunchModel:
     blocks: list
     pipe_busy: dict
     memory: GlobalMemory | None = None     # the launch's L2 after it: hits, misses, traffic
+    simulated: float | None = None         # the cores' makespan, before the bandwidth floor
+
+    @property
+    def bandwidth_bound(self) -> bool:
+        """Whether the chip's HBM (or L2) bandwidth, not any core, sets the launch's time
+        (``memory.GlobalMemory.floor_cycles``)."""
+        return self.simulated is not None and self.cycles > self.simulated
 
     def bound_pipe(self) -> str:
         return max(self.pipe_busy, key=self.pipe_busy.get)
@@ -196,7 +203,9 @@ class LaunchModel:
             busy = self.pipe_busy.get(pipe, 0.0)
             if busy:
                 lines.append(f"  {pipe:<6}{busy:>16,.0f}{busy / core_time:>14.1%}")
-        lines.append(f"  bound by {self.bound_pipe()}")
+        lines.append(f"  bound by {self.bound_pipe()}" + (
+            f"; stretched from {self.simulated:,.0f} cycles to the HBM's bandwidth over "
+            "its bytes" if self.bandwidth_bound else ""))
         return "\n".join(lines)
 
 
@@ -265,11 +274,23 @@ def model_launch(program, grid, args: dict, target=None) -> LaunchModel:
     writeback = first.written_back / first.moved if first.written_back else None
     if hits > REPLAY_HIT_RATE:         # mostly reuse: the HBM is shared by the missing cores
         memory = GlobalMemory(target, 1.0 - hits, _streams(program, model), writeback)
+        model = _model_launch(program, grid, args, target, memory)
     elif writeback:
-        memory = GlobalMemory(target, writeback=writeback)
-    else:
-        return model
-    return _model_launch(program, grid, args, target, memory)
+        model = _model_launch(program, grid, args, target, GlobalMemory(target,
+                                                                         writeback=writeback))
+    return _at_least_the_bandwidth(model, target)
+
+
+def _at_least_the_bandwidth(model: LaunchModel, target: Target) -> LaunchModel:
+    """Stretch the launch to the time its bytes take on the chip's HBM and L2 after the
+    launch cost (``memory.GlobalMemory.floor_cycles``): the cores' shares are estimated block
+    by block and may together exceed them."""
+    floor = sum(dispatch_cycles(target)) + model.memory.floor_cycles()
+    model.simulated = model.cycles
+    if floor > model.cycles:
+        model.core_utilization *= model.cycles / floor
+        model.cycles, model.time_ms = floor, floor / (target.clock_ghz * 1e6)
+    return model
 
 
 def _streams(program, model: LaunchModel) -> float:

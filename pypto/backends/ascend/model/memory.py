@@ -25,7 +25,8 @@ The rule (a reuse-distance estimate, LRU by bytes):
   which on the chip share them with every core running then: a launch that evicts dirty
   bytes is modelled a second time with them spread evenly over every byte moved
   (``writeback``: dirty bytes evicted per byte transferred, from the first run). What is
-  still dirty at the launch's end is not charged (a known gap: the next launch pays for it).
+  still dirty at the launch's end is written back during the next launch; a launch repeated
+  (as a benchmark or a model's layer runs it) pays for its own, so the floor below counts it.
 * Accesses are seen in the order the model simulates them: block after block in launch order,
   each block's in program order (blocks that signal each other interleave by time). Blocks of
   one wave that read the same window all but the first find it in the L2, as the chip's
@@ -43,6 +44,13 @@ The rule (a reuse-distance estimate, LRU by bytes):
   second uses the first run's average, ``streams``: the GM pipes' busy cycles over the cores'
   time (a flash-attention cluster's cube streams K, V and P in while FIX streams S and PV
   out, nearly two requesters, while its AIVs move data a third of their time).
+
+* **Conservation**: however the cores' shares were estimated, no launch moves more bytes than
+  the HBM and the L2 carry in its time. ``floor_cycles`` is that bound (the HBM's bytes: the
+  misses and every dirty byte, evicted or left; the L2's: every byte moved) and
+  ``launch.model_launch`` stretches a launch to it: the per-core shares above are estimates
+  made block by block (a core's load and store can each be granted a full share), and a
+  streaming kernel's figure must never beat its bytes over the HBM's bandwidth.
 
 One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one graph run
 (``tasks.schedule``); it starts empty (cold): a kernel's inputs come from the HBM once.
@@ -117,6 +125,19 @@ class GlobalMemory:
         l2 = t.l2_gbps * 1e9 / max(1, active_cores) / cycle
         hbm = t.hbm_gbps * 1e9 / max(1.0, active_cores * self.miss_share) / cycle
         return l2_bytes / l2 + hbm_bytes / hbm
+
+    def dirty(self) -> int:
+        """Bytes still dirty in the L2 (written back by whatever runs next)."""
+        return sum(size for size, was_dirty in self.lines.values() if was_dirty)
+
+    def floor_cycles(self) -> float:
+        """The least time, in cycles, the launch's traffic takes on the whole chip: its HBM
+        bytes (misses, write-backs, and what is left dirty) at the HBM's bandwidth, or every
+        byte moved at the L2's, whichever is longer."""
+        t = self.target
+        cycle = t.clock_ghz * 1e9
+        hbm = (self.misses + self.written_back + self.dirty()) / (t.hbm_gbps * 1e9 / cycle)
+        return max(hbm, self.moved / (t.l2_gbps * 1e9 / cycle))
 
     def hit_rate(self) -> float:
         read = self.hits + self.misses
