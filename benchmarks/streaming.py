@@ -69,6 +69,30 @@ def swiglu(g, u, out, BM: pl.constexpr, BN: pl.constexpr):
     pl.store(out, offsets=(r, c), value=(a / (1.0 + pl.exp(-a)) * v).to(pl.float16))
 
 
+@pypto.jit(target=TARGET)
+def rope(x, cos, sin, out, BM: pl.constexpr, D: pl.constexpr):
+    """Rotary embedding, rotate-half form, on (tokens, heads x D): one program per block of
+    tokens and one head; cos and sin are (tokens, D / 2)."""
+    r, h = pl.program_id(0) * BM, pl.program_id(1) * D
+    half = D // 2
+    x1 = pl.load(x, offsets=(r, h), shape=(BM, half)).to(pl.float32)
+    x2 = pl.load(x, offsets=(r, h + half), shape=(BM, half)).to(pl.float32)
+    c = pl.load(cos, offsets=(r, 0), shape=(BM, half)).to(pl.float32)
+    s = pl.load(sin, offsets=(r, 0), shape=(BM, half)).to(pl.float32)
+    pl.store(out, offsets=(r, h), value=(x1 * c - x2 * s).to(pl.float16))
+    pl.store(out, offsets=(r, h + half), value=(x2 * c + x1 * s).to(pl.float16))
+
+
+@pypto.jit(target=TARGET)
+def quant_int8(x, q, scale, BM: pl.constexpr, N: pl.constexpr):
+    """Per-row (per-token) symmetric int8 quantisation, as vLLM's Triton kernel writes it."""
+    r = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(r, 0), shape=(BM, N)).to(pl.float32)
+    amax = pl.maximum(pl.max(pl.abs(t), axis=1, keepdims=True), 1e-10)
+    pl.store(scale, offsets=(r, 0), value=amax / 127.0)
+    pl.store(q, offsets=(r, 0), value=pl.cast(t * (127.0 / amax), pl.int8, rounding="rint"))
+
+
 def _rows(m, n, dtype, rng):
     return rng.standard_normal((m, n)).astype(dtype)
 
@@ -94,8 +118,23 @@ def _swiglu_ref(g, u):
     return (a / (1 + np.exp(-a)) * u.astype(np.float32)).astype(np.float16)
 
 
+def _rope_ref(x, cos, sin, d=128):
+    xf = x.astype(np.float32).reshape(x.shape[0], -1, d)
+    c, s = (a.astype(np.float32)[:, None, :] for a in (cos, sin))
+    x1, x2 = xf[..., :d // 2], xf[..., d // 2:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1).reshape(x.shape).astype(
+        np.float16)
+
+
+def _quant_ref(x):
+    t = x.astype(np.float32)
+    amax = np.maximum(np.abs(t).max(1, keepdims=True), np.float32(1e-10))
+    q = np.clip(np.rint(t * (np.float32(127) / amax)), -128, 127).astype(np.int8)
+    return q, amax / np.float32(127)
+
+
 def cases(quick: bool) -> list:
-    """(name, NPU shape, host shape, make(shape, rng) -> (kernel, grid, args, meta, outputs,
+    """(name, NPU shape, host shape, make(shape, rng) -> (kernel, grid, args, meta, output(s),
     reference), tolerance)."""
     def add(shape, rng):
         (n,) = shape
@@ -128,6 +167,21 @@ def cases(quick: bool) -> list:
         return (swiglu, (shape[0] // 8, shape[1] // 1376), (g, u, out),
                 dict(BM=8, BN=1376), out, lambda: _swiglu_ref(g, u))
 
+    def rot(shape, rng):
+        tokens = shape[0]
+        x = _rows(*shape, np.float16, rng)
+        angle = rng.standard_normal((tokens, 64))
+        cos, sin = np.cos(angle).astype(np.float16), np.sin(angle).astype(np.float16)
+        out = np.zeros_like(x)
+        return (rope, (tokens // 64, shape[1] // 128), (x, cos, sin, out), dict(BM=64, D=128),
+                out, lambda: _rope_ref(x, cos, sin))
+
+    def quant(shape, rng):
+        x = _rows(*shape, np.float16, rng)
+        q, scale = np.zeros(shape, np.int8), np.zeros((shape[0], 1), np.float32)
+        return (quant_int8, (shape[0] // 2,), (x, q, scale), dict(BM=2, N=shape[1]),
+                (q, scale), lambda: _quant_ref(x))
+
     small = quick
     return [
         ("vector add fp32", (1 << 20,) if small else (64 << 20,), (1 << 20,), add, 0),
@@ -135,6 +189,9 @@ def cases(quick: bool) -> list:
         ("RMSNorm fp16", (64, 4096) if small else (8192, 4096), (256, 4096), rms, 2e-3),
         ("LayerNorm fp16", (64, 4096) if small else (8192, 4096), (256, 4096), ln, 4e-3),
         ("SwiGLU fp16", (64, 11008) if small else (8192, 11008), (64, 11008), glu, 2e-3),
+        ("RoPE fp16, 32 heads x 128", (64, 4096) if small else (8192, 4096), (256, 4096), rot,
+         2e-3),
+        ("int8 quant per row", (64, 4096) if small else (8192, 4096), (256, 4096), quant, 0),
     ]
 
 
@@ -148,8 +205,10 @@ def run(args) -> list:
     for name, npu_shape, host_shape, make, tol in cases(args.quick):
         kernel, grid, arrays, meta, out, reference = make(host_shape, rng)
         kernel[grid](*arrays, **meta)
-        np.testing.assert_allclose(out.astype(np.float64), reference().astype(np.float64),
-                                   rtol=tol, atol=tol, err_msg=name)
+        outs, refs = (v if isinstance(v, tuple) else (v,) for v in (out, reference()))
+        for got, want in zip(outs, refs):
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64),
+                                       rtol=tol, atol=tol, err_msg=name)
         host = median_time(lambda: kernel[grid](*arrays, **meta), args.reps)
         base = median_time(reference, args.reps)
         npu_kernel, npu_grid, npu_arrays, npu_meta, _, _ = make(npu_shape, rng)

@@ -573,3 +573,41 @@ def test_a_launch_takes_at_least_its_bytes_over_the_hbms_bandwidth():
     assert 0.8 * B1.hbm_gbps < gbps <= B1.hbm_gbps
     assert launch.bandwidth_bound and "HBM's bandwidth" in launch.summary()
     assert launch.memory.dirty() == x.nbytes
+
+
+def test_a_row_expanded_division_costs_a_division():
+    """TROWEXPANDDIV's op is a vdiv (pto-isa TRowExpandBinOp): it was costed as a multiply,
+    so x / row_sum looked as cheap as x * (1 / row_sum)."""
+    c = B1.costs
+    x, col = tile("vec", F32, 8, 512), tile("vec", F32, 8, 1)
+    div = cost("trowexpanddiv", [x, col], [x])[0]
+    mul = cost("trowexpandmul", [x, col], [x])[0]
+    repeats = 8 * 512 * 4 // c.repeat_bytes
+    per_repeat = c.vector["divide"].repeat_cycles - c.vector["binary"].repeat_cycles
+    per_issue = c.vector["divide"].head_cycles - c.vector["binary"].head_cycles
+    assert div - mul == pytest.approx(repeats * per_repeat + 8 * per_issue)
+
+
+@pypto.jit
+def halve_rows(x, out, BM: pl.constexpr, N: pl.constexpr):
+    """Each core streams row blocks of x in (fp32) and out (fp16), one buffer: every load
+    after the first starts with the previous block's store, half its bytes."""
+    for i in pl.range(pl.program_id(0), x.shape[0] // BM, pl.num_programs(0), num_stages=1):
+        t = pl.load(x, offsets=(i * BM, 0), shape=(BM, N))
+        pl.store(out, offsets=(i * BM, 0), value=(t * 0.5).to(pl.float16))
+
+
+def test_a_load_beside_a_short_store_shares_the_bandwidth_only_while_they_overlap():
+    """A load that started while the core's store was in flight got half the core's share
+    of the HBM for all of it: here a 32 KiB load of 1819 cycles beside a 227-cycle store
+    took 3637. It now pays the cycles the other transfers run beside it (2046)."""
+    x = np.zeros((48 * 16 * 4, 2048), np.float32)
+    m = model_kernel(halve_rows, (48,), x, np.zeros(x.shape, np.float16), BM=4, N=2048)
+    recs = m.blocks[0].records
+    loads = [r for r in recs if r.name == "tload" and r.bytes]
+    stores = [(r.start, r.end) for r in recs if r.name == "tstore"]
+    first = loads[0].end - loads[0].start
+    for ld in loads[1:]:
+        beside = sum(max(0.0, min(e, ld.end) - max(s, ld.start)) for s, e in stores)
+        assert ld.end - ld.start <= first + beside + 1, (ld.end - ld.start, first, beside)
+    assert max(ld.end - ld.start for ld in loads) < 1.5 * first

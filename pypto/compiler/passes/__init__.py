@@ -16,12 +16,14 @@ from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
 from .chunk_epilogue import plan_memory_in_chunks
 from .memory_space import infer_memory_space
+from .narrow import narrow_before_widening
 from .persistent import persistent_grid
 from .unbatch import unbatch
 
 PIPELINE = (
     ("persistent-grid", persistent_grid),           # the persistent launch form, if asked
     ("unbatch", unbatch),
+    ("narrow-before-widening", narrow_before_widening),   # max(abs(x.to(f32))) in float16
     ("common-subexpression-elimination", common_subexpression_elimination),
     ("dead-code-elimination", dead_code_elimination),
     ("legalize-storage", legalize_storage),

@@ -237,12 +237,19 @@ def _convert(e, x, dst, rounding=None):
     if src.is_floating and dst.is_floating:            # f16 <-> bf16: exact into f32
         wide = e.cast(x, _F32)
         return e.cast(e.cast(wide, _F32, rounding) if rounding else wide, dst)
-    if src.is_floating:                                  # → 8-bit: round once, in int32
-        mid = _convert(e, x, _I32, rounding)
-        if dst.itemsize < 4:                             # saturated to dst's range, then exact
-            info = np.iinfo(dst.to_numpy())
-            mid = e.binary("min", e.binary("max", mid, int(info.min)), int(info.max))
-        return _convert(e, mid, dst)
+    if src.is_floating:                                  # → an int: round once, in int32
+        wide = _convert(e, x, _I32, rounding)            # (saturated at int32's range)
+        if dst.itemsize >= 4:
+            return _convert(e, wide, dst)
+        info = np.iinfo(dst.to_numpy())
+        if dst.itemsize == 1:
+            # int32 -> float16 keeps every 8-bit value and sends the rest beyond them (to
+            # inf past 65504), so two float16 scalar ops saturate it where int32 has none
+            h = e.cast(wide, _F16)
+            return e.cast(e.binary("min", e.binary("max", h, float(info.min)),
+                                   float(info.max)), dst)
+        return _convert(e, e.binary("min", e.binary("max", wide, int(info.min)),
+                                    int(info.max)), dst)
     via = _F16 if src.itemsize == 1 else _F32           # small ints are exact in f16 / f32
     if dst.is_floating or src.itemsize < dst.itemsize:
         return _convert(e, _convert(e, x, via), dst)

@@ -204,6 +204,7 @@ class PartTimeline:
         self.records: list = []
         self.handoffs: list = []
         self.busy = dict.fromkeys(PIPES, 0.0)
+        self.gm_spans = {p: [] for p in GM_PIPES}     # (start, end) of each GM transfer
         self.shapes = self._bind(env)
         self._static: dict = {}
 
@@ -252,22 +253,32 @@ class PartTimeline:
         pipe = pipe_of(inst)
         issue = self._issue(self.costs.dispatch_cycles)
         start = max(self.free[pipe], issue + self.costs.dispatch_cycles)
-        cycles, flops, nbytes = self._cost(inst, self._streams(inst, pipe, start))
+        streams = getattr(self.env.memory, "streams", None)
+        cycles, flops, nbytes = self._cost(inst, streams or 1)
+        if inst.op in ("tload", "tstore"):
+            if streams is None:
+                cycles += self._shared_with(pipe, start, start + cycles)
+            self.gm_spans[pipe].append((start, start + cycles))
         end = start + cycles
         self.free[pipe] = end
         self.busy[pipe] += cycles
         self.records.append(InstRecord(inst.op, pipe, start, end, flops, nbytes,
                                        PIPE_KIND[pipe], self.env.part, self.env.subblock))
 
-    def _streams(self, inst: Inst, pipe: str, start: float) -> float:
-        """The GM transfers this core has in flight, sharing its bandwidth: the launch's
-        measured average (``memory.py``), else two when a load and a store overlap."""
-        streams = getattr(self.env.memory, "streams", None)
-        if streams is not None:
-            return streams
-        overlap = inst.op in ("tload", "tstore") and any(
-            self.free[p] > start for p in GM_PIPES if p != pipe)
-        return 2 if overlap else 1
+    def _shared_with(self, pipe: str, start: float, end: float) -> float:
+        """The cycles this core's other GM transfers run within [start, end): its share of
+        the memory bandwidth goes to both while they overlap, so this one takes that much
+        longer (without the launch's measured average, ``memory.py``). A store of a few
+        hundred cycles in flight once halved the whole of a 16 KiB load beside it."""
+        shared = 0.0
+        for other in GM_PIPES:
+            if other == pipe:
+                continue
+            for s, e in reversed(self.gm_spans[other]):
+                if e <= start:
+                    break
+                shared += max(0.0, min(e, end) - max(s, start))
+        return shared
 
     def _cost(self, inst: Inst, sharing: float = 1):
         if inst.op in ("tload", "tstore"):

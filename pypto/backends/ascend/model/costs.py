@@ -29,7 +29,7 @@ VECTOR_FAMILY = {
     **{op.pto_scalar: "scalar" for op in BINARY.values() if op.pto_scalar},
     **{op.pto: "binary" for op in BINARY.values() if op.pto},
     "taddc": "binary", "tsubc": "binary",
-    **{f"tcolexpand{op}": "binary" for op in EXPAND_OPS},
+    **{f"tcolexpand{op}": "divide" if op == "div" else "binary" for op in EXPAND_OPS},
     **{f"trowexpand{op}": "row_expand_binary" for op in EXPAND_OPS},
     **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
     **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
@@ -252,11 +252,13 @@ def _per_row_cycles(family: str, tile: Tile, target: Target) -> float:
     return costs.vector["unary"].head_cycles + rows * per_row + repeats
 
 
-def _row_expand_binary_cycles(tile: Tile, target: Target) -> float:
+def _row_expand_binary_cycles(tile: Tile, target: Target, op: str) -> float:
     """pto-isa's A2/A3 TRowExpandBinOp: vbrcb copies each row's scalar eight times (a repeat
     per 8 rows) and a barrier, then the op over the tile: one instruction per 256-byte column
-    block with a repeat a row, or one a row when a row has more blocks than the tile rows."""
-    costs, spec = target.costs, target.costs.vector["binary"]
+    block with a repeat a row, or one a row when a row has more blocks than the tile rows;
+    TROWEXPANDDIV's op is a vdiv, at the divide family's cost."""
+    costs = target.costs
+    spec = costs.vector["divide" if op == "trowexpanddiv" else "binary"]
     rows, cols = valid_shape(tile)
     blocks = -(-cols * tile.dtype.itemsize // costs.repeat_bytes)
     issues = rows if blocks > rows else blocks
@@ -281,7 +283,7 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
     elif family in ("row_expand", "select"):
         cycles = _per_row_cycles(family, inst.outs[0], target)
     elif family == "row_expand_binary":
-        cycles = _row_expand_binary_cycles(inst.outs[0], target)
+        cycles = _row_expand_binary_cycles(inst.outs[0], target, inst.op)
     else:
         cycles = _streaming_cycles(family, big, target)
     flops = 0 if inst.op in DATA_MOVES else elements
