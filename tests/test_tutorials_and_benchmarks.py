@@ -104,7 +104,7 @@ SHOWS = {
         "read from the disk cache", "again.report.cached=True", "<- NPU best", "<- host best",
         "tile_map(row_softmax, tile_size='auto') chose tile_size="],
     "tutorials/09_profiling.py": [
-        "(measured on this machine", "not measured)", "core utilization 11.9%", "bound by V",
+        "(measured on this machine", "not measured)", "core utilization 12.5%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
         "32 KiB more UB", "profile page: ", "self-contained"],
     "tutorials/14_ascend_c_and_pto.py": [

@@ -1,4 +1,4 @@
-"""The scratch of A2/A3's float row reductions (compiler/pto/lower.py ``_row_reduce_scratch``):
+"""The scratch of A2/A3's float row reductions (compiler/pto/isa.py ``row_reduce_scratch_cols``):
 TROWMAX/TROWMIN keep one 256-byte repeat a row, TROWSUM half the row's repeats (pto-isa's
 TRowReduceOps.hpp / TRowSum.hpp), instead of a copy of the whole source, so an RMSNorm row
 block of 4 x 4096 fp32 fits the UB. Results on pto-isa's simulator, and the chip's headers
@@ -8,8 +8,8 @@ import pytest
 
 import pypto
 import pypto.language as pl
-from pypto.compiler.ir import TileType
-from pypto.compiler.pto.lower import ROW_REDUCE_REPEATS, _row_reduce_scratch
+from pypto.compiler.ir import Op, TileType, Value
+from pypto.compiler.pto.lower import scratch_type
 from pypto.language import dtypes as dt
 
 from ..engines.tools import needs_tools
@@ -26,7 +26,10 @@ from ..engines.tools import needs_tools
     ("trowsum", (4, 4096), dt.int32, (4, 4096)),        # integers: the whole source
 ])
 def test_scratch_sizes(opcode, shape, dtype, kept):
-    got = _row_reduce_scratch(TileType(dtype, shape), ROW_REDUCE_REPEATS[opcode])
+    src = Value(TileType(dtype, shape))
+    op = Op("tile.reduce", [src], [TileType(dtype, (shape[0], 1))],
+            {"op": opcode.removeprefix("trow"), "axis": 1})
+    got = scratch_type(op)
     assert (got.shape, got.dtype) == (kept, dtype)
 
 

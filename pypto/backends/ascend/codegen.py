@@ -26,13 +26,15 @@ HOST_NOPS = FLAG_OPS + ("barrier", "tfillpad")
 
 
 def _host_nothing(node, nops) -> bool:
-    """Is ``node`` nothing on the host: a nop, a prefill (the host's load pads), or a branch
-    of only those (a fill under its window check, passes/fillpad.py)? Dropped, it cannot split
-    a fusion group it sits in."""
+    """Is ``node`` nothing on the host: a nop, a prefill (the host's load pads), the chip's
+    own form of an instruction the host runs whole (``_chip_only``: a two-stage row
+    reduction, lower.py), or a branch of only those (a fill under its window check,
+    passes/fillpad.py)? Dropped, it cannot split a fusion group it sits in."""
     if isinstance(node, If):
         return not node.results and all(_host_nothing(n, nops)
                                          for n in node.then_body + node.else_body)
-    return getattr(node, "op", None) in nops or getattr(node, "attrs", {}).get("_prefill")
+    attrs = getattr(node, "attrs", {})
+    return getattr(node, "op", None) in nops or attrs.get("_prefill") or attrs.get("_chip_only")
 POLL_TRIPS = 1024           # trips of a long loop between polls of the stop bits
 QUIET_TRIPS = 1 << 16       # a for loop with at most this many trips, known when compiled,
                             # ends soon enough unpolled

@@ -70,13 +70,15 @@ def _follow(insts, i, touches, target) -> Forward | None:
     own_group = load.attrs["_fuse"]
     gm_written = False
     for inst, (reads, writes, writes_gm) in zip(insts[i + 1:], touches[i + 1:]):
+        if _is_view_reshape(inst, live):        # (one in place touches no bytes: isa.accesses)
+            if gm_written:
+                return None
+            forward.reshapes.append(inst)
+            live[id(inst.outs[0])] = tile_extent(inst.outs[0], target)
+            continue
         if any(_overlaps(r, live.values()) for r in reads):
             if gm_written or isinstance(inst, (For, If, While)):
                 return None
-            if _is_view_reshape(inst, live):
-                forward.reshapes.append(inst)
-                live[id(inst.outs[0])] = tile_extent(inst.outs[0], target)
-                continue
             read = [x for x in inst.ins if isinstance(x, Tile) and
                     _overlaps(tile_extent(x, target), live.values())]
             if "_fuse" not in inst.attrs or any(id(x) not in live for x in read):
@@ -110,7 +112,7 @@ def _overlaps(extent, extents) -> bool:
 def _is_view_reshape(inst, live: dict) -> bool:
     """A standalone TRESHAPE of a name holding the value that keeps its 2-D view: element
     (r, c) of the result is element (r, c) of the window."""
-    if inst.op != "treshape" or "_fuse" in inst.attrs:
+    if not isinstance(inst, Inst) or inst.op != "treshape" or "_fuse" in inst.attrs:
         return False
     src, dst = inst.ins[0], inst.outs[0]
     return isinstance(src, Tile) and id(src) in live and (src.rows, src.cols) == \

@@ -18,6 +18,7 @@ from .chunk_epilogue import plan_memory_in_chunks
 from .memory_space import infer_memory_space
 from .narrow import narrow_before_widening
 from .persistent import persistent_grid
+from .row_reduce import reduce_wide_rows_in_two_stages
 from .unbatch import unbatch
 
 PIPELINE = (
@@ -29,6 +30,7 @@ PIPELINE = (
     ("legalize-storage", legalize_storage),
     ("legalize", legalize),
     ("legalize-types", legalize_types),
+    ("row-reduce-in-two-stages", reduce_wide_rows_in_two_stages),   # wide rows: one fold
     ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),
     ("hoist-invariants", hoist_invariants),         # loop-invariant vector work out of loops

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ...language import dtypes as dt
 from ...errors import BufferOverflow, CompilationError, overflow_summary
-from ..ir import LEFT, RIGHT, Block, Module, Op, TileType, Value, walk
+from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, TileType, Value, walk
 from ..pto.isa import EXPAND_OPS, footprint
 from ..pto import view2d
 from ..pto.lower import TILE_TO_PTO, scratch_type
@@ -147,8 +148,8 @@ def plan_memory(module: Module) -> Module:
             classes.union(op.operands[2], op.result)
         if op.name == "tile.mrglists" and len(op.operands) == 2:   # over its -inf pairs
             classes.union(op.operands[1], op.result)
-        if op.name in IN_PLACE or op.name == "tile.bitcast":   # a bitcast: its source's bytes
-            classes.union(op.operands[0], op.result)
+        if op.name in IN_PLACE or op.name == "tile.bitcast" or _byte_view(op):
+            classes.union(op.operands[0], op.result)      # a view: its source's bytes
     # cube tiles are whole fractal boxes: their padded bytes are planned, and lowering
     # allocates them so (Tile.alloc)
     boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
@@ -320,6 +321,22 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> N
             moved[rkey] = vkey
             del intervals[rkey]
             break
+
+
+def _byte_view(op: Op) -> bool:
+    """A reshape A2/A3 does in place (TRESHAPE): a UB tile's elements end to end in both
+    shapes (one row, a column, or rows of whole 32 bytes), so the result is its source's
+    bytes and needs no copy (passes/row_reduce.py's views of a wide row)."""
+    if op.name != "tile.reshape" or not op.operands[0].is_tile:
+        return False
+    src, dst = op.operands[0].type, op.result.type
+    return src.space == dst.space == VEC and src.dtype == dst.dtype != dt.bool_ and \
+        all(_end_to_end(t) for t in (src, dst))
+
+
+def _end_to_end(t: TileType) -> bool:
+    rows, cols = view2d(t.shape)
+    return rows == 1 or cols == 1 or (cols * t.dtype.bits) % 256 == 0
 
 
 def _opcode(op: Op) -> str | None:

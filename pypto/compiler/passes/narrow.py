@@ -14,7 +14,9 @@ from __future__ import annotations
 from ...language import dtypes as dt
 from ..elementwise import UNARY
 from ..ir import Block, Module, Op, TileType, blocks, replace_uses, users
+from ..pto import view2d
 from .legalize_types import VECTOR_TYPES
+from .row_reduce import group_reducible
 
 EXACT_WIDENING = {(dt.float16, dt.float32)}
 SELECTING = {"max": "trowmax", "min": "trowmin"}      # reductions that return an element
@@ -34,8 +36,9 @@ def _narrow_chain(op: Op, readers: dict) -> list | None:
     if cast is None or cast.name != "tile.cast" or cast.attrs.get("rounding"):
         return None
     narrow = cast.operands[0].type.dtype
-    if (narrow, x.type.dtype) not in EXACT_WIDENING:
-        return None
+    if (narrow, x.type.dtype) not in EXACT_WIDENING or \
+            group_reducible(x.type.dtype, view2d(x.type.shape)):
+        return None                      # (pto-isa's fp32 group reduction beats float16's)
     natives = [VECTOR_TYPES.get(UNARY[u.attrs["op"]].pto, ()) for u in chain[:-1]]
     natives.append(VECTOR_TYPES.get(SELECTING[op.attrs["op"]], ()))
     return [cast, *chain] if all(narrow in n for n in natives) else None

@@ -36,6 +36,42 @@ TMP_OPS = ("trowsum", "trowmax", "trowmin", "trowprod", "trowargmax", "trowargmi
            "tcolargmax", "tcolargmin", "tsel", "tsels", "txor", "txors", "trem", "trems",
            "tprelu", "ttrans")
 
+REPEAT_BYTES = 256
+# A2/A3's float row reductions (pto-isa include/pto/npu/a2a3/TRowReduceOps.hpp, TRowSum.hpp):
+# how much of each row their scratch holds. TROWMAX/TROWMIN fold every repeat of a row into
+# the scratch's first one; TROWSUM first adds the row's repeats in pairs into it (FillTmp:
+# half the row's repeats), then halves that in place. The fast paths of fp32 64x128 ...
+# 8x1024 write 1024 elements, within those sizes. The scratch's rows step by its own
+# columns (TileDataTmp::Cols), and under one repeat a row the instruction returns without
+# reducing (its tmpRptStride check), so a row of it is never less than one repeat.
+ROW_REDUCE_REPEATS = {"trowmax": lambda repeats: 1, "trowmin": lambda repeats: 1,
+                      "trowsum": lambda repeats: max(1, repeats // 2)}
+
+
+def row_reduce_scratch_cols(opcode: str, dtype, cols: int) -> int:
+    """The columns of a float row reduction's scratch (its rows are the source's); ``cols``
+    itself when the scratch is the whole source."""
+    per_repeat = REPEAT_BYTES // dtype.itemsize
+    kept = ROW_REDUCE_REPEATS[opcode](-(-cols // per_repeat)) * per_repeat
+    return min(kept, cols)
+
+
+def staged_row_reduce(opcode: str, dtype, rows: int, cols: int, width: int) -> dict:
+    """A row reduction of (rows, cols) in two stages (compiler/passes/row_reduce.py): the
+    bytes seen as (parts, width) rows reduced to a column of partials, seen as (rows, k)
+    and reduced again. Its scratch holds the first stage's (parts x ``tmp1``; none for rows
+    of one repeat, which pto-isa reduces without one: the view is its own) and then, from
+    element ``partials``, the partials (whole 32 bytes); ``size`` in all. The second stage's
+    rows are one repeat at most, their own scratch."""
+    parts, k = rows * cols // width, cols // width
+    per_block = 32 // dtype.itemsize
+    one_repeat = width * dtype.itemsize <= REPEAT_BYTES
+    tmp1 = 0 if one_repeat else row_reduce_scratch_cols(opcode, dtype, width)
+    partials = parts * tmp1
+    return {"parts": parts, "k": k, "tmp1": tmp1, "partials": partials,
+            "size": partials + -(-parts // per_block) * per_block}
+
+
 # opcode → pipe, where the opcode alone decides it
 _FIXED = {"tload": "MTE2", "tmatmul": "M", "tmatmul.acc": "M", "tmatmul.bias": "M", "tci": "S", "treshape": "S",
           "tgetval": "S", "tsetval": "S"}   # the scalar unit reads/writes one UB element
@@ -131,7 +167,10 @@ def _resource(x, target):
 
 
 def accesses(inst, target) -> list[tuple[str, tuple]]:
-    """[("r" | "w", (buffer, start, end))] for every tile or tensor the instruction touches."""
+    """[("r" | "w", (buffer, start, end))] for every tile or tensor the instruction touches
+    (none for a TRESHAPE in place: it names bytes, it does not move them)."""
+    if inst.op == "treshape" and inst.ins[0].addr == inst.outs[0].addr:
+        return []
     if inst.op == "tstore":
         reads, writes = inst.ins, inst.outs[:1]
     elif inst.op == "tfillpad":      # its tensor and offsets only say which window was loaded

@@ -11,7 +11,8 @@ from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ...errors import InternalError, NotOnChip
 from ..ir import Block, Module, TileType, Value
-from .isa import TMP_OPS
+from .isa import (ROW_REDUCE_REPEATS, TMP_OPS, row_reduce_scratch_cols,
+                  staged_row_reduce)
 from .program import (ROW_LAYOUT, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
                       While, row_pitch, row_tile, view2d)
 
@@ -88,9 +89,13 @@ class _Lowering:
                                                    "tensor.dim"):
             out.append(Inst(name, ins, [self.scalar(op.result)], dict(op.attrs)))
             return
-        rule = TILE_TO_PTO.get(name)
+        self._one_to_one(op, out)
+
+    def _one_to_one(self, op, out):
+        ins = [self.get(v) for v in op.operands]
+        rule = TILE_TO_PTO.get(op.name)
         if rule is None:
-            raise InternalError(f"no PTO lowering for {name}", str(self.module))
+            raise InternalError(f"no PTO lowering for {op.name}", str(self.module))
         opcode, attrs = rule(op)
         attrs.update(_host_hints(op))
         scratch = attrs.pop("_scratch", None)
@@ -246,6 +251,31 @@ class _Lowering:
         v.addr = tile.addr + offset * tile.dtype.itemsize
         return self.tile(v)
 
+    def _tile_reduce(self, op, out):
+        """A reduction; a row one marked ``_stages`` (passes/row_reduce.py) is, for the chip,
+        pto-isa's fast two-stage form over views of the source and of its scratch
+        (``isa.staged_row_reduce``), and for our simulator (``_host_only``) the one
+        instruction, which it reduces in registers, fused with what computes the row."""
+        self._one_to_one(op, out)
+        width = op.attrs.get("_stages")
+        if not width:
+            return
+        plain = out.pop()
+        src, dst, tmp = plain.ins[0], plain.outs[0], plain.attrs["tmp"]
+        at = staged_row_reduce(plain.op, src.dtype, src.rows, src.cols, width)
+        chip = {k: v for k, v in plain.attrs.items() if k not in ("tmp", "_fuse")}
+        chip["_chip_only"] = True
+        view = self.view(src, 0, at["parts"], width)
+        partials = self.view(tmp, at["partials"], at["parts"], 1)
+        rows = self.view(tmp, at["partials"], src.rows, at["k"])
+        tmp1 = self.view(tmp, 0, at["parts"], at["tmp1"]) if at["tmp1"] else view
+        out += [Inst("treshape", [src], [view], dict(chip)),
+                Inst(plain.op, [view], [partials], {**chip, "tmp": tmp1}),
+                Inst("treshape", [partials], [rows], dict(chip)),
+                Inst(plain.op, [rows], [dst], {**chip, "tmp": rows})]
+        plain.attrs["_host_only"] = True
+        out.append(plain)
+
     def _tile_sort32(self, op, out):
         """TSORT32 over the pairs tile (its third operand: planning gives it the result's
         buffer, a copy first if not); a row whose width is not a multiple of 32 takes the
@@ -332,30 +362,23 @@ def scratch_type(op) -> TileType | None:
     if opcode == "tcvt":
         return _narrowing_cvt_scratch(op)
     if opcode in ROW_REDUCE_REPEATS:
-        return _row_reduce_scratch(op.operands[0].type, ROW_REDUCE_REPEATS[opcode])
+        return _row_reduce_scratch(op, opcode)
     return op.operands[0].type if opcode in TMP_OPS else None
 
 
-REPEAT_BYTES = 256
-# A2/A3's float row reductions (pto-isa include/pto/npu/a2a3/TRowReduceOps.hpp, TRowSum.hpp):
-# how much of each row their scratch holds. TROWMAX/TROWMIN fold every repeat of a row into
-# the scratch's first one; TROWSUM first adds the row's repeats in pairs into it (FillTmp:
-# half the row's repeats), then halves that in place. The fast paths of fp32 64x128 ...
-# 8x1024 write 1024 elements, within those sizes. The scratch's rows step by its own
-# columns (TileDataTmp::Cols), and under one repeat a row the instruction returns without
-# reducing (its tmpRptStride check), so a row of it is never less than one repeat.
-ROW_REDUCE_REPEATS = {"trowmax": lambda repeats: 1, "trowmin": lambda repeats: 1,
-                      "trowsum": lambda repeats: max(1, repeats // 2)}
-
-
-def _row_reduce_scratch(src: TileType, repeats_kept) -> TileType:
-    """The scratch of a float row reduction on A2/A3: its rows, ``repeats_kept`` of the
-    row's repeats each; integer reductions keep the whole source (pto-isa's safe default)."""
+def _row_reduce_scratch(op, opcode: str) -> TileType:
+    """The scratch of a float row reduction on A2/A3 (``isa.ROW_REDUCE_REPEATS``): its rows,
+    some of each row's repeats; integer reductions keep the whole source (pto-isa's safe
+    default); a two-stage one (``_stages``) one row holding both stages' (isa.py)."""
+    src = op.operands[0].type
     if not src.dtype.is_floating or len(src.shape) != 2:
         return src
     rows, cols = src.shape
-    per_repeat = REPEAT_BYTES // src.dtype.itemsize
-    kept = repeats_kept(-(-cols // per_repeat)) * per_repeat
+    width = op.attrs.get("_stages")
+    if width:
+        return TileType(src.dtype, (1, staged_row_reduce(opcode, src.dtype, rows, cols,
+                                                          width)["size"]))
+    kept = row_reduce_scratch_cols(opcode, src.dtype, cols)
     return TileType(src.dtype, (rows, kept)) if kept < cols else src
 
 

@@ -294,6 +294,8 @@ class _Printer:
 
     def inst(self, i: Inst, depth) -> None:
         op = i.op
+        if i.attrs.get("_host_only"):       # our simulator's form of what precedes it
+            return
         if op.startswith("arith.") or op in ("pto.program_id", "pto.num_programs", "tensor.dim"):
             self.scalar_inst(i, depth)
             return

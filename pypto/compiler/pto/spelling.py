@@ -40,8 +40,9 @@ def derived_base(name: str) -> str:
 
 def tiles_used(body: list, dialect: Dialect = DEFAULT) -> set[str]:
     """Names of the tiles that the instructions of ``body`` (nested ones included) touch, as
-    ``dialect`` prints them."""
-    return {x.name for inst in walk_insts(body) if isinstance(inst, Inst)
+    ``dialect`` prints them (not our simulator's own, ``_host_only``)."""
+    return {x.name for inst in walk_insts(body)
+            if isinstance(inst, Inst) and not inst.attrs.get("_host_only")
             for x in inst.ins + inst.outs + [printed_tmp(inst, dialect)] if isinstance(x, Tile)}
 
 

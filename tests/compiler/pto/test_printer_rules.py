@@ -102,14 +102,14 @@ def bool_to_float(x, out, a, b, N: pl.constexpr):
     pl.store(out, offsets=(0,), value=t * flag.to(pl.float32))
 
 
-def test_a_reshape_into_another_buffer_is_a_view_and_a_copy():
+def test_a_reshape_is_a_view_of_its_sources_bytes():
+    """A2/A3's TRESHAPE renames its source's bytes; memory planning gives the result the
+    source's buffer (memory_plan._byte_view), so no TMOV copies it (it did, into a buffer
+    of its own: 512 bytes here, a wide row's 32 KiB in a two-stage row reduction)."""
     x = np.zeros((8, 128), np.float32)
     text = _pto(weight_row, x, np.zeros(128, np.float32), x, M=8, N=128)
     view = re.search(r"(%\w+)\.(rs\d+) = pto\.treshape (%\w+) :", text)
-    assert view and view.group(1) != view.group(3)
-    # the chip's TRESHAPE only renames the source's bytes: the result's buffer is written
-    assert f"pto.tmov ins({view.group(1)}.{view.group(2)} :" in text
-    assert f"outs({view.group(1)} :" in text.split(f"pto.tmov ins({view.group(1)}.")[1]
+    assert view and "pto.tmov" not in text
 
 
 def test_float_constants_are_mlir_literals_and_non_finite_ones_are_bitcast_bits():

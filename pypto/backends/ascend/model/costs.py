@@ -197,8 +197,10 @@ GROUP_REDUCE_SHAPES = ((64, 128), (32, 256), (16, 512), (8, 1024))
 
 
 def _row_reduce_cycles(inst, src: Tile, target: Target) -> float:
-    """A whole-row reduce a row; wider rows first fold their repeats pairwise (binary
-    steps, each level behind a barrier). The fp32 shapes of ``GROUP_REDUCE_SHAPES`` go
+    """A whole-row reduce a row; wider rows first fold their repeats into one with binary
+    instructions over every row, one after another, each behind a barrier (pto-isa's A2/A3
+    TRowReduceOps.hpp FillTmp/TmpProc, TRowSum.hpp's pairwise tree: a row of n repeats takes
+    n - 1 of them, as a column reduction takes a step a row). The fp32 shapes of ``GROUP_REDUCE_SHAPES`` go
     through vcgmax/vcgadd instead: one pass folds every 32-byte block to one element, then
     a few small steps (a group step folds 8 partials, a binary one 2) finish each row."""
     costs = target.costs
@@ -212,9 +214,8 @@ def _row_reduce_cycles(inst, src: Tile, target: Target) -> float:
     per_row = -(-cols * src.dtype.itemsize // costs.repeat_bytes)
     fold = 0.0
     if per_row > 1:
-        levels = (per_row - 1).bit_length()
-        fold = (rows * (per_row - 1) * costs.vector["binary"].repeat_cycles
-                + levels * (costs.vector_issue_cycles + costs.vector_barrier_cycles))
+        fold = (per_row - 1) * (rows * costs.vector["binary"].repeat_cycles
+                                + costs.vector_issue_cycles + costs.vector_barrier_cycles)
     return costs.vector_issue_cycles + fold + rows * costs.row_reduce_cycles
 
 

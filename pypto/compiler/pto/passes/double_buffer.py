@@ -165,13 +165,44 @@ def _operand_pongs(loop: For, program: Program) -> dict:
     return pongs
 
 
+def _views(tile: Tile, loop: For) -> list:
+    """The tiles the loop views ``tile``'s own bytes as (a ``treshape`` at its address, of
+    it or of such a view: passes/row_reduce.py's wide rows): they move with it to its ping
+    and pong buffers, or the printer would copy them back (a TMOV a reshape)."""
+    views, seen = [], {id(tile)}
+    for n in walk_insts(loop.body):
+        if isinstance(n, Inst) and n.op == "treshape" and id(n.ins[0]) in seen:
+            out = n.outs[0]
+            if out.loc == tile.loc and out.addr == tile.addr and id(out) not in seen:
+                seen.add(id(out))
+                views.append(out)
+    return views
+
+
+def _moved_views(renames: dict, loads, loop: For, program: Program) -> dict:
+    """``renames`` (load tile id -> its new buffer) with each tile's views at the new address
+    (declared in the program)."""
+    out = dict(renames)
+    for load, _ in loads:
+        tile = load.outs[0]
+        new = renames[id(tile)]
+        if new is tile:
+            continue
+        for v in _views(tile, loop):
+            out[id(v)] = dataclasses.replace(v, name=f"{v.name}_pong{_next()}", addr=new.addr)
+            program.tiles.append(out[id(v)])
+    return out
+
+
 def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
-    """Does another tile used in the loop overlap ``tile``'s bytes (planner reuse)?"""
+    """Does another tile used in the loop overlap ``tile``'s bytes (planner reuse)? Its own
+    views do not count."""
     buf, start, end = tile_extent(tile, program.target)
+    own = {id(tile)} | {id(v) for v in _views(tile, loop)}
     for n in walk_insts(loop.body):
         if isinstance(n, Inst):
             for x in n.ins + n.outs:
-                if isinstance(x, Tile) and x is not tile:
+                if isinstance(x, Tile) and id(x) not in own:
                     b2, s2, e2 = tile_extent(x, program.target)
                     if b2 == buf and s2 < end and start < e2:
                         return True
@@ -213,7 +244,10 @@ class _Cloner:
             ins = [self.get(x) for x in n.ins]
             defines = is_scalar(n)        # a store's outs (tensor, offsets) are uses
             outs = [self.fresh(x) if defines else self.get(x) for x in n.outs]
-            return Inst(n.op, ins, outs, dict(n.attrs))
+            attrs = dict(n.attrs)
+            if isinstance(attrs.get("tmp"), Tile):      # a scratch may be a moved view
+                attrs["tmp"] = self.get(attrs["tmp"])
+            return Inst(n.op, ins, outs, attrs)
         if isinstance(n, For):
             lb, ub, step = self.get(n.lb), self.get(n.ub), self.get(n.step)
             inits = [self.get(x) for x in n.inits]
@@ -275,6 +309,7 @@ def _pipeline(loop: For, program: Program) -> list:
     ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0], l) if _shares_space(
         l.outs[0], loop, program) else l.outs[0]) for l, _ in loads}
     pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l) for l, _ in loads}
+    ping, pong = (_moved_views(r, loads, loop, program) for r in (ping, pong))
     pong.update(_operand_pongs(loop, program))
     dropped = {id(l) for l, _ in loads}
     rest = [n for n in loop.body if id(n) not in dropped]
