@@ -66,10 +66,13 @@ def _rewrite(block: Block, chain: list, body: Block) -> None:
 
 def narrow_before_widening(module: Module) -> Module:
     body = module.kernel.body
+    readers = None                      # who reads what, found again after each rewrite
     for block in list(blocks(body)):
         for op in list(block.ops):
             if op.name == "tile.reduce" and op.attrs.get("op") in SELECTING:
-                chain = _narrow_chain(op, users(body))
+                readers = readers or users(body)
+                chain = _narrow_chain(op, readers)
                 if chain is not None and all(o in block.ops for o in chain[1:]):
                     _rewrite(block, chain, body)
+                    readers = None
     return module
