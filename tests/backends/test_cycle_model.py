@@ -110,7 +110,7 @@ def test_reductions_pay_per_row():
     wide = cost("trowmax", [tile("vec", F32, 64, 256)], [tile("vec", F32, 64, 1)])[0]
     assert wide > rows + 64 * 3 * c.vector["binary"].repeat_cycles
     # one instruction and one barrier per repeat folded (pto-isa's TRowReduceOps/TRowSum):
-    # two rows of 4096 fp32 take 63 of them; this was costed as 6 levels, 561 cycles, not 2836
+    # two rows of 4096 fp32 take 63 of them; this was costed as 6 levels, 561 cycles, not 2839
     short = cost("trowsum", [tile("vec", F32, 2, 4096)], [tile("vec", F32, 2, 1)])[0]
     step = 2 * c.vector["binary"].repeat_cycles + c.vector_issue_cycles + c.vector_barrier_cycles
     assert short == pytest.approx(c.vector_issue_cycles + 63 * step + 2 * c.row_reduce_cycles)

@@ -3,7 +3,7 @@ folding its repeats into one, an instruction and a pipe barrier per repeat over 
 (pto-isa TRowReduceOps.hpp, TRowSum.hpp): a softmax's two rows of 4096 fp32 take 63 steps,
 ~2800 cycles, for 32 KiB. The same bytes viewed as rows of one repeat (or of 128 fp32, the
 group-reduce shapes pto-isa folds with vcgadd/vcgmax, a cycle a repeat) reduce in one or
-three instructions, and a second small reduction finishes each row: ~280 cycles.
+three instructions, and a second small reduction finishes each row: 277 cycles.
 
 Rules as data: ``GROUP_SHAPES`` (pto-isa's TryOptimizeFP32Reduce), ``TWO_STAGE_MAX_ROWS``
 (with more rows the fold's instructions are shared by them and win). The view is a
@@ -60,8 +60,8 @@ def _candidate(op: Op) -> int | None:
 def reduce_wide_rows_in_two_stages(module: Module) -> Module:
     """Mark each wide-row reduction with its first stage's row width (``_stages``): the
     program keeps one instruction (our simulator reduces the row as it is, fused with what
-    computes it), its scratch holds both stages (pto/isa.staged_row_reduce) and the printer
-    writes the two stages (pto/print_views.staged_row_reduce)."""
+    computes it), its scratch holds both stages (pto/isa.staged_row_reduce) and the PTO
+    lowering writes the two stages for the chip (pto/lower._tile_reduce)."""
     for op in walk(module.kernel.body):
         width = _candidate(op)
         if width is not None:
