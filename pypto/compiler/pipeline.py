@@ -9,7 +9,6 @@ passes, so ``pypto.memory`` can size a kernel before any compile.
 from __future__ import annotations
 
 import ast
-import copy
 import itertools
 import math
 
@@ -23,15 +22,16 @@ from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
-                  interleave: bool = True, persistent: int = 0):
+                  interleave: bool = True, persistent: int = 0, *, fresh):
     """The frontend's function through the Tile IR passes and the PTO passes: (Tile IR
-    module, PTO program, the host's interleaved program or None). No code is generated, so
-    ``pypto.memory.analyze`` reads a kernel's tiles and buffers from it before any compile.
-    ``persistent``: the persistent launch form (``passes/persistent.py``), its loop's
-    ``num_stages`` (0: the grid form). Built again without hoisting loop-invariant work
-    (``passes/hoist.py``) when the hoisted tiles make it overflow a buffer."""
-    fresh = copy.deepcopy(fn)          # for the build again: the passes rewrite fn in place
-    return _hoisting_if_it_fits(iter((fn, fresh)), target, lambda module: _build(
+    module, PTO program, the host's interleaved program or None); the module's function is
+    the one built. No code is generated, so ``pypto.memory.analyze`` reads a kernel's tiles
+    and buffers from it before any compile. ``persistent``: the persistent launch form
+    (``passes/persistent.py``), its loop's ``num_stages`` (0: the grid form). Built again
+    without hoisting loop-invariant work (``passes/hoist.py``) when the hoisted tiles make it
+    overflow a buffer, on ``fresh()``, the function made again (the passes rewrite ``fn`` in
+    place)."""
+    return _hoisting_if_it_fits(fn, fresh, target, lambda module: _build(
         module, tensor_specs, auto_sync, interleave, persistent))
 
 
@@ -46,17 +46,17 @@ def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool
     return planned, program, host
 
 
-def _hoisting_if_it_fits(functions, target, run):
-    """``run(module)`` on the next of ``functions`` with loop-invariant work hoisted out of
-    its loops (``passes/hoist.py``); when the hoisted tiles make it overflow a buffer, again
-    on the next one (a fresh function: passes rewrite theirs in place) without hoisting."""
-    module = Module(next(functions), target)
+def _hoisting_if_it_fits(fn, fresh, target, run):
+    """``run(module)`` of ``fn`` with loop-invariant work hoisted out of its loops
+    (``passes/hoist.py``); when the hoisted tiles make it overflow a buffer, of ``fresh()``
+    (passes rewrite their function in place) without hoisting."""
+    module = Module(fn, target)
     try:
         return run(module)
     except BufferOverflow:
         if not module.facts.get("hoisted"):
             raise
-    module = Module(next(functions), target)
+    module = Module(fresh(), target)
     module.facts["hoist"] = False
     return run(module)
 
@@ -256,8 +256,8 @@ def plan_memory(source: KernelSource, spec_args: dict, target) -> dict:
 def plan_layout(source: KernelSource, spec_args: dict, target) -> tuple[dict, dict]:
     """``plan_memory``'s bytes per buffer and the placed tiles of each buffer
     (``passes.memory_plan.PlacedTile``)."""
-    functions = (build_function(source, spec_args, source.node.name) for _ in range(2))
-    planned = _hoisting_if_it_fits(functions, target, run_pipeline)
+    make = lambda: build_function(source, spec_args, source.node.name)  # noqa: E731
+    planned = _hoisting_if_it_fits(make(), make, target, run_pipeline)
     return dict(planned.facts.get("buffer_bytes", {})), planned.facts.get("tile_layout", {})
 
 
@@ -270,8 +270,8 @@ def plans_within_buffers(source: KernelSource, spec_args: dict, target,
         if tensor_specs is None:
             plan_memory(source, spec_args, target)
         else:
-            build_program(build_function(source, spec_args, source.node.name), tensor_specs,
-                          target)
+            make = lambda: build_function(source, spec_args, source.node.name)  # noqa: E731
+            build_program(make(), tensor_specs, target, fresh=make)
     except Exception:  # noqa: BLE001 - an overflow or any other reason this size cannot work
         return False
     return True

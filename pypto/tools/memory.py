@@ -199,8 +199,10 @@ def _analyze_source(jitfn, args, kwargs, grid):
     plan = kernel.plan()
     if not plan.fits:
         return plan
-    fn = build_function(jitfn.source, kernel.spec_args, jitfn.source.node.name)
-    _, program, _ = build_program(fn, kernel.tensor_specs, kernel.target, jitfn.auto_sync)
+    def make():
+        return build_function(jitfn.source, kernel.spec_args, jitfn.source.node.name)
+    _, program, _ = build_program(make(), kernel.tensor_specs, kernel.target, jitfn.auto_sync,
+                                  fresh=make)
     metadata = program_metadata(program, [], "")
     grid = jitfn._grid(grid, kernel.bound, metadata, kernel.target)
     report = _report(program, metadata, kernel.target, kernel.bound, grid)

@@ -78,6 +78,10 @@ def test_hoisting_that_overflows_the_ub_is_undone():
     np.testing.assert_allclose(out, x * np.concatenate([w[:16], w[:16]]), rtol=1e-6)
     np.testing.assert_allclose(z, np.exp(z0) + z0, rtol=1e-5, atol=1e-6)
     assert not _hoisted(_asm(two_phases)["tile_ir"], "w")
+    # the launch's record of what the kernel writes comes from the function built again (it
+    # came from the first, half rewritten, and named nothing: a read-only out was not refused)
+    (compiled,) = two_phases._kernels.values()
+    assert compiled.metadata["written_tensors"] == ["out", "z"]
 
 
 @pypto.jit

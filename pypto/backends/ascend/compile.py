@@ -32,13 +32,16 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
     program (PYPTO_OVERRIDE_DIR). ``persistent``: the persistent launch form
     (``compiler/passes/persistent.py``), which takes the grid as three more int arguments."""
     t0 = time.perf_counter()
-    fn = build_function(source, spec_args, source.node.name)
+
+    def make():
+        return build_function(source, spec_args, source.node.name)
+    fn = make()
     frontend_ir = str(Module(fn, target))
     movable = allows_persistent(fn) and auto_sync and pto_override is None
 
     def build(fn, stages):
         return build_program(fn, tensor_specs, target, auto_sync,
-                             interleave=pto_override is None, persistent=stages)
+                             interleave=pto_override is None, persistent=stages, fresh=make)
 
     stages = 2 if persistent else 0
     try:
@@ -48,8 +51,9 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
             raise
         # the programs' loop double-buffered does not fit: single buffers, on a new function
         # (the passes rewrote the first in place)
-        stages, fn = 1, build_function(source, spec_args, source.node.name)
-        module, program, host = build(fn, stages)
+        stages = 1
+        module, program, host = build(make(), stages)
+    fn = module.kernel          # the function built (another when hoisting was undone)
     if pto_override is not None:
         program = override_program(program, *pto_override)
     if pto_override is not None or not auto_sync:

@@ -48,7 +48,7 @@ def lowered() -> Program:
 def dumped_stages(capsys, auto_sync: bool) -> list[str]:
     """The stages PYPTO_DUMP_IR shows after the Tile IR's, in order."""
     fn, tensor_specs = specialised()
-    build_program(fn, tensor_specs, TARGET, auto_sync)
+    build_program(fn, tensor_specs, TARGET, auto_sync, fresh=lambda: specialised()[0])
     stages = re.findall(r"^// ----- after (.+) -----$", capsys.readouterr().err, re.M)
     return stages[stages.index("lowering"):]
 
@@ -67,7 +67,7 @@ def test_each_dump_is_the_programs_pto_text(capsys, monkeypatch):
     monkeypatch.setenv("PYPTO_DUMP_IR", "1")
     dumped_stages(capsys, True)        # drains the Tile IR's dumps too
     fn, tensor_specs = specialised()
-    _, program, _ = build_program(fn, tensor_specs, TARGET)
+    _, program, _ = build_program(fn, tensor_specs, TARGET, fresh=lambda: specialised()[0])
     err = capsys.readouterr().err
     last = err.rsplit("// ----- after sync -----\n", 1)[1]
     assert last.startswith("module attributes") and "pto.set_flag" in last
