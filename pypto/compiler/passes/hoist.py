@@ -30,8 +30,8 @@ MOVABLE_TILE_OPS = {"tile.load", "tile.full", "tile.binary", "tile.unary", "tile
                     "tile.reshape", "tile.bitcast", "tile.arange", "tile.reduce", "tile.mov"}
 # integer division by a divisor that may be zero when the loop does not run
 STAYS = {"arith.div", "arith.floordiv", "arith.mod"}
-# (op, operand) updated in place: a matmul's accumulator, the tile IN_PLACE ops rewrite
-UPDATED_IN_PLACE = (("tile.matmul", 2), *((name, 0) for name in IN_PLACE))
+# op -> its operand updated in place: a matmul's accumulator, the tile IN_PLACE ops rewrite
+UPDATED_IN_PLACE = {"tile.matmul": 2, **dict.fromkeys(IN_PLACE, 0)}
 
 
 def hoist_invariants(module: Module) -> Module:
@@ -93,12 +93,11 @@ def _pinned(body: Block) -> set:
             pinned.update(v.id for v in op.operands)
         if op.name == "scf.for":          # its inits share the carried values' buffers
             pinned.update(v.id for v in op.operands[3:])
-        for name, index in UPDATED_IN_PLACE:
-            if op.name == name and len(op.operands) > index:
-                v = op.operands[index]
-                while v is not None:
-                    pinned.add(v.id)
-                    owner = v.owner
-                    v = owner.operands[0] if owner is not None and owner.name in (
-                        "tile.bitcast", "tile.reshape") else None
+        index = UPDATED_IN_PLACE.get(op.name, len(op.operands))
+        v = op.operands[index] if index < len(op.operands) else None
+        while v is not None:                # and the tiles it views
+            pinned.add(v.id)
+            owner = v.owner
+            v = owner.operands[0] if owner is not None and owner.name in (
+                "tile.bitcast", "tile.reshape") else None
     return pinned

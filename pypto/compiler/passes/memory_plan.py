@@ -15,6 +15,7 @@ from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, TileType, Value, walk
 from ..pto.isa import EXPAND_OPS, footprint
 from ..pto import view2d
+from ..pto.program import rows_end_to_end
 from ..pto.lower import TILE_TO_PTO, scratch_type
 from .cube_box import cube_boxes
 from .memory_space import loop_classes
@@ -331,12 +332,7 @@ def _byte_view(op: Op) -> bool:
         return False
     src, dst = op.operands[0].type, op.result.type
     return src.space == dst.space == VEC and src.dtype == dst.dtype != dt.bool_ and \
-        all(_end_to_end(t) for t in (src, dst))
-
-
-def _end_to_end(t: TileType) -> bool:
-    rows, cols = view2d(t.shape)
-    return rows == 1 or cols == 1 or (cols * t.dtype.bits) % 256 == 0
+        all(rows_end_to_end(*view2d(t.shape), t.dtype.bits) for t in (src, dst))
 
 
 def _opcode(op: Op) -> str | None:

@@ -12,14 +12,14 @@ narrow type is native (``legalize_types.VECTOR_TYPES``).
 from __future__ import annotations
 
 from ...language import dtypes as dt
-from ..elementwise import UNARY
 from ..ir import Block, Module, Op, TileType, blocks, replace_uses, users
 from ..pto import view2d
+from ..pto.lower import TILE_TO_PTO
 from .legalize_types import VECTOR_TYPES
 from .row_reduce import group_reducible
 
 EXACT_WIDENING = {(dt.float16, dt.float32)}
-SELECTING = {"max": "trowmax", "min": "trowmin"}      # reductions that return an element
+SELECTING = ("max", "min")                            # reductions that return an element
 ORDER_PRESERVING = ("abs", "neg")                     # unary ops exact in either type
 
 
@@ -39,8 +39,7 @@ def _narrow_chain(op: Op, readers: dict) -> list | None:
     if (narrow, x.type.dtype) not in EXACT_WIDENING or \
             group_reducible(x.type.dtype, view2d(x.type.shape)):
         return None                      # (pto-isa's fp32 group reduction beats float16's)
-    natives = [VECTOR_TYPES.get(UNARY[u.attrs["op"]].pto, ()) for u in chain[:-1]]
-    natives.append(VECTOR_TYPES.get(SELECTING[op.attrs["op"]], ()))
+    natives = [VECTOR_TYPES.get(TILE_TO_PTO[o.name](o)[0], ()) for o in chain]
     return [cast, *chain] if all(narrow in n for n in natives) else None
 
 

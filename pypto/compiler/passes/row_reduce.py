@@ -5,19 +5,18 @@ folding its repeats into one, an instruction and a pipe barrier per repeat over 
 group-reduce shapes pto-isa folds with vcgadd/vcgmax, a cycle a repeat) reduce in one or
 three instructions, and a second small reduction finishes each row: 277 cycles.
 
-Rules as data: ``GROUP_SHAPES`` (pto-isa's TryOptimizeFP32Reduce), ``TWO_STAGE_MAX_ROWS``
-(with more rows the fold's instructions are shared by them and win). The view is a
+Rules as data: ``isa.GROUP_REDUCE_SHAPES`` (pto-isa's TryOptimizeFP32Reduce),
+``TWO_STAGE_MAX_ROWS`` (with more rows the fold's instructions are shared by them and win). The view is a
 ``treshape`` of a row-major tile whose rows are whole 32 bytes: the same bytes, no copy.
 Sums add in another order, within float tolerance, as the chip's own instruction does.
 """
 from __future__ import annotations
 
 from ...language import dtypes as dt
-from ..ir import VEC, Module, Op, walk
-from ..pto.isa import REPEAT_BYTES
+from ..ir import Module, Op, walk
+from ..pto.isa import GROUP_REDUCE_SHAPES, REPEAT_BYTES
 
-GROUP_SHAPES = {(64, 128), (32, 256), (16, 512), (8, 1024)}      # fp32 (rows, cols)
-GROUP_COLS = 128
+GROUP_ROWS, GROUP_COLS = GROUP_REDUCE_SHAPES[0]     # the group shape a two-stage view takes
 TWO_STAGE_MAX_ROWS = 7        # (n - 1)(40 + 2.3 R) cycles folding vs 7.5 R n as repeats
 REDUCTIONS = ("sum", "max", "min")
 FLOATS = (dt.float32, dt.float16)
@@ -26,7 +25,8 @@ FLOATS = (dt.float32, dt.float16)
 def group_reducible(dtype, shape) -> bool:
     """Is a row reduction of this tile, or of its two-stage view, pto-isa's fast fp32 path?"""
     rows, cols = shape
-    return dtype == dt.float32 and (rows * cols, cols % GROUP_COLS) == (8192, 0)
+    return dtype == dt.float32 and (rows * cols, cols % GROUP_COLS) == (
+        GROUP_ROWS * GROUP_COLS, 0)
 
 
 def first_stage_cols(dtype, shape) -> int | None:
@@ -34,7 +34,7 @@ def first_stage_cols(dtype, shape) -> int | None:
     it as it is."""
     rows, cols = shape
     per_repeat = REPEAT_BYTES // dtype.itemsize
-    if dtype == dt.float32 and shape in GROUP_SHAPES:
+    if dtype == dt.float32 and shape in GROUP_REDUCE_SHAPES:
         return None                                      # pto-isa's fast path already
     if group_reducible(dtype, shape) and cols > GROUP_COLS:
         width = GROUP_COLS
@@ -52,7 +52,7 @@ def _candidate(op: Op) -> int | None:
         return None
     x = op.operands[0]
     if not x.is_tile or len(x.type.shape) != 2 or op.attrs.get("axis") != 1 or \
-            x.type.dtype not in FLOATS or x.type.space not in (None, VEC):
+            x.type.dtype not in FLOATS:
         return None
     return first_stage_cols(x.type.dtype, x.type.shape)
 

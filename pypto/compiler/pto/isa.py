@@ -46,6 +46,10 @@ REPEAT_BYTES = 256
 # reducing (its tmpRptStride check), so a row of it is never less than one repeat.
 ROW_REDUCE_REPEATS = {"trowmax": lambda repeats: 1, "trowmin": lambda repeats: 1,
                       "trowsum": lambda repeats: max(1, repeats // 2)}
+# fp32 tiles pto-isa's A2/A3 row reductions fold with group reductions (TRowReduceOps.hpp,
+# TryOptimizeFP32Reduce): 8192 elements, shape and valid shape static and whole, the result a
+# column (DN) tile
+GROUP_REDUCE_SHAPES = ((64, 128), (32, 256), (16, 512), (8, 1024))
 
 
 def row_reduce_scratch_cols(opcode: str, dtype, cols: int) -> int:

@@ -84,10 +84,10 @@ class _Lowering:
         if handler is not None:
             handler(op, out)
             return
-        ins = [self.get(v) for v in op.operands]
         if name.startswith("arith.") or name in ("pto.program_id", "pto.num_programs",
                                                    "tensor.dim"):
-            out.append(Inst(name, ins, [self.scalar(op.result)], dict(op.attrs)))
+            out.append(Inst(name, [self.get(v) for v in op.operands],
+                            [self.scalar(op.result)], dict(op.attrs)))
             return
         self._one_to_one(op, out)
 

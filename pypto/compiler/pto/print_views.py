@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import NotOnChip
 from ...language import dtypes as dt
-from .program import Inst, Tile, element_type, mask_row_bytes
+from .program import Inst, Tile, element_type, mask_row_bytes, rows_end_to_end
 from .spelling import attr_text, scalar_type
 
 
@@ -264,7 +264,7 @@ def check_reshape(i: Inst) -> None:
 
 def _end_to_end(tile: Tile) -> bool:
     """Do a UB tile's elements lie at consecutive addresses (no padding between rows)?"""
-    if tile.rows == 1 or tile.is_column or tile.is_column_mask or tile.loc != "vec":
+    if tile.is_column_mask or tile.loc != "vec":
         return True
     bits = 1 if tile.dtype == dt.bool_ else 8 * tile.dtype.itemsize
-    return (tile.cols * bits) % 256 == 0
+    return rows_end_to_end(tile.rows, tile.cols, bits)

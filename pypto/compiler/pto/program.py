@@ -146,6 +146,12 @@ def element_type(dtype) -> str:
     return "ui8" if dtype == dt.bool_ else dtype.mlir
 
 
+def rows_end_to_end(rows: int, cols: int, bits: int) -> bool:
+    """Do a row-major UB tile's elements lie at consecutive addresses: one row, one column,
+    or rows of whole 32 bytes (A2/A3 pads every row to 32 bytes)? A TRESHAPE needs it."""
+    return rows == 1 or cols == 1 or (cols * bits) % 256 == 0
+
+
 def _whole_32_bytes(n: int, dtype) -> int:
     per = max(1, 32 // dtype.itemsize)
     return -(-n // per) * per

@@ -744,6 +744,22 @@ def _entries() -> list[Entry]:
     add("bench_layer_norm_bf16", "benchmark bf16 cast where arange rsqrt",
         lambda: _pto(_bench("layer_norm").layer_norm_kernel, _r(16, 128, dtype=BF16),
                      _r(128), _r(128), _z(16, 128), 1e-5, BLOCK_M=8, BLOCK_N=128))
+    st = lambda: _bench("streaming")                             # noqa: E731
+    # wide rows: two-stage row reductions (compiler/passes/row_reduce.py), fp32's group shape
+    # and float16's one-repeat rows; the quantisation's float16 max and int8 conversion
+    add("bench_streaming_softmax", "benchmark reduce-max reduce-sum reshape f32",
+        lambda: _pto(st().softmax, _r(4, 4096), _z(4, 4096), BM=2, N=4096))
+    add("bench_streaming_softmax_persistent", "benchmark num-stages reshape f32",
+        lambda: _persistent_pto(st().softmax, _r(192, 4096), _z(192, 4096), BM=2, N=4096))
+    add("bench_streaming_layer_norm", "benchmark reduce-sum f16 cast",
+        lambda: _pto(st().layer_norm, _r(4, 4096, dtype=F16), _r(1, 4096, dtype=F16),
+                     _r(1, 4096, dtype=F16), _z(4, 4096, dtype=F16), BM=2, N=4096))
+    add("bench_streaming_quant_int8", "benchmark reduce-max cast f16 i8",
+        lambda: _pto(st().quant_int8, _r(4, 4096, dtype=F16), _z(4, 4096, dtype=I8),
+                     _z(4, 1), BM=2, N=4096))
+    add("bench_streaming_rope", "benchmark grid-2d f16 cast",
+        lambda: _pto(st().rope, _r(64, 256, dtype=F16), _r(64, 64, dtype=F16),
+                     _r(64, 64, dtype=F16), _z(64, 256, dtype=F16), BM=64, D=128))
     add("bench_topk", "benchmark topk sort f32 tail-rows",
         lambda: _pto(_bench("topk").topk_kernel, _r(10, 1024), _z(10, 8), _z(10, 8, dtype=I32),
                      BLOCK_M=4, N=1024, K=8))

@@ -10,7 +10,7 @@ Nothing here knows about time lines; ``block.py`` places these costs on a core's
 from __future__ import annotations
 
 from ....compiler.elementwise import BINARY, UNARY
-from ....compiler.pto.isa import EXPAND_OPS, is_scalar, is_sync, pipe_of
+from ....compiler.pto.isa import GROUP_REDUCE_SHAPES, EXPAND_OPS, is_scalar, is_sync, pipe_of
 from ....compiler.pto import Tile
 from ....language import dtypes as dt
 from ....target import GiB, Target, get_target
@@ -190,18 +190,12 @@ def _streaming_cycles(family: str, tile: Tile, target: Target) -> float:
     return issues * spec.head_cycles + repeats * spec.repeat_cycles
 
 
-# fp32 tiles pto-isa's A2/A3 row reductions fold with group reductions (TRowReduceOps.hpp,
-# TryOptimizeFP32Reduce): 8192 elements, shape and valid shape static and whole, the result a
-# column (DN) tile
-GROUP_REDUCE_SHAPES = ((64, 128), (32, 256), (16, 512), (8, 1024))
-
-
 def _row_reduce_cycles(inst, src: Tile, target: Target) -> float:
     """A whole-row reduce a row; wider rows first fold their repeats into one with binary
     instructions over every row, one after another, each behind a barrier (pto-isa's A2/A3
     TRowReduceOps.hpp FillTmp/TmpProc, TRowSum.hpp's pairwise tree: a row of n repeats takes
-    n - 1 of them, as a column reduction takes a step a row). The fp32 shapes of ``GROUP_REDUCE_SHAPES`` go
-    through vcgmax/vcgadd instead: one pass folds every 32-byte block to one element, then
+    n - 1 of them, as a column reduction takes a step a row). The fp32 shapes of
+    ``isa.GROUP_REDUCE_SHAPES`` go through vcgmax/vcgadd instead: one pass folds every 32-byte block to one element, then
     a few small steps (a group step folds 8 partials, a binary one 2) finish each row."""
     costs = target.costs
     rows, cols = valid_shape(src)

@@ -40,8 +40,9 @@ The rule (a reuse-distance estimate, LRU by bytes):
   launch that mostly hits (hit rate above ``REPLAY_HIT_RATE``) a second time with the first
   run's miss rate as ``miss_share`` (a streaming launch, whose every core misses, runs once).
 * Bandwidth goes to the transfers in flight, each GM pipe of a core (MTE2, MTE3, FIX) a
-  requester. The first run counts a core's load and store in flight together as two; the
-  second uses the first run's average, ``streams``: the GM pipes' busy cycles over the cores'
+  requester. In the first run a transfer takes as many cycles longer as the core's other GM
+  transfers run beside it (``block.PartTimeline._shared_with``); the second uses the first
+  run's average, ``streams``: the GM pipes' busy cycles over the cores'
   time (a flash-attention cluster's cube streams K, V and P in while FIX streams S and PV
   out, nearly two requesters, while its AIVs move data a third of their time).
 
@@ -69,7 +70,7 @@ class GlobalMemory:
     """The L2's contents (window -> [bytes, dirty]) in LRU order, and the bytes read from it
     and from the HBM so far; ``miss_share``: the fraction of the active cores that share the
     HBM's bandwidth; ``streams``: the GM transfers a core has in flight on average (None: a
-    core's load and store in flight together count two, else one)."""
+    transfer shares the core's bandwidth with the others only while they overlap)."""
 
     def __init__(self, target: Target, miss_share: float = 1.0, streams: float | None = None,
                  writeback: float | None = None):

@@ -179,26 +179,24 @@ def _views(tile: Tile, loop: For) -> list:
     return views
 
 
-def _moved_views(renames: dict, loads, loop: For, program: Program) -> dict:
-    """``renames`` (load tile id -> its new buffer) with each tile's views at the new address
-    (declared in the program)."""
+def _moved_views(renames: dict, loads, views: dict, program: Program) -> dict:
+    """``renames`` (load tile id -> its new buffer) with each moved tile's ``views`` (tile
+    id -> ``_views``) at the new address, declared in the program."""
     out = dict(renames)
     for load, _ in loads:
         tile = load.outs[0]
         new = renames[id(tile)]
-        if new is tile:
-            continue
-        for v in _views(tile, loop):
+        for v in views[id(tile)] if new is not tile else ():
             out[id(v)] = dataclasses.replace(v, name=f"{v.name}_pong{_next()}", addr=new.addr)
             program.tiles.append(out[id(v)])
     return out
 
 
-def _shares_space(tile: Tile, loop: For, program: Program) -> bool:
+def _shares_space(tile: Tile, views: list, loop: For, program: Program) -> bool:
     """Does another tile used in the loop overlap ``tile``'s bytes (planner reuse)? Its own
-    views do not count."""
+    ``views`` do not count."""
     buf, start, end = tile_extent(tile, program.target)
-    own = {id(tile)} | {id(v) for v in _views(tile, loop)}
+    own = {id(tile)} | {id(v) for v in views}
     for n in walk_insts(loop.body):
         if isinstance(n, Inst):
             for x in n.ins + n.outs:
@@ -306,10 +304,11 @@ def _pipeline(loop: For, program: Program) -> list:
     loop.stages = 1
     if not loads:
         return [loop]
+    views = {id(l.outs[0]): _views(l.outs[0], loop) for l, _ in loads}
     ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0], l) if _shares_space(
-        l.outs[0], loop, program) else l.outs[0]) for l, _ in loads}
+        l.outs[0], views[id(l.outs[0])], loop, program) else l.outs[0]) for l, _ in loads}
     pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l) for l, _ in loads}
-    ping, pong = (_moved_views(r, loads, loop, program) for r in (ping, pong))
+    ping, pong = (_moved_views(r, loads, views, program) for r in (ping, pong))
     pong.update(_operand_pongs(loop, program))
     dropped = {id(l) for l, _ in loads}
     rest = [n for n in loop.body if id(n) not in dropped]
