@@ -19,6 +19,7 @@ from .memory_space import infer_memory_space
 from .narrow import narrow_before_widening
 from .persistent import persistent_grid
 from .row_reduce import reduce_wide_rows_in_two_stages
+from .sink_widening import sink_widening_casts
 from .unbatch import unbatch
 
 PIPELINE = (
@@ -34,6 +35,7 @@ PIPELINE = (
     ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),
     ("hoist-invariants", hoist_invariants),         # loop-invariant vector work out of loops
+    ("sink-widening-casts", sink_widening_casts),   # wide copies live from first use
     ("fuse-elementwise", fuse_elementwise),
     ("plan-memory", plan_memory_in_chunks),       # epilogues in row chunks if need be
 )

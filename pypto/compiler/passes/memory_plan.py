@@ -157,22 +157,36 @@ def plan_memory(module: Module) -> Module:
                                                    module.facts.get("bias_rows", ()))
     pos: dict = {}
     _positions(fn.body, pos, [0])
+    double_buffered = any(op.name == "scf.for" and op.attrs.get("num_stages") == 2
+                          for op in walk(fn.body))
     try:
-        usage, layout = _assign(fn.body, classes, pos, target, boxes)
+        usage, layout = _fitting(fn.body, classes, pos, target, boxes, double_buffered)
     except CompilationError:
-        groups = _fusion_groups(fn.body)
-        if not groups:
+        if not double_buffered:
             raise
-        planned = _plan_without_one_group(fn.body, groups, classes, pos, target, boxes)
-        if planned is None:
-            for ops in groups.values():
-                _drop_hints(ops)
-            planned = _assign(fn.body, classes, pos, target, boxes)
-        usage, layout = planned
+        usage, layout = _fitting(fn.body, classes, pos, target, boxes, False)
     module.facts["buffer_bytes"] = usage
     module.facts["tile_layout"] = layout     # pypto.memory.analyze explains the plan with it
     module.facts["planned"] = True
     return module
+
+
+def _fitting(body: Block, classes, pos, target, boxes, reserve: bool):
+    """The plan (``_assign``), first with the host's fusion groups, then with one of them
+    dropped, then with none (the host then runs those instructions one by one: the chip's
+    plan comes first). ``reserve``: double-buffered loads keep two buffers (``_reserve``)."""
+    try:
+        return _assign(body, classes, pos, target, boxes, reserve)
+    except CompilationError:
+        groups = _fusion_groups(body)
+        if not groups:
+            raise
+    planned = _plan_without_one_group(body, groups, classes, pos, target, boxes, reserve)
+    if planned is None:
+        for ops in groups.values():
+            _drop_hints(ops)
+        planned = _assign(body, classes, pos, target, boxes, reserve)
+    return planned
 
 
 def _fusion_groups(block: Block) -> dict:
@@ -184,14 +198,15 @@ def _fusion_groups(block: Block) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: len(kv[1])))
 
 
-def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, boxes):
+def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, boxes,
+                            reserve: bool):
     """The plan with one fusion group run instruction by instruction (the first, in the
     order of ``groups``, whose removal makes the plan fit), or None."""
     for ops in groups.values():
         saved = [(op, op.attrs.get("_fuse"), op.attrs.get("_internal")) for op in ops]
         _drop_hints(ops)
         try:
-            return _assign(body, classes, pos, target, boxes)
+            return _assign(body, classes, pos, target, boxes, reserve)
         except CompilationError:
             for op, fuse, internal in saved:
                 op.attrs["_fuse"] = fuse
@@ -206,13 +221,15 @@ def _drop_hints(ops) -> None:
         op.attrs.pop("_internal", None)
 
 
-def _assign(body: Block, classes, pos: dict, target, boxes: dict) -> dict:
+def _assign(body: Block, classes, pos: dict, target, boxes: dict, reserve: bool) -> dict:
     """``_plan`` with the cube's operand buffers alternated (``_alternate``), or without when
-    that does not fit."""
+    that does not fit. ``reserve``: the second buffers of double-buffered loads reserved
+    (``_reserve``); without, a load gets its second buffer above the plan if room is left
+    (pto/passes/double_buffer.py)."""
     try:
-        return _plan(body, classes, pos, target, boxes, alternate=True)
+        return _plan(body, classes, pos, target, boxes, True, reserve)
     except CompilationError:
-        return _plan(body, classes, pos, target, boxes, alternate=False)
+        return _plan(body, classes, pos, target, boxes, False, reserve)
 
 
 def _alternate(intervals: dict) -> None:
@@ -227,9 +244,48 @@ def _alternate(intervals: dict) -> None:
             this[1] = max(this[1], following[1])
 
 
-def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool) -> dict:
+def _reserve(loop: Op, touch, pos: dict) -> None:
+    """The loads a double-buffered loop prefetches (``_prefetched``) each hold their buffer
+    for the whole loop, beside a second buffer of the same size (``_pong``, its offset for
+    pto/passes/double_buffer.py): the prefetch of iteration i+1 lands in one while the body
+    reads the other, so no temporary of the body may take their bytes."""
+    span = (pos[id(loop)], pos[("end", id(loop))])
+    for load in _prefetched(loop):
+        pong = load.attrs["_pong"] = Value(load.result.type, "pong")
+        for v in (load.result, pong):
+            for at in span:
+                touch(v, at)
+
+
+def _prefetched(loop: Op) -> list:
+    """The loads of ``loop``'s body that double buffering moves an iteration ahead: those
+    whose offsets the loop index and values from before the loop compute, of a tensor the
+    loop does not store and that is no GM workspace (pto/passes/double_buffer._prefetchable
+    decides the same on the PTO program)."""
+    body = loop.blocks[0]
+    stored = {o.operands[0].id for o in walk(body) if o.name == "tile.store"}
+    local = {r.id: o for o in body.ops for r in o.results}
+    nested = {r.id for o in walk(body) for r in o.results} - set(local)
+
+    def known(v: Value) -> bool:
+        if v is body.args[0] or (v.id not in local and v.id not in nested and
+                                 v not in body.args):
+            return True
+        o = local.get(v.id)
+        return o is not None and not o.blocks and not any(r.is_tile for r in o.results) and \
+            o.name != "tile.getval" and all(known(x) for x in o.operands)
+
+    return [o for o in body.ops if o.name == "tile.load" and o.operands[0].id not in stored
+            and not (o.operands[0].owner is not None and
+                     o.operands[0].owner.name == "tensor.workspace")
+            and all(known(x) for x in o.operands[1:])]
+
+
+def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool,
+          reserve: bool) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
-    the placed tiles (``PlacedTile``) per buffer."""
+    the placed tiles (``PlacedTile``) per buffer. ``reserve``: the second buffers of
+    double-buffered loads too (``_reserve``)."""
     group_end = _fusion_group_ends(body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
@@ -275,6 +331,12 @@ def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool)
                         touch(a, here)
                         touch(a, pos[("end", id(op))])
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
+            if op.name == "scf.for" and op.attrs.get("num_stages") == 2:
+                if reserve:
+                    _reserve(op, touch, pos)
+                else:
+                    for load in op.blocks[0].ops:
+                        load.attrs.pop("_pong", None)
 
     visit(body, [])
     _share_dying_operands(body, intervals, classes, pos)

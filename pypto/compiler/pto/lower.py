@@ -454,6 +454,18 @@ def _count_attrs(op) -> dict:
     return attrs
 
 
+def _load_attrs(op) -> dict:
+    """A TLOAD's padding (``_inside``: the window is whole unless a check at run time says
+    otherwise, pto/passes/fillpad.py) and the offset memory planning reserved for its second
+    buffer in a double-buffered loop (``_pong_addr``, pto/passes/double_buffer.py)."""
+    attrs = {"pad": 0, "_inside": True} if op.attrs["padding"] is None else \
+        {"pad": op.attrs["padding"]}
+    pong = op.attrs.get("_pong")
+    if pong is not None and pong.addr is not None:
+        attrs["_pong_addr"] = pong.addr
+    return attrs
+
+
 def _host_hints(op) -> dict:
     """Attributes starting with "_" (fusion groups; ``_loc``, the user's line, for errors
     about the instruction) guide our simulator only; .pto omits them."""
@@ -492,8 +504,7 @@ def _cast_rule(op):
 
 # Tile IR op → (PTO opcode, attributes), for ops that map one to one onto an instruction.
 TILE_TO_PTO = {
-    "tile.load": lambda op: ("tload", {"pad": 0, "_inside": True}
-                             if op.attrs["padding"] is None else {"pad": op.attrs["padding"]}),
+    "tile.load": lambda op: ("tload", _load_attrs(op)),
     "tile.full": lambda op: ("texpands", {} if op.operands else {"value": op.attrs["value"]}),
     "tile.arange": lambda op: ("tci", {"start": op.attrs["start"]}),
     "tile.unary": _unary_rule,

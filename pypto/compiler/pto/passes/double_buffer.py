@@ -128,9 +128,16 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
 # -- buffers ----------------------------------------------------------------------------------
 
 def _fresh_tile(program: Program, like: Tile, load: Inst) -> Tile:
+    """A second buffer for ``load``'s tile: where memory planning reserved it
+    (``_pong_addr``, passes/memory_plan._reserve), else above everything planned."""
     target = program.target
     tile = Tile(f"{like.name}_pong{_next()}", like.loc, like.dtype, like.rows, like.cols, 0,
                 like.v_row, like.v_col, like.pad, like.alloc)
+    reserved = load.attrs.pop("_pong_addr", None)
+    if reserved is not None:
+        tile.addr = reserved
+        program.tiles.append(tile)
+        return tile
 
     def overflow(end):
         # at the load's line; ``late``: found after memory planning, so the jit checks its
