@@ -51,12 +51,14 @@ def rms_norm(x, w, out, BM: pl.constexpr, N: pl.constexpr):
 
 @pypto.jit(target=TARGET)
 def layer_norm(x, w, b, out, BM: pl.constexpr, N: pl.constexpr):
+    """As Triton's layer-norm tutorial writes it: rstd = 1 / sqrt(var + eps), then
+    (x - mean) * rstd * w + b."""
     r = pl.program_id(0) * BM
     t = pl.load(x, offsets=(r, 0), shape=(BM, N)).to(pl.float32)
     mean = pl.sum(t, axis=1, keepdims=True) / N
     c = t - mean
-    y = c / pl.sqrt(pl.sum(c * c, axis=1, keepdims=True) / N + 1e-5)
-    y = y * pl.load(w, offsets=(0, 0), shape=(1, N)).to(pl.float32) + \
+    rstd = 1.0 / pl.sqrt(pl.sum(c * c, axis=1, keepdims=True) / N + 1e-5)
+    y = c * rstd * pl.load(w, offsets=(0, 0), shape=(1, N)).to(pl.float32) + \
         pl.load(b, offsets=(0, 0), shape=(1, N)).to(pl.float32)
     pl.store(out, offsets=(r, 0), value=y.to(pl.float16))
 

@@ -352,7 +352,8 @@ class BudgetReport:
         head = f"{self.kernel} on {self.target}: on-chip plan before code generation"
         if self.error is not None:
             return f"{head}: does not fit\n{self.error.message}"
-        lines = [head + " (double buffering may add ping-pong copies)"]
+        lines = [head + " (with double buffering's second buffers where they fit; where they "
+                        "do not, double buffering may add them above)"]
         for name, (used, capacity) in self.buffers.items():
             if used:
                 lines.append(f"  {name:<4} {used:>8,} of {capacity:>8,} bytes "

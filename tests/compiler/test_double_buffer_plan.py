@@ -81,3 +81,60 @@ def test_the_host_result_is_unchanged(bm, bn):
     swiglu[(64 // bm, 2752 // bn)](g, u, out, BM=bm, BN=bn)
     np.testing.assert_allclose(out.astype(np.float32), _reference(g, u).astype(np.float32),
                                rtol=2e-3, atol=2e-3)
+
+
+@pypto.jit(target="ascend910b1")
+def rms_norm(x, w, out, BM: pl.constexpr, N: pl.constexpr):
+    r = pl.program_id(0) * BM
+    t = pl.load(x, offsets=(r, 0), shape=(BM, N)).to(pl.float32)
+    scale = 1.0 / pl.sqrt(pl.sum(t * t, axis=1, keepdims=True) / N + 1e-6)
+    y = t * scale * pl.load(w, offsets=(0, 0), shape=(1, N)).to(pl.float32)
+    pl.store(out, offsets=(r, 0), value=y.to(pl.float16))
+
+
+def _double_buffered_loop(kernel, args, meta):
+    """The persistent form's PTO program, built with its programs' loop double-buffered, and
+    that loop."""
+    from pypto.compiler.ast_to_ir import build_function
+    from pypto.compiler.pipeline import build_program
+    from pypto.compiler.pto.program import For, Inst, walk_insts
+    from pypto.runtime.specialize import spec_key, specialise
+    bound = kernel._bind(args, meta)
+    spec_args, tensor_specs, _ = specialise(kernel, spec_key(kernel, bound), bound)
+    make = lambda: build_function(kernel.source, spec_args, kernel.fn.__name__)
+    _, program, _ = build_program(make(), tensor_specs, pypto.get_target("ascend910b1"),
+                                  persistent=2, fresh=make)
+    (loop,) = [n for _, body in program.parts for n in body if isinstance(n, For)]
+    assert loop.stages == 2
+    return program, [i for i in walk_insts(loop.body) if isinstance(i, Inst)]
+
+
+def _sharing(tiles, others, target):
+    """The tiles of ``others`` whose bytes overlap one of ``tiles``, but for the tile itself
+    and its views (the same bytes: a treshape of a wide row, passes/row_reduce.py)."""
+    from pypto.compiler.pto.isa import tile_extent
+    spans = [tile_extent(t, target) for t in tiles]
+    return [o for o in others if any(
+        b == ob and s < oe and os_ < e and (s, e) != (os_, oe)
+        for b, s, e in spans for ob, os_, oe in [tile_extent(o, target)])]
+
+
+@pytest.mark.parametrize("kernel, args, meta, stores_kept", [
+    (rms_norm, (np.zeros((256, 4096), np.float16), np.zeros((1, 4096), np.float16),
+                np.zeros((256, 4096), np.float16)), {"BM": 2, "N": 4096}, True),
+    # its output too would not fit beside two pairs of load buffers: only the loads keep theirs
+    (swiglu, (np.zeros((64, 2752), np.float16),) * 2 + (np.zeros((64, 2752), np.float16),),
+     {"BM": 8, "BN": 1376}, False)])
+def test_a_double_buffered_loop_keeps_its_loads_and_stores_to_themselves(kernel, args, meta,
+                                                                        stores_kept):
+    """No temporary of the loop takes the bytes of a prefetched load's buffers (the prefetch
+    would overwrite it) nor, where the UB allows, of a stored tile (the vector unit would
+    wait for the store to finish: RMSNorm 8192 x 4096 was modelled 91.7 us, now 90.9)."""
+    from pypto.compiler.pto.program import Tile
+    program, insts = _double_buffered_loop(kernel, args, meta)
+    target = program.target
+    used = {id(x): x for i in insts for x in i.ins + i.outs if isinstance(x, Tile)}
+    loads = [i.outs[0] for i in insts if i.op == "tload"]
+    assert loads and not _sharing(loads, used.values(), target)
+    stored = [i.ins[0] for i in insts if i.op == "tstore"]
+    assert bool(_sharing(stored, used.values(), target)) != stores_kept

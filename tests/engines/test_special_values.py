@@ -142,7 +142,7 @@ def test_narrowing_conversions_wrap_on_both_engines():
     """float32 -> int16 and float16 -> int16/int8/uint8 outside the destination's range but
     inside int32's: A2/A3's TCVT keeps the low bits of the int32 value (npu/a2a3/TCvt.hpp,
     NonSatTorch); the simulator's C++ cast does too there. float32 -> int8 saturates (PyPTO
-    converts it through int32 and a clamp: no TCVT makes it)."""
+    converts it through int32 and float16, then TCVT with saturation on: no TCVT makes it)."""
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(N) * 1e6).astype(np.float32)
     make = lambda: (x, np.zeros(N, np.int32), np.zeros(N, np.int16), np.zeros(N, np.int8),

@@ -54,10 +54,14 @@ class Emitter:
     def full(self, value, ttype) -> Value:
         return self.emit("tile.full", [], ttype, {"value": value})
 
-    def cast(self, x, dtype, rounding=None) -> Value:
+    def cast(self, x, dtype, rounding=None, saturate=False) -> Value:
+        """``saturate``: the chip's TCVT clamps to ``dtype``'s range (SaturationMode::ON),
+        for a conversion that would otherwise wrap (``target.WRAPPING_CONVERSIONS``)."""
         attrs = {"dtype": dtype}
         if rounding:
             attrs["rounding"] = rounding
+        if saturate:
+            attrs["saturate"] = True
         return self.emit("tile.cast", [x], TileType(dtype, x.type.shape), attrs)
 
     def poly(self, x, coeffs) -> Value:

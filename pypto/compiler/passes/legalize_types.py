@@ -244,10 +244,8 @@ def _convert(e, x, dst, rounding=None):
         info = np.iinfo(dst.to_numpy())
         if dst.itemsize == 1:
             # int32 -> float16 keeps every 8-bit value and sends the rest beyond them (to
-            # inf past 65504), so two float16 scalar ops saturate it where int32 has none
-            h = e.cast(wide, _F16)
-            return e.cast(e.binary("min", e.binary("max", h, float(info.min)),
-                                   float(info.max)), dst)
+            # inf past 65504); float16 -> 8 bits with TCVT's saturation on clamps them
+            return e.cast(e.cast(wide, _F16), dst, saturate=True)
         return _convert(e, e.binary("min", e.binary("max", wide, int(info.min)),
                                     int(info.max)), dst)
     via = _F16 if src.itemsize == 1 else _F32           # small ints are exact in f16 / f32

@@ -159,22 +159,25 @@ def plan_memory(module: Module) -> Module:
     _positions(fn.body, pos, [0])
     double_buffered = any(op.name == "scf.for" and op.attrs.get("num_stages") == 2
                           for op in walk(fn.body))
-    try:
-        usage, layout = _fitting(fn.body, classes, pos, target, boxes, double_buffered)
-    except CompilationError:
-        if not double_buffered:
-            raise
-        usage, layout = _fitting(fn.body, classes, pos, target, boxes, False)
+    levels = RESERVE_LEVELS if double_buffered else RESERVE_LEVELS[-1:]
+    for level in levels:
+        try:
+            usage, layout = _fitting(fn.body, classes, pos, target, boxes, level)
+            break
+        except CompilationError:
+            if level == levels[-1]:
+                raise
     module.facts["buffer_bytes"] = usage
     module.facts["tile_layout"] = layout     # pypto.memory.analyze explains the plan with it
     module.facts["planned"] = True
     return module
 
 
-def _fitting(body: Block, classes, pos, target, boxes, reserve: bool):
+def _fitting(body: Block, classes, pos, target, boxes, reserve: int):
     """The plan (``_assign``), first with the host's fusion groups, then with one of them
     dropped, then with none (the host then runs those instructions one by one: the chip's
-    plan comes first). ``reserve``: double-buffered loads keep two buffers (``_reserve``)."""
+    plan comes first). ``reserve``: what double-buffered loops keep to themselves
+    (``_reserve``)."""
     try:
         return _assign(body, classes, pos, target, boxes, reserve)
     except CompilationError:
@@ -199,7 +202,7 @@ def _fusion_groups(block: Block) -> dict:
 
 
 def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, boxes,
-                            reserve: bool):
+                            reserve: int):
     """The plan with one fusion group run instruction by instruction (the first, in the
     order of ``groups``, whose removal makes the plan fit), or None."""
     for ops in groups.values():
@@ -221,11 +224,10 @@ def _drop_hints(ops) -> None:
         op.attrs.pop("_internal", None)
 
 
-def _assign(body: Block, classes, pos: dict, target, boxes: dict, reserve: bool) -> dict:
+def _assign(body: Block, classes, pos: dict, target, boxes: dict, reserve: int) -> dict:
     """``_plan`` with the cube's operand buffers alternated (``_alternate``), or without when
-    that does not fit. ``reserve``: the second buffers of double-buffered loads reserved
-    (``_reserve``); without, a load gets its second buffer above the plan if room is left
-    (pto/passes/double_buffer.py)."""
+    that does not fit. ``reserve``: what double-buffered loops keep to themselves
+    (``_reserve``)."""
     try:
         return _plan(body, classes, pos, target, boxes, True, reserve)
     except CompilationError:
@@ -244,17 +246,31 @@ def _alternate(intervals: dict) -> None:
             this[1] = max(this[1], following[1])
 
 
-def _reserve(loop: Op, touch, pos: dict) -> None:
-    """The loads a double-buffered loop prefetches (``_prefetched``) each hold their buffer
-    for the whole loop, beside a second buffer of the same size (``_pong``, its offset for
+# What a double-buffered loop keeps to itself, tried in this order until the plan fits:
+# its loads' two buffers and the tiles it stores; its loads' two buffers; nothing (a load then
+# gets its second buffer above the plan if room is left, pto/passes/double_buffer.py).
+RESERVE_LEVELS = (2, 1, 0)
+
+
+def _reserve(loop: Op, touch, pos: dict, level: int) -> None:
+    """Keep buffers to the whole of a double-buffered loop. The loads it prefetches
+    (``_prefetched``), beside a second buffer of the same size (``_pong``, its offset for
     pto/passes/double_buffer.py): the prefetch of iteration i+1 lands in one while the body
-    reads the other, so no temporary of the body may take their bytes."""
+    reads the other. At ``level`` 2, the tiles it stores too: MTE3 reads a stored tile while
+    the vector unit goes on, and a temporary of the next iteration in its bytes would make
+    the vector unit wait for the store to finish (per-row int8 quantisation waited twice an
+    iteration)."""
     span = (pos[id(loop)], pos[("end", id(loop))])
+    kept = []
     for load in _prefetched(loop):
         pong = load.attrs["_pong"] = Value(load.result.type, "pong")
-        for v in (load.result, pong):
-            for at in span:
-                touch(v, at)
+        kept += [load.result, pong]
+    if level >= 2:
+        kept += [o.operands[-1] for o in loop.blocks[0].ops
+                 if o.name == "tile.store" and o.operands[-1].is_tile]
+    for v in kept:
+        for at in span:
+            touch(v, at)
 
 
 def _prefetched(loop: Op) -> list:
@@ -282,10 +298,10 @@ def _prefetched(loop: Op) -> list:
 
 
 def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool,
-          reserve: bool) -> dict:
+          reserve: int) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
-    the placed tiles (``PlacedTile``) per buffer. ``reserve``: the second buffers of
-    double-buffered loads too (``_reserve``)."""
+    the placed tiles (``PlacedTile``) per buffer. ``reserve``: what double-buffered loops keep
+    to themselves (``_reserve``)."""
     group_end = _fusion_group_ends(body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
@@ -333,7 +349,7 @@ def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool,
                 visit(blk, loops + [op] if op.name in LOOPS else loops)
             if op.name == "scf.for" and op.attrs.get("num_stages") == 2:
                 if reserve:
-                    _reserve(op, touch, pos)
+                    _reserve(op, touch, pos, reserve)
                 else:
                     for load in op.blocks[0].ops:
                         load.attrs.pop("_pong", None)

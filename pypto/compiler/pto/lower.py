@@ -405,7 +405,7 @@ def _narrowing_cvt_scratch(op) -> TileType | None:
     src, dst = op.operands[0].type, op.result.type
     narrowing = (src.dtype == dt.float32 and dst.dtype.bits == 16) or (
         src.dtype == dt.float16 and dst.dtype.bits in (8, 16))
-    if dst.dtype.is_floating or not narrowing:
+    if dst.dtype.is_floating or not narrowing or op.attrs.get("saturate"):
         return None
     rows, cols = math.prod(src.shape[:-1]), src.shape[-1]
     views = [(rows, cols), (1, cols), (1, rows * cols)]
@@ -499,7 +499,10 @@ def _broadcast_rule(op):
 
 
 def _cast_rule(op):
-    return "tcvt", ({"rmode": op.attrs["rounding"]} if op.attrs.get("rounding") else {})
+    attrs = {"rmode": op.attrs["rounding"]} if op.attrs.get("rounding") else {}
+    if op.attrs.get("saturate"):
+        attrs["sat"] = True              # TCVT's SaturationMode::ON (legalize_types)
+    return "tcvt", attrs
 
 
 # Tile IR op → (PTO opcode, attributes), for ops that map one to one onto an instruction.

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import NotOnChip
 from ...language import dtypes as dt
 from .program import Inst, Tile, element_type, mask_row_bytes, rows_end_to_end
-from .spelling import attr_text, scalar_type
+from .spelling import inner_text, scalar_type
 
 
 def fill(pr, tile: Tile, value, depth) -> None:
@@ -97,7 +97,7 @@ def cvt_rows(pr, i: Inst, attrs: dict, depth) -> None:
     src, dst = i.ins[0], i.outs[0]
     width = max(row_alloc(src), row_alloc(dst))
     n = pr.fresh("k")[2:]
-    rmode = f" {{{attr_text('rmode', attrs['rmode'])}}}" if "rmode" in attrs else ""
+    inner = inner_text("tcvt", dict(attrs))
     rows, cols = (1, src.rows) if src.is_column else (src.rows, src.cols)
     for r in range(rows):
         names = []
@@ -112,7 +112,7 @@ def cvt_rows(pr, i: Inst, attrs: dict, depth) -> None:
         if "tmp" in i.attrs:
             tmp, tmp_type = pr.operand(i.attrs["tmp"], "tcvt")
             a, at = f"{a}, {tmp}", f"{at}, {tmp_type}"
-        pr.emit(f"pto.tcvt ins({a}{rmode} : {at}) outs({b} : {bt})", depth)
+        pr.emit(f"pto.tcvt ins({a}{inner} : {at}) outs({b} : {bt})", depth)
 
 
 def in_halves(pr, i: Inst, depth) -> None:

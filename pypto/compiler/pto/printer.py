@@ -26,8 +26,8 @@ from .subblocks import SUBBLOCK, skeleton
 from .isa import CROSS_CORE_OPS, SYNC_OPS
 from .program import For, If, Inst, Program, TensorArg, Tile, While, row_pitch, walk_insts
 from .spelling import (CMP_FLOAT, CMP_SIGNED, CMP_UNSIGNED, EXECUTED, EXECUTED_LINE,
-                       EXECUTED_TYPE, FFTS_PARAM, FLOAT_MACROS, GRID_PARAMS, INNER_ATTRS,
-                       UNSIGNED_INT, attr_text, attrs_text, block_query_lines,
+                       EXECUTED_TYPE, FFTS_PARAM, FLOAT_MACROS, GRID_PARAMS,
+                       UNSIGNED_INT, attrs_text, block_query_lines, inner_text,
                        bool_to_float_lines, cast_op, constant_lines, constant_name, gm_type,
                        is_unsigned, printed_tmp, scalar_type, sync_lines, tiles_used)
 
@@ -362,10 +362,8 @@ class _Printer:
         if op == "tcvt" and print_views.row_alloc(i.ins[0]) != print_views.row_alloc(i.outs[0]):
             print_views.cvt_rows(self, i, attrs, depth)
             return
-        inner = INNER_ATTRS.get(op)
         names = [n for n, _ in ins]
-        if inner in attrs:
-            names[-1] += f" {{{attr_text(inner, attrs.pop(inner))}}}"
+        names[-1] += inner_text(op, attrs)
         text = (f"pto.{op} ins({', '.join(names)} : {', '.join(t for _, t in ins)}) "
                 f"outs({', '.join(f'{n} : {t}' for n, t in outs)}){attrs_text(attrs)}")
         self.emit(text, depth)

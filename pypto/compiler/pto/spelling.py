@@ -249,13 +249,15 @@ ROUND_MODES = {"none": "NONE", "rint": "RINT", "round": "ROUND", "floor": "FLOOR
                "ceil": "CEIL", "trunc": "TRUNC", "odd": "ODD"}
 ATOMIC_TYPES = {"add": "atomic_add", "max": "atomic_max", "min": "atomic_min"}
 
-# attributes the dialect wants inside ``ins(...)``, after the last operand: op → Program key
-INNER_ATTRS = {"tcvt": "rmode", "tcmp": "cmp", "tcmps": "cmp"}
+# attributes the dialect wants inside ``ins(...)``, after the last operand: op → Program keys
+INNER_ATTRS = {"tcvt": ("rmode", "sat"), "tcmp": ("cmp",), "tcmps": ("cmp",)}
 
 # Program attribute → (key in the text, spelling of the value)
 ATTR_SPELLING = {
     "rmode": ("rmode", lambda v: f"#pto<round_mode {ROUND_MODES[v]}>"),
     "cmp": ("cmpMode", lambda v: f"#pto<cmp {v}>"),
+    # TCVT's SaturationMode (ON clamps a float → int8/int16 conversion that would wrap)
+    "sat": ("sat_mode", lambda v: f"#pto<saturation_mode {'ON' if v else 'OFF'}>"),
     "atomic": ("atomicType", lambda v: f"#pto<atomic_type {ATOMIC_TYPES[v]}>"),
     # a store from L0C through the FIX pipe's ReLU (TSTORE<..., ReluPreMode::NormalRelu>)
     "relu": ("reluPreMode", lambda v: f"#pto<relu_pre_mode {'normal_relu' if v else 'no_relu'}>"),
@@ -266,6 +268,13 @@ def attr_text(key: str, value) -> str:
     """``key = value`` as the dialect spells the attribute."""
     text_key, spell = ATTR_SPELLING.get(key, (key, str))
     return f"{text_key} = {spell(value)}"
+
+
+def inner_text(op: str, attrs: dict) -> str:
+    """`` {key = value, ...}`` of ``op``'s attributes the dialect wants inside ``ins(...)``
+    (``INNER_ATTRS``), taken out of ``attrs``; or nothing."""
+    inner = {k: attrs.pop(k) for k in INNER_ATTRS.get(op, ()) if k in attrs}
+    return " {" + ", ".join(attr_text(k, v) for k, v in inner.items()) + "}" if inner else ""
 
 
 def attrs_text(attrs: dict) -> str:
@@ -279,7 +288,8 @@ def attrs_text(attrs: dict) -> str:
 _ATTR_KEYS = {text_key: key for key, (text_key, _) in ATTR_SPELLING.items()}
 _ATTR_VALUES = {"rmode": {v: k for k, v in ROUND_MODES.items()},
                 "atomic": {v: k for k, v in ATOMIC_TYPES.items()},
-                "relu": {"normal_relu": True, "no_relu": False}}
+                "relu": {"normal_relu": True, "no_relu": False},
+                "sat": {"ON": True, "OFF": False}}
 
 
 def unspell_attr(text_key: str, text: str) -> tuple[str, object]:

@@ -187,7 +187,8 @@ def tcvt_elem(cg, inst):
     def body(x):
         if mode is not None and src.dtype.is_floating:
             x = call_intrinsic(b, ROUNDING_INTRINSICS[mode], x)
-        if (src.dtype.name, out.dtype.name) in WRAPPING_CONVERSIONS:   # by the tile's dtype,
+        if (src.dtype.name, out.dtype.name) in WRAPPING_CONVERSIONS and \
+                not inst.attrs.get("sat"):       # by the tile's dtype,
             wide = convert(b, x, compute_dtype(src.dtype), dt.int32)   # not the computed one
             return b.trunc(wide, storage_type(out.dtype))
         return convert(b, x, compute_dtype(src.dtype), out.dtype)
