@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
@@ -313,6 +315,8 @@ def _legalize_op(op: Op, target=None):
     if name == "tile.binary" and BINARY[op.attrs["op"]].pto is None:
         rule = BINARY_RULES[op.attrs["op"]]
         return _widened(op, rule)
+    if name == "tile.binary" and op.attrs["op"] == "div":
+        return _divide_by_power_of_two(op)
     if name == "tile.reduce" and op.attrs["op"] in ("argmax", "argmin") and \
             len(op.operands[0].type.shape) == 2 and op.attrs["axis"] == 0:
         e = Emitter(op.loc)
@@ -336,6 +340,26 @@ def _legalize_op(op: Op, target=None):
     if name == "tile.broadcast":
         return _split_broadcast(op)
     return None
+
+
+def _divide_by_power_of_two(op: Op):
+    """``x / c`` for a constant power of two ``c`` is ``x * (1 / c)``, the same bits: both
+    round the exact ``x * 2**-k`` once (as LLVM rewrites an fdiv). A2/A3's divide costs the
+    vector unit more than a multiply (``pl.sum(t) / N`` of a norm: 64 cycles against 27)."""
+    x, c = op.operands
+    if not x.type.dtype.is_floating or c.is_tile or c.owner is None or \
+            c.owner.name != "arith.constant":
+        return None
+    value = float(c.owner.attrs["value"])
+    if value == 0 or not math.isfinite(value) or math.frexp(value)[0] not in (0.5, -0.5):
+        return None
+    inverse = 1.0 / value
+    with np.errstate(over="ignore"):         # past the dtype's range: inf, refused
+        typed = np.array([value, inverse]).astype(x.type.dtype.to_numpy()).astype(float)
+    if list(typed) != [value, inverse]:
+        return None          # c or 1 / c is not a number of x's dtype (c takes it first)
+    e = Emitter(op.loc)
+    return e.ops, e.binary("mul", x, float(inverse))
 
 
 def _over_one_element(op: Op) -> bool:
