@@ -8,9 +8,9 @@ out = table[ids]: a (tokens, D) fp16 tile of rows picked by an int32 index vecto
 tokens x BN columns). On the NPU each row is one TLOAD at a run-time offset into its row of
 the tile (docs/language.md, "Whole rows"). The floor is the bytes the lookup must move (each
 output row read once and written once) at ascend910b1's HBM bandwidth, 1.6 TB/s; "share of
-HBM" is floor / modelled time. The model counts every row the data picks as an L2 miss; the
-stores land in the L2 (write-back), so a lookup whose output fits in it (192 MiB) can show more
-than 100 %: its writes reach the HBM after the kernel.
+HBM" is floor / modelled time. The model counts every row the data picks as an L2 miss, and
+a launch takes at least its bytes over the HBM's bandwidth (its misses, its write-backs and
+what it leaves dirty in the L2), so no share passes 100 %.
 numpy's baseline is ``np.take(table, ids, axis=0, out=)``; torch's is
 ``torch.index_select(..., out=)`` on the same thread count as PyPTO.
 """
