@@ -7,24 +7,16 @@ import numpy as np
 import pytest
 
 import pypto
-import pypto.language as pl
 from pypto.compiler.ir import GRID_PARAMS, Module
 from pypto.compiler.passes import PIPELINE, run_pipeline
 
 from ..engines.tools import needs_tools, retarget
+from .pto.corpus import _bench
 
 
-@pypto.jit(target="ascend910b1")
-def swiglu(g, u, out, BM: pl.constexpr, BN: pl.constexpr):
-    r, c = pl.program_id(0) * BM, pl.program_id(1) * BN
-    a = pl.load(g, offsets=(r, c), shape=(BM, BN)).to(pl.float32)
-    v = pl.load(u, offsets=(r, c), shape=(BM, BN)).to(pl.float32)
-    pl.store(out, offsets=(r, c), value=(a / (1.0 + pl.exp(-a)) * v).to(pl.float16))
-
-
-def _reference(g, u):
-    a = g.astype(np.float32)
-    return (a / (1 + np.exp(-a)) * u.astype(np.float32)).astype(np.float16)
+STREAMING = _bench("streaming")             # benchmarks/streaming.py: its kernels
+swiglu, rms_norm = STREAMING.swiglu, STREAMING.rms_norm
+_reference = STREAMING._swiglu_ref
 
 
 def _persistent(kernel, shape, bm=8, bn=1376):
@@ -81,15 +73,6 @@ def test_the_host_result_is_unchanged(bm, bn):
     swiglu[(64 // bm, 2752 // bn)](g, u, out, BM=bm, BN=bn)
     np.testing.assert_allclose(out.astype(np.float32), _reference(g, u).astype(np.float32),
                                rtol=2e-3, atol=2e-3)
-
-
-@pypto.jit(target="ascend910b1")
-def rms_norm(x, w, out, BM: pl.constexpr, N: pl.constexpr):
-    r = pl.program_id(0) * BM
-    t = pl.load(x, offsets=(r, 0), shape=(BM, N)).to(pl.float32)
-    scale = 1.0 / pl.sqrt(pl.sum(t * t, axis=1, keepdims=True) / N + 1e-6)
-    y = t * scale * pl.load(w, offsets=(0, 0), shape=(1, N)).to(pl.float32)
-    pl.store(out, offsets=(r, 0), value=y.to(pl.float16))
 
 
 def _double_buffered_loop(kernel, args, meta):

@@ -345,7 +345,7 @@ def _legalize_op(op: Op, target=None):
 def _divide_by_power_of_two(op: Op):
     """``x / c`` for a constant power of two ``c`` is ``x * (1 / c)``, the same bits: both
     round the exact ``x * 2**-k`` once (as LLVM rewrites an fdiv). A2/A3's divide costs the
-    vector unit more than a multiply (``pl.sum(t) / N`` of a norm: 64 cycles against 27)."""
+    vector unit more than a multiply (``pl.sum(t) / N`` of a norm: 64 cycles against 15)."""
     x, c = op.operands
     if not x.type.dtype.is_floating or c.is_tile or c.owner is None or \
             c.owner.name != "arith.constant":
