@@ -19,7 +19,7 @@ numpy, so the ports compute what they claim. --reps is accepted for the harness 
   of the cores' time against the board's TMATMUL and TLOAD ratios. "1 step/load" is the same
   kernel loading one K step (128-byte rows) per TLOAD, the obvious port: the board's figure is
   the schedule to beat, not that kernel's time.
-* GEMM pto-isa .pto / flash attn pto-isa .pto: pto-isa's kernels instruction for
+* GEMM / flash attn / top-k pto-isa .pto: pto-isa's kernels instruction for
   instruction, built as PTO programs (``ptoisa_programs.py``) and modelled with
   ``model_launch``: the model held against the board on the board's own instruction stream,
   apart from what PyPTO emits (for flash attention: both AIVs, 4 QK tiles in flight, FIFOs
@@ -46,9 +46,10 @@ import pypto
 import pypto.language as pl
 from pypto.backends.ascend.model.launch import model_kernel, model_launch
 from pypto.backends.ascend.model.silicon import BOARD_TARGET, FA_BOARD, GEMM_BOARD, TOPK_BOARD
-from ptoisa_programs import fa_program, gemm_program
+from ptoisa_programs import fa_program, gemm_program, topk_program
 from ptoisa_programs import fa_args as fa_program_args
 from ptoisa_programs import gemm_args as gemm_program_args
+from ptoisa_programs import topk_args as topk_program_args
 
 TARGET = BOARD_TARGET    # the board's chip: 24 AIC / 48 AIV at 1.80 GHz
 # The board's figures: pypto/backends/ascend/model/silicon.py (GEMM_BOARD, FA_BOARD, TOPK_BOARD)
@@ -218,6 +219,10 @@ def cases(quick: bool):
         out.append(("top-k fp32 k=1000", f"{rows}x1024", TOPK_BOARD[rows], None,
                     lambda args=args, meta=meta: model_kernel(topk_kernel, (TOPK_CORES,),
                                                               *args, **meta)))
+    for rows in QUICK["topk"] if quick else TOPK_BOARD:
+        out.append(("top-k pto-isa .pto", f"{rows}x1024", TOPK_BOARD[rows], None,
+                    lambda rows=rows: model_launch(topk_program(rows), (TOPK_CORES,),
+                                                   topk_program_args(rows))))
     return out
 
 

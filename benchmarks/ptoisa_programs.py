@@ -4,6 +4,8 @@ instruction stream, apart from what PyPTO's compiler emits (benchmarks/board.py)
 
 * ``gemm_program``: ``kernels/manual/a2a3/gemm_performance`` (4 K steps per TLOAD of
   512-byte rows, TEXTRACT of 64-wide slices into double-buffered L0A/L0B).
+* ``topk_program``: ``kernels/manual/a2a3/topk`` (float, k = 1000): TSORT32, the blockLen
+  and list-form TMRGSORTs, TMOV and TGATHER per row, two buffers of two rows.
 * ``fa_program``: ``kernels/manual/common/flash_atten`` with its defaults (CUBE_S0 = CUBE_S1
   = 128, TILE_S1 = 256, 4 QK tiles preloaded, FIFOs 8 deep, both AIVs): the cube's QK and PV
   matmuls and the AIVs' softmax (``compute_p``) and running update (``compute_gu``), handed
@@ -15,6 +17,7 @@ ping-pong buffers and flag ids are then plain numbers, as the C++ computes them.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from types import SimpleNamespace
 
@@ -384,3 +387,84 @@ def _fa_vector(o, qk_ws, p_ws, pv_ws, tiles, sub):
         compute_gu(tile)
     st.events("wait_flag", FA_VECTOR_EVENTS)
     return st.out
+
+
+# -- top-k -------------------------------------------------------------------------------------
+
+TOPK_ROWS, TOPK_COLS, TOPK_WHOLE, TOPK_K, TOPK_CORES = 2, 1024, 1280, 1000, 48
+
+
+def topk_program(rows, target="ascend910b2"):
+    """kernels/manual/a2a3/topk/topk_kernel.cpp (float, k = 1000 of 1024 columns of 1280):
+    each of 48 cores takes rows / 48 rows, two sets of SINGLE_LOOP_ROW = 2 rows a round in
+    two buffers; per row TSORT32, the blockLen TMRGSORTs (64, 256) each followed by a TMOV
+    back, the tail's list-form TMRGSORT of two runs of 512 pairs, a TMOV of the k pairs, and
+    TGATHER P0101 / P1010 for values and indices; a pipe_barrier(PIPE_V) after each step as
+    the C++ has it."""
+    per_core = rows // TOPK_CORES
+    pairs = 2 * TOPK_COLS                              # a row's sorted (value, index) floats
+    x = TensorArg("x", F32, (rows, TOPK_WHOLE), (TOPK_WHOLE, 1))
+    ids = TensorArg("ids", dt.uint32, (1, TOPK_COLS), (TOPK_COLS, 1))
+    out = TensorArg("values", F32, (rows, TOPK_K), (TOPK_K, 1))
+    idx = TensorArg("indices", dt.uint32, (rows, TOPK_K), (TOPK_K, 1))
+    tile = lambda name, dtype, r, c: Tile(name, "vec", dtype, r, c, 0)   # noqa: E731
+    src = [tile(f"src{b}", F32, TOPK_ROWS, TOPK_COLS) for b in range(2)]
+    sorted32 = [tile(f"sort{b}", F32, TOPK_ROWS, pairs) for b in range(2)]
+    merged = [tile(f"mrg{b}", F32, TOPK_ROWS, pairs) for b in range(2)]
+    values = [tile(f"d{b}", F32, TOPK_ROWS, TOPK_K) for b in range(2)]
+    indices = [tile(f"i{b}", dt.uint32, TOPK_ROWS, TOPK_K) for b in range(2)]
+    index = tile("index", dt.uint32, 1, TOPK_COLS)
+    tmp = [tile(f"tmp{b}", F32, 1, pairs) for b in range(2)]
+    row = lambda t, n=None: dataclasses.replace(t, rows=1, v_row=1, cols=t.cols,  # noqa: E731
+                                                v_col=n or t.cols)
+    st = _Stream()
+    pid = st.query("pto.program_id", axis=0)
+    first = st.arith("mul", pid, per_core)
+    st.inst("tload", [ids, 0, 0], [index])
+    st.events("set_flag", (("V", "MTE2", 2),))
+    r0 = Scalar("r0", I64)
+    st_ = _Stream()                                    # the loop's body
+    for b in range(2):                                 # ProcessSingleRow(cur = b)
+        r = st_.arith("add", st_.arith("add", first, r0), b * TOPK_ROWS)
+        st_.flag("wait_flag", "V", "MTE2", b)
+        st_.inst("tload", [x, r, 0], [src[b]])
+        st_.flag("set_flag", "MTE2", "V", b)
+        st_.flag("wait_flag", "MTE2", "V", b)
+        for _ in range(TOPK_ROWS):                      # SortEachGroup
+            st_.inst("tsort32", [row(src[b]), index], [row(sorted32[b])], tmp=tmp[b])
+            st_.inst("barrier", [], [], pipe="V")
+        st_.flag("set_flag", "V", "MTE2", b)
+        st_.inst("barrier", [], [], pipe="V")
+        for _ in range(TOPK_ROWS):                      # MrgsortSingleRow
+            for block_len in (64, 256):
+                st_.inst("tmrgsort", [row(sorted32[b])], [tmp[b]], block_len=block_len)
+                st_.inst("barrier", [], [], pipe="V")
+                st_.inst("tmov", [tmp[b]], [row(sorted32[b])])
+                st_.inst("barrier", [], [], pipe="V")
+            half = pairs // 2                           # SortTailBlock: two runs of 1024
+            runs = [row(sorted32[b], half), row(sorted32[b], half)]
+            st_.inst("tmrgsort", runs, [row(sorted32[b])], tmp=tmp[b])
+            st_.inst("barrier", [], [], pipe="V")
+            st_.inst("tmov", [row(sorted32[b], 2 * TOPK_K)], [row(merged[b], 2 * TOPK_K)])
+        st_.inst("barrier", [], [], pipe="V")
+        for _ in range(TOPK_ROWS):                      # ExtractDataOrIndex, values
+            st_.inst("tgather", [row(merged[b])], [row(values[b])], pattern="P0101")
+        st_.flag("set_flag", "V", "MTE3", b)
+        st_.inst("barrier", [], [], pipe="V")
+        for _ in range(TOPK_ROWS):                      # and indices
+            st_.inst("tgather", [row(merged[b], 2 * TOPK_K)], [row(indices[b])],
+                     pattern="P1010")
+        st_.flag("set_flag", "V", "MTE3", b + 2)
+        st_.flag("wait_flag", "V", "MTE3", b)
+        st_.inst("tstore", [values[b]], [out, r, 0])
+        st_.flag("wait_flag", "V", "MTE3", b + 2)
+        st_.inst("tstore", [indices[b]], [idx, r, 0])
+    st.out.append(For(r0, 0, per_core, 2 * TOPK_ROWS, [], [], [], st_.out))
+    st.events("wait_flag", (("V", "MTE2", 2),))
+    return Program("topk_ptoisa", "vector", [x, ids, out, idx], [], st.out,
+                   get_target(target), {})
+
+
+def topk_args(rows) -> dict:
+    return _shapes(x=(rows, TOPK_WHOLE), ids=(1, TOPK_COLS), values=(rows, TOPK_K),
+                   indices=(rows, TOPK_K))
