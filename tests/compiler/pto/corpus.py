@@ -757,6 +757,11 @@ def _entries() -> list[Entry]:
     add("bench_streaming_quant_int8", "benchmark reduce-max cast f16 i8",
         lambda: _pto(st().quant_int8, _r(4, 4096, dtype=F16), _z(4, 4096, dtype=I8),
                      _z(4, 1), BM=2, N=4096))
+    # double buffering in the UB memory planning reserved: the loads' second buffers planned,
+    # the loads and the store kept out of the temporaries (passes/memory_plan._reserve)
+    add("bench_streaming_swiglu_persistent", "benchmark num-stages grid-2d f16 cast",
+        lambda: _persistent_pto(st().swiglu, _r(24, 2752, dtype=F16), _r(24, 2752, dtype=F16),
+                                _z(24, 2752, dtype=F16), BM=8, BN=1376))
     add("bench_streaming_rope", "benchmark grid-2d f16 cast",
         lambda: _pto(st().rope, _r(64, 256, dtype=F16), _r(64, 64, dtype=F16),
                      _r(64, 64, dtype=F16), _z(64, 256, dtype=F16), BM=64, D=128))
