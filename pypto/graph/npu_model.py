@@ -107,7 +107,8 @@ class _Simulations:
             lm = model_launch(pto_program(step.compiled), step.grid, self.args(step),
                               self.module.target)
             span = lm.cycles - sum(dispatch_cycles(self.module.target))
-            self.memo[key] = BlockTrace((0, 0, 0), 0, 0.0, span, [], lm.pipe_busy)
+            self.memo[key] = BlockTrace((0, 0, 0), 0, 0.0, span, [], lm.pipe_busy,
+                                        traffic=lm.memory.traffic())
         return _shifted(self.memo[key], core, start)
 
 
@@ -115,7 +116,7 @@ def _shifted(trace, core: int, start: float) -> BlockTrace:
     """The memoised trace moved to ``start`` on ``core`` (records are shifted when read, by
     ``records_of``)."""
     t = BlockTrace(trace.pid, core, trace.start + start, trace.end + start, trace.records,
-                   trace.pipe_busy)
+                   trace.pipe_busy, traffic=trace.traffic)
     t.offset = start
     return t
 

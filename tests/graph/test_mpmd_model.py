@@ -96,3 +96,26 @@ def test_bubble_report_and_chrome_trace(module, tmp_path):
     assert len(tasks) == sum(len(p.cores) for p in m.placed)
     assert {e["cat"] for e in tasks} == {s.name for s in module.steps}
     assert any(e["pid"] >= 1000 for e in tasks) and any(e["pid"] < 1000 for e in tasks)
+
+
+def test_a_graph_run_takes_at_least_its_traffic_over_the_hbm():
+    """Each task's HBM share is fixed when it starts, so the shares can sum past the HBM; the
+    run is held to its tasks' traffic over the chip's bandwidths, as a launch is. Two tasks
+    of 10 us that each say they moved 160 MB of HBM bytes (100 us each at 1.6 TB/s) on two
+    cores at once: the schedule alone ends them at 10 us after the launch."""
+    from pypto.backends.ascend.model.block import BlockTrace
+    from pypto.backends.ascend.model.tasks import TaskSpec, schedule
+    target = pypto.get_target("ascend910b1")
+    cycles_10us = 10 * target.clock_ghz * 1e3
+    hbm_bytes = 160e6
+
+    def simulate(core, start, active):
+        return BlockTrace((0, 0, 0), core, start, start + cycles_10us,
+                          traffic=(hbm_bytes, hbm_bytes))
+    specs = [TaskSpec(i, f"t{i}", "n", "vector", [], simulate) for i in range(2)]
+    model = schedule(specs, target)
+    launch = dispatch_cycles(target, "task")[0]
+    floor_us = 2 * hbm_bytes / (target.hbm_gbps * 1e9) * 1e6
+    assert max(p.end for p in model.placed) < launch + 2 * cycles_10us
+    assert model.bandwidth_bound
+    assert model.time_us == pytest.approx(launch / (target.clock_ghz * 1e3) + floor_us)

@@ -81,6 +81,9 @@ class BlockTrace:
     records: list = field(default_factory=list)
     pipe_busy: dict = field(default_factory=dict)
     handoffs: list = field(default_factory=list)     # HandOff: cross-core flags set and met
+    # (HBM bytes, bytes moved) of a block modelled alone (launch.model_block): a graph run's
+    # tasks together cannot beat them over the chip's bandwidths (tasks.schedule)
+    traffic: tuple = (0, 0)
 
     @property
     def cycles(self) -> float:

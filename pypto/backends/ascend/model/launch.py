@@ -337,12 +337,16 @@ def model_block(program, grid, args: dict, target, pid: tuple, core: int, start:
     target = as_target(target)
     grid = _grid3(grid)
     block_cores = _cores_per_block(program)
-    memory = GlobalMemory(target) if memory is None else memory
+    own = memory is None
+    memory = GlobalMemory(target) if own else memory
     agents = _block_parts(program, lambda part, sb: BlockEnv(
         target, pid, grid, args, program.params, start, active * block_cores, core, part,
         memory, sb))
     _Hub(agents).run()
-    return _merge(agents)
+    trace = _merge(agents)
+    if own:                     # a shared L2's traffic is the caller's to count
+        trace.traffic = memory.traffic()
+    return trace
 
 
 def _schedule(program, pids: list, cores: int, env_factory, target: Target) -> list:

@@ -53,8 +53,10 @@ The rule (a reuse-distance estimate, LRU by bytes):
   made block by block (a core's load and store can each be granted a full share), and a
   streaming kernel's figure must never beat its bytes over the HBM's bandwidth.
 
-One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one graph run
-(``tasks.schedule``); it starts empty (cold): a kernel's inputs come from the HBM once.
+One ``GlobalMemory`` lives for one launch (``launch.model_launch``) or one task of a graph run
+(``launch.model_block``; each task starts with a cold L2, and ``tasks.schedule`` holds the run
+to the sum of its tasks' traffic, ``traffic_floor``); it starts empty (cold): a kernel's
+inputs come from the HBM once.
 """
 from __future__ import annotations
 
@@ -131,15 +133,23 @@ class GlobalMemory:
         """Bytes still dirty in the L2 (written back by whatever runs next)."""
         return sum(size for size, was_dirty in self.lines.values() if was_dirty)
 
+    def traffic(self) -> tuple:
+        """(HBM bytes: misses, write-backs and what is left dirty; every byte moved)."""
+        return self.misses + self.written_back + self.dirty(), self.moved
+
     def floor_cycles(self) -> float:
         """The least time, in cycles, the launch's traffic takes on the whole chip: its HBM
-        bytes (misses, write-backs, and what is left dirty) at the HBM's bandwidth, or every
-        byte moved at the L2's, whichever is longer."""
-        t = self.target
-        cycle = t.clock_ghz * 1e9
-        hbm = (self.misses + self.written_back + self.dirty()) / (t.hbm_gbps * 1e9 / cycle)
-        return max(hbm, self.moved / (t.l2_gbps * 1e9 / cycle))
+        bytes at the HBM's bandwidth, or every byte moved at the L2's, whichever is longer."""
+        return traffic_floor(self.target, *self.traffic())
 
     def hit_rate(self) -> float:
         read = self.hits + self.misses
         return self.hits / read if read else 0.0
+
+
+def traffic_floor(target, hbm_bytes: float, moved_bytes: float) -> float:
+    """The least cycles ``hbm_bytes`` take at the HBM's bandwidth and ``moved_bytes`` at the
+    L2's, whichever is longer."""
+    cycle = target.clock_ghz * 1e9
+    return max(hbm_bytes / (target.hbm_gbps * 1e9 / cycle),
+               moved_bytes / (target.l2_gbps * 1e9 / cycle))

@@ -13,6 +13,8 @@ task on one of each), so one node's cube tasks overlap another node's vector tas
   cores). A task's HBM share is fixed when it starts: the cores busy then, itself included.
 * A task's time is its block modelled alone from that start (``launch.model_block``);
   ``simulate`` returns None for work the model cannot see (an Ascend C call: zero time).
+* The run takes at least its tasks' traffic over the chip's bandwidths (``_traffic_floor``):
+  the shares fixed at each start are estimates, and the total must not beat the HBM.
 
 ``bubbles()`` reads the schedule back: per core its busy and idle time, the critical path (the
 chain of tasks, each started by the previous one's end, that ends last), the longest waits
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 
 from ..chrome_trace import task_chrome_trace
 from .costs import dispatch_cycles
+from .memory import traffic_floor
 from ....target import Target
 
 KINDS = ("vector", "cube")
@@ -72,6 +75,7 @@ class DagModel:
     launches: int = 1
     note: str = ""
     cores: dict = field(default_factory=dict)        # kind -> cores available
+    bandwidth_bound: bool = False   # the chip's bandwidth, not the schedule, set ``cycles``
 
     @property
     def time_us(self) -> float:
@@ -149,7 +153,20 @@ def schedule(specs: list, target: Target, strategy: str = "mpmd") -> DagModel:
     if any(p is None for p in placed):
         raise ValueError("the task graph has a cycle or a dependency on a later task")
     cycles = max((p.end for p in placed), default=0.0)
-    return DagModel(target, strategy, cycles, placed, cores=counts)
+    floor = launch + _traffic_floor(placed, target)
+    return DagModel(target, strategy, max(cycles, floor), placed, cores=counts,
+                    bandwidth_bound=floor > cycles)
+
+
+def _traffic_floor(placed: list, target: Target) -> float:
+    """The least cycles the run's traffic takes on the whole chip (``memory.traffic_floor``):
+    the tasks' HBM shares are fixed when each starts and can sum past the HBM, as a launch's
+    blocks' can (``launch.model_launch`` holds a launch to its floor the same way). Each task
+    is modelled with a cold L2 of its own, so a tensor one task writes and the next reads
+    counts both times, as it does in the tasks' own times."""
+    traces = [p.trace for p in placed if p.trace is not None]
+    return traffic_floor(target, sum(t.traffic[0] for t in traces),
+                         sum(t.traffic[1] for t in traces))
 
 
 # -- the bubble report ---------------------------------------------------------------------------
