@@ -415,7 +415,7 @@ def topk_program(rows, target="ascend910b2"):
     indices = [tile(f"i{b}", dt.uint32, TOPK_ROWS, TOPK_K) for b in range(2)]
     index = tile("index", dt.uint32, 1, TOPK_COLS)
     tmp = [tile(f"tmp{b}", F32, 1, pairs) for b in range(2)]
-    row = lambda t, n=None: dataclasses.replace(t, rows=1, v_row=1, cols=t.cols,  # noqa: E731
+    row = lambda t, n=None: dataclasses.replace(t, rows=1, v_row=1,  # noqa: E731
                                                 v_col=n or t.cols)
     st = _Stream()
     pid = st.query("pto.program_id", axis=0)

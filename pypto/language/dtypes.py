@@ -55,6 +55,12 @@ class dtype:
             return _NP_EXTRA[self.name]
         return np.dtype(self.name if self.name != "bool" else np.bool_)
 
+    def rounded(self, value: float) -> float:
+        """``value`` as a number of this float dtype: to the nearest, past its range its
+        infinity (a weak scalar takes its tile's dtype first: docs/tile_ir.md)."""
+        with np.errstate(over="ignore"):
+            return float(np.array(value, np.float64).astype(self.to_numpy()))
+
     def __repr__(self) -> str:
         return f"pl.{self.name}"
 
@@ -82,6 +88,7 @@ ALL = (bool_, int4, int8, uint8, int16, uint16, int32, uint32, int64, float16, b
        float64, float8_e4m3fn, float8_e5m2)
 BY_NAME = {d.name: d for d in ALL}
 BY_NAME["bool"] = bool_
+BY_MLIR = {d.mlir: d for d in ALL}
 
 
 def from_any(x) -> dtype:

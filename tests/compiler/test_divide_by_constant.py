@@ -47,16 +47,18 @@ def test_another_constant_still_divides(c):
 
 
 @pytest.mark.parametrize("engine", ["native", "pto-isa"])
-def test_a_float16_tile_by_a_scalar_past_its_range(engine):
+@pytest.mark.parametrize("dtype, c", [(np.float16, 1e6), (np.float32, 1e39)])
+def test_a_scalar_past_the_tiles_range_is_its_infinity(engine, dtype, c):
     """The scalar takes the tile's dtype (docs/tile_ir.md, weak scalars): 1e6 is float16's
-    infinity. It crashed the host's code generation (llvmlite cannot pack 1e6 as a half), and
-    ptoas lowered the .pto's ``1000000.0 : f16`` to C++ that named an undeclared ``Inf``."""
+    infinity, 1e39 float32's. float16 crashed the host's code generation (llvmlite cannot
+    pack 1e6 as a half), and ptoas lowered the .pto's ``1000000.0 : f16`` (and ``1.0e+39 :
+    f32``) to C++ that named an undeclared ``Inf``."""
     if engine == "pto-isa":
         from ..engines.tools import TOOLS, MISSING
         if TOOLS is None:
             pytest.skip(f"pto-isa engine unavailable: {MISSING}")
     kernel = pypto.jit(divide.fn, engine=engine)
-    x = np.full((8, 64), 1000.0, np.float16)
+    x = np.full((8, 64), 1000.0, dtype)
     out = np.ones_like(x)
-    kernel[(1,)](x, out, C=1e6)
+    kernel[(1,)](x, out, C=c)
     np.testing.assert_array_equal(out, np.zeros_like(x))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ..ir import Block, Module, Op, ScalarType, TileType, Value, replace_uses
@@ -354,9 +352,7 @@ def _divide_by_power_of_two(op: Op):
     if value == 0 or not math.isfinite(value) or math.frexp(value)[0] not in (0.5, -0.5):
         return None
     inverse = 1.0 / value
-    with np.errstate(over="ignore"):         # past the dtype's range: inf, refused
-        typed = np.array([value, inverse]).astype(x.type.dtype.to_numpy()).astype(float)
-    if list(typed) != [value, inverse]:
+    if [x.type.dtype.rounded(v) for v in (value, inverse)] != [value, inverse]:
         return None          # c or 1 / c is not a number of x's dtype (c takes it first)
     e = Emitter(op.loc)
     return e.ops, e.binary("mul", x, float(inverse))

@@ -6,8 +6,9 @@ group-reduce shapes pto-isa folds with vcgadd/vcgmax, a cycle a repeat) reduce i
 three instructions, and a second small reduction finishes each row: 277 cycles.
 
 Rules as data: ``isa.GROUP_REDUCE_SHAPES`` (pto-isa's TryOptimizeFP32Reduce),
-``TWO_STAGE_MAX_ROWS`` (with more rows the fold's instructions are shared by them and win). The view is a
-``treshape`` of a row-major tile whose rows are whole 32 bytes: the same bytes, no copy.
+``TWO_STAGE_MAX_ROWS`` (with more rows the fold's instructions are shared by them and win).
+The view is a ``treshape`` of a row-major tile whose rows are whole 32 bytes: the same bytes,
+no copy.
 Sums add in another order, within float tolerance, as the chip's own instruction does.
 """
 from __future__ import annotations

@@ -205,10 +205,11 @@ def constant_lines(name: str, value, ty: str) -> list[str]:
     ``APFloat::toString`` spells them "Inf"/"NaN"), and it folds a bitcast of a constant
     back into one. So the bits are chosen by a condition its folder cannot decide (the block
     index below 0: never) and bitcast, which it emits as ``ptoas_bitcast<float>(...)``.
-    A float16 value past its range is its infinity (``x / 1e6`` of a float16 tile)."""
-    if ty == "f16" and isinstance(value, float) and math.isfinite(value):
-        with np.errstate(over="ignore"):
-            value = float(np.float16(value)) if abs(value) > 65504 else value
+    A float past its type's range is its infinity (``x / 1e6`` of a float16 tile, ``/ 1e39``
+    of a float32 one)."""
+    if isinstance(value, float) and math.isfinite(value) and ty in SPECIAL_BITS:
+        wide = dt.BY_MLIR[ty].rounded(value)
+        value = value if math.isfinite(wide) else wide
     if not (isinstance(value, float) and not math.isfinite(value)):
         return [f"{name} = arith.constant {mlir_literal(value, ty)} : {signless(ty)}"]
     ity = BITS_TYPE[ty]

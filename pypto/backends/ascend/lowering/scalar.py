@@ -19,11 +19,8 @@ def constant(cg, inst):
     v = inst.attrs["value"]
     if d == dt.bfloat16:      # kept as raw bits: round the value the way the dtype does
         value = int(np.array(v, np.float32).astype(d.to_numpy()).view(np.uint16))
-    elif d == dt.float16:     # rounded as the dtype does: past 65504 it is inf (llvmlite
-        with np.errstate(over="ignore"):                    # cannot pack it otherwise)
-            value = float(np.array(v, np.float32).astype(np.float16))
-    else:
-        value = float(v) if d.is_floating else int(v)
+    else:               # past the dtype's range: its infinity (llvmlite cannot pack it)
+        value = d.rounded(v) if d.is_floating else int(v)
     _define(cg, inst, ir.Constant(storage_type(d), value))
 
 

@@ -195,8 +195,9 @@ def _row_reduce_cycles(inst, src: Tile, target: Target) -> float:
     instructions over every row, one after another, each behind a barrier (pto-isa's A2/A3
     TRowReduceOps.hpp FillTmp/TmpProc, TRowSum.hpp's pairwise tree: a row of n repeats takes
     n - 1 of them, as a column reduction takes a step a row). The fp32 shapes of
-    ``isa.GROUP_REDUCE_SHAPES`` go through vcgmax/vcgadd instead: one pass folds every 32-byte block to one element, then
-    a few small steps (a group step folds 8 partials, a binary one 2) finish each row."""
+    ``isa.GROUP_REDUCE_SHAPES`` go through vcgmax/vcgadd instead: one pass folds every
+    32-byte block to one element, then a few small steps (a group step folds 8 partials, a
+    binary one 2) finish each row."""
     costs = target.costs
     rows, cols = valid_shape(src)
     if _group_reducible(inst, src):

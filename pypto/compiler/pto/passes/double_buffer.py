@@ -127,15 +127,14 @@ def _prefetchable(loop: For) -> list[tuple[Inst, list]]:
 
 # -- buffers ----------------------------------------------------------------------------------
 
-def _fresh_tile(program: Program, like: Tile, load: Inst) -> Tile:
-    """A second buffer for ``load``'s tile: where memory planning reserved it
-    (``_pong_addr``, passes/memory_plan._reserve), else above everything planned."""
+def _fresh_tile(program: Program, like: Tile, load: Inst, at: int | None = None) -> Tile:
+    """Another buffer for ``load``'s tile: at ``at`` (the pong memory planning reserved,
+    passes/memory_plan._reserve), else above everything planned."""
     target = program.target
     tile = Tile(f"{like.name}_pong{_next()}", like.loc, like.dtype, like.rows, like.cols, 0,
                 like.v_row, like.v_col, like.pad, like.alloc)
-    reserved = load.attrs.pop("_pong_addr", None)
-    if reserved is not None:
-        tile.addr = reserved
+    if at is not None:
+        tile.addr = at
         program.tiles.append(tile)
         return tile
 
@@ -314,7 +313,8 @@ def _pipeline(loop: For, program: Program) -> list:
     views = {id(l.outs[0]): _views(l.outs[0], loop) for l, _ in loads}
     ping = {id(l.outs[0]): (_fresh_tile(program, l.outs[0], l) if _shares_space(
         l.outs[0], views[id(l.outs[0])], loop, program) else l.outs[0]) for l, _ in loads}
-    pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l) for l, _ in loads}
+    pong = {id(l.outs[0]): _fresh_tile(program, l.outs[0], l, l.attrs.get("_pong_addr"))
+            for l, _ in loads}
     ping, pong = (_moved_views(r, loads, views, program) for r in (ping, pong))
     pong.update(_operand_pongs(loop, program))
     dropped = {id(l) for l, _ in loads}
