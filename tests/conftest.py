@@ -4,12 +4,21 @@ compile checks its .pto round trip."""
 import itertools
 import os
 import re
+import shutil
 import tempfile
 
 import pytest
 
-_session_cache = tempfile.mkdtemp(prefix="pypto-test-cache-")
-os.environ["PYPTO_CACHE_DIR"] = _session_cache
+# One cache per pytest run, shared by its xdist workers (they inherit the controller's
+# environment: a PCH and a kernel are built once, not once per worker) and removed when the run
+# ends: a run writes about 1 GB of kernels, and CI's several runs once filled the disk.
+_OWNER = "PYPTO_TEST_CACHE_OWNER"
+if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_OWNER):
+    _session_cache = None                           # a worker: the controller's cache
+else:
+    _session_cache = tempfile.mkdtemp(prefix="pypto-test-cache-")
+    os.environ["PYPTO_CACHE_DIR"] = _session_cache
+    os.environ[_OWNER] = str(os.getpid())
 # every kernel the tests compile (tutorials included) must print .pto that reads back
 # identically; the hazard checker runs on every compile anyway
 os.environ["PYPTO_VERIFY_PTO"] = "1"
@@ -85,6 +94,12 @@ def _heavy_module(path) -> str | None:
     rel = rel.replace(os.sep, "/")
     return next((m for m in HEAVY_MODULES
                  if rel == m or (m.endswith("/") and rel.startswith(m))), None)
+
+
+def pytest_unconfigure(config):
+    """The run's cache goes with the run (only the process that made it removes it)."""
+    if _session_cache:
+        shutil.rmtree(_session_cache, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
