@@ -36,8 +36,9 @@ import threading
 
 from ....errors import BufferOverflow, overflow_summary
 from ..isa import is_scalar, place_above, tile_extent
-from ..program import (For, If, Inst, Program, Scalar, Tile, While, constant_values,
-                       nested_bodies, walk_insts)
+from ..program import (For, If, Inst, Program, Scalar, Tile, constant_values, nested_bodies,
+                       walk_insts)
+from .clone import Cloner
 from ....language import dtypes as dt
 
 _local = threading.local()
@@ -215,70 +216,6 @@ def _shares_space(tile: Tile, views: list, loop: For, program: Program) -> bool:
 
 # -- the rewrite ------------------------------------------------------------------------------
 
-class _Cloner:
-    """Copies instructions with fresh scalars (SSA names must stay unique) and tile renames."""
-
-    def __init__(self, scalars: dict, tiles: dict):
-        self.map = {**scalars, **tiles}
-
-    def get(self, x):
-        got = self.map.get(id(x))
-        if got is not None:
-            return got
-        if isinstance(x, Tile) and x.row_of is not None:
-            # a gathered row's view: its row is a scalar of the body (an inner loop's index),
-            # renamed in the copy, so the copy reads its own row
-            base, row = x.row_of
-            if self.get(base) is not base or self.get(row) is not row:
-                got = self.map[id(x)] = dataclasses.replace(x, row_of=(self.get(base),
-                                                                       self.get(row)))
-                return got
-        return x
-
-    def fresh(self, s: Scalar) -> Scalar:
-        new = Scalar(f"{s.name}_{_next()}", s.dtype)
-        self.map[id(s)] = new
-        return new
-
-    def nodes(self, body: list) -> list:
-        return [self.node(n) for n in body]
-
-    def node(self, n):
-        if isinstance(n, Inst):
-            ins = [self.get(x) for x in n.ins]
-            defines = is_scalar(n)        # a store's outs (tensor, offsets) are uses
-            outs = [self.fresh(x) if defines else self.get(x) for x in n.outs]
-            attrs = dict(n.attrs)
-            if isinstance(attrs.get("tmp"), Tile):      # a scratch may be a moved view
-                attrs["tmp"] = self.get(attrs["tmp"])
-            return Inst(n.op, ins, outs, attrs)
-        if isinstance(n, For):
-            lb, ub, step = self.get(n.lb), self.get(n.ub), self.get(n.step)
-            inits = [self.get(x) for x in n.inits]
-            iv = self.fresh(n.iv)
-            args = [self.fresh(a) for a in n.iter_args]
-            body = self.nodes(n.body)
-            yields = [self.get(y) for y in n.yields]
-            results = [self.fresh(r) for r in n.results]
-            return For(iv, lb, ub, step, inits, args, results, body, yields, n.stages)
-        if isinstance(n, If):
-            cond = self.get(n.cond)
-            then_body = self.nodes(n.then_body)
-            then_y = [self.get(y) for y in n.then_yields]
-            else_body = self.nodes(n.else_body)
-            else_y = [self.get(y) for y in n.else_yields]
-            return If(cond, then_body, else_body, [self.fresh(r) for r in n.results],
-                      then_y, else_y)
-        inits = [self.get(x) for x in n.inits]
-        before_args = [self.fresh(a) for a in n.before_args]
-        before = self.nodes(n.before_body)
-        cond, fwd = self.get(n.cond), [self.get(v) for v in n.forwarded]
-        after_args = [self.fresh(a) for a in n.after_args]
-        after = self.nodes(n.after_body)
-        return While(inits, before_args, before, cond, fwd, after_args, after,
-                     [self.get(y) for y in n.yields], [self.fresh(r) for r in n.results])
-
-
 def _unfuse(body: list, groups: set) -> None:
     """A host fusion group that lost its load to the prefetch runs instruction by
     instruction (fusion is a host detail; the PTO program is unchanged by it)."""
@@ -296,7 +233,7 @@ def _prefetch(loads, iv_value, loop: For, tiles: dict) -> list:
     """The address computations and loads of ``loads`` for index ``iv_value``."""
     out = []
     for load, addr in loads:
-        c = _Cloner({id(loop.iv): iv_value}, {})
+        c = Cloner(_next, {id(loop.iv): iv_value}, {})
         out += c.nodes(addr)
         copy = c.node(load)
         copy.outs = [tiles.get(id(load.outs[0]), load.outs[0])]
@@ -327,13 +264,13 @@ def _pipeline(loop: For, program: Program) -> list:
     prologue = [two, step2] + _prefetch(loads, loop.lb, loop, ping)
 
     next_iv, iv_b = _scalar("arith.add", [loop.iv, loop.step], i64)
-    first = _Cloner({}, ping)
+    first = Cloner(_next, {}, ping)
     body_a = first.nodes(rest)
     yields_a = [first.get(y) for y in loop.yields]
     cmp, more = _scalar("arith.cmp", [iv_b, loop.ub], dt.bool_, pred="lt")
     after_iv, iv_c = _scalar("arith.add", [iv_b, loop.step], i64)
     carried = {id(a): y for a, y in zip(loop.iter_args, yields_a)}
-    second = _Cloner({id(loop.iv): iv_b, **carried}, pong)
+    second = Cloner(_next, {id(loop.iv): iv_b, **carried}, pong)
     body_b = second.nodes(rest)
     then_body = [after_iv] + _prefetch(loads, iv_c, loop, ping) + body_b
     results = [Scalar(f"{a.name}_r{_next()}", a.dtype) for a in loop.iter_args]

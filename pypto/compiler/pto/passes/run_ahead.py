@@ -1,0 +1,349 @@
+"""Each core runs one iteration ahead in a loop whose data goes back and forth between the
+cube and the vector cores (flash attention: S = Q K^T to the vector core, P back, P V out).
+
+As written, a part's iteration j is A(j), the work up to its first wait for data from the
+other core after its own hand-off, then B(j), the work that needs that data. The cube's A is
+S_j = Q K_j^T, its B is P_j V_j; the vector core's A is the softmax of S_j into P_j, its B
+adds P_j V_j into O. Each core idles while the other works on its hand-off, and the loop's
+critical path holds every hand-off. Running A(j+1) before B(j) -- S_{j+1} before P_j V_j on
+the cube, the softmax of S_{j+1} before O += P_j V_j on the vector core -- overlaps the two
+cores across iterations, as pto-isa's hand-written flash attention does:
+
+    if lb < ub: A(lb)
+    for j = lb to ub step s:
+        copy what B(j) reads of A(j)'s           (alpha, so A(j+1) may overwrite it)
+        if j + s < ub: A(j + s)
+        B(j)
+
+B is the wait, the other core's data and everything that reads what B writes (this iteration
+or the last); work that only feeds B (the load of V, its move to L0B) waits with it; A is the
+rest, address computations copied. The reorder keeps every value: what one side reads of its
+own previous iteration the other does not overwrite, A reads nothing of B's, and what B reads
+of A(j) is copied first (UB tiles only, a TMOV each). A's waits must be answered by the other
+core before it waits for anything B sends, or the cores would wait for each other. A loop
+that breaks a rule is left as it is, as is one of at most one iteration known at compile
+time. The flags between a core's pipes come from the sync pass, after this one; the host runs
+the program as written (``split.interleaved_copy``, taken before the split).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+
+from ....language import dtypes as dt
+from ....errors import BufferOverflow
+from ..isa import accesses, is_scalar, place_above, tile_extent
+from ..program import (For, If, Inst, Program, Scalar, TensorArg, Tile, constant_values,
+                       nested_bodies, walk_insts)
+from .clone import Cloner
+
+_local = threading.local()
+
+
+def _next() -> str:
+    return f"ra{next(_local.names)}"
+
+
+def run_ahead(program: Program) -> Program:
+    if program.kind != "mixed":
+        return program
+    _local.names = itertools.count()
+    consts = constant_values(program)
+    for _, part in program.parts:
+        _visit(part, program, consts)
+    return program
+
+
+def _visit(body: list, program: Program, consts: dict) -> None:
+    for node in list(body):
+        for nested in nested_bodies(node):
+            _visit(nested, program, consts)
+        if isinstance(node, For) and not _at_most_one(node, consts):
+            split = _split(node, program)
+            if split is not None:
+                at = next(k for k, n in enumerate(body) if n is node)
+                body[at:at + 1] = _skew(node, *split, program)
+
+
+def _at_most_one(loop: For, consts: dict) -> bool:
+    lb, ub, step = (consts.get(x.name) for x in (loop.lb, loop.ub, loop.step))
+    return None not in (lb, ub, step) and 0 < step and ub - lb <= step
+
+
+# -- which work runs ahead --------------------------------------------------------------------
+
+def _is_flag(n) -> bool:
+    return isinstance(n, Inst) and n.op in ("sync.set", "sync.wait")
+
+
+def _is_scalar(n) -> bool:
+    return isinstance(n, Inst) and is_scalar(n)
+
+
+def _hands_off(n) -> bool:
+    return isinstance(n, Inst) and n.op == "tstore" and isinstance(n.outs[0], TensorArg) \
+        and n.outs[0].workspace
+
+
+def _takes_over(n) -> bool:
+    """A load of the other core's data (what the flags say is there)."""
+    return isinstance(n, Inst) and n.op == "tload" and isinstance(n.ins[0], TensorArg) \
+        and n.ins[0].workspace
+
+
+def _split_point(body: list) -> int | None:
+    """The first wait for the other core's data (a consumer waits on MTE2) after a hand-off
+    of this core's: where this core starts to depend on what it handed over."""
+    stored = False
+    for k, n in enumerate(body):
+        stored = stored or _hands_off(n)
+        if stored and _is_flag(n) and n.op == "sync.wait" and n.attrs.get("pipe") == "MTE2":
+            return k
+    return None
+
+
+class _Body:
+    """The loop body's top-level nodes with the buffer ranges each reads and writes, and
+    for each read the writers that reach it (the latest before it, else, around the loop's
+    back edge, the latest of the previous iteration)."""
+
+    def __init__(self, body: list, target):
+        self.nodes = body
+        self.target = target
+        self.reads = [[a for kind, a in _accesses(n, target) if kind == "r"] for n in body]
+        self.writes = [[a for kind, a in _accesses(n, target) if kind == "w"] for n in body]
+
+    def reaching(self, i: int, r: tuple) -> list[tuple[int, bool]]:
+        """(writer index, from the previous iteration) for read ``r`` of node ``i``."""
+        n, out = len(self.nodes), []
+        for step in range(1, n + 1):
+            j = (i - step) % n
+            hits = [w for w in self.writes[j] if _overlap(w, r)]
+            if hits:
+                out.append((j, j >= i))
+                if isinstance(self.nodes[j], Inst) and any(
+                        w[0] == r[0] and w[1] <= r[1] and r[2] <= w[2] for w in hits):
+                    break
+        return out
+
+    def readers(self, j: int) -> set[int]:
+        return {i for i in range(len(self.nodes)) for r in self.reads[i]
+                if any(w == j for w, _ in self.reaching(i, r))}
+
+
+def _split(loop: For, program: Program):
+    """(A, B, the tiles B reads from A(j) that A(j+1) overwrites) of the loop's body, A's
+    address computations included, or None when the loop has no run-ahead or it would change
+    what the program computes."""
+    body = loop.body
+    k = _split_point(body)
+    if k is None or loop.iter_args or any(
+            isinstance(n, Inst) and not is_scalar(n) and n.op != "tstore" and
+            any(isinstance(o, Scalar) for o in n.outs) for n in walk_insts(body)):
+        return None
+    info = _Body(body, program.target)
+    later = {i for i in range(k, len(body)) if _is_flag(body[i]) or _takes_over(body[i])}
+    roots = {i for i in range(k) if _is_flag(body[i]) or _hands_off(body[i])}
+    b = _depends_on(info, {k} | later)
+    if b & roots:
+        return None
+    sunk = _sinkable(info, roots, b)
+    behind = b | sunk
+    ahead = [i for i, n in enumerate(body) if i not in behind and not _is_scalar(n)]
+    if any(not isinstance(body[i], Inst) for i in ahead):
+        return None
+    saves = _saves(info, set(ahead), behind)
+    if saves is None or not _keeps_after(loop, program, info, set(ahead), behind):
+        return None
+    a_nodes = [body[i] for i in ahead]
+    a_nodes = _with_scalars(body, a_nodes)
+    rest = [n for i, n in enumerate(body) if i in behind or _is_scalar(n)]
+    if not _answered(loop, a_nodes, rest, program):
+        return None
+    return a_nodes, rest, saves
+
+
+def _depends_on(info: _Body, start: set) -> set:
+    """``start`` and every node reading what one of them writes (this iteration or, around
+    the back edge, the previous one)."""
+    out = set(start)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(info.nodes)):
+            if i not in out and not _is_scalar(info.nodes[i]) and any(
+                    w in out for r in info.reads[i] for w, _ in info.reaching(i, r)):
+                out.add(i)
+                changed = True
+    return out
+
+
+def _sinkable(info: _Body, roots: set, behind: set) -> set:
+    """Nodes that only feed B (a load of P V's V, its move to L0B): they wait with B, so A
+    leaves their buffers alone (the largest such set)."""
+    body = info.nodes
+    cand = {i for i in range(len(body)) if i not in behind and i not in roots and
+            not _is_flag(body[i]) and not _is_scalar(body[i])}
+    changed = True
+    while changed:
+        changed = False
+        for i in sorted(cand):
+            feeds_a = any(r not in behind and r not in cand for r in info.readers(i))
+            reads_a = any(w not in behind and w not in cand
+                          for r in info.reads[i] for w, _ in info.reaching(i, r))
+            if feeds_a or reads_a or not info.readers(i):
+                cand.discard(i)
+                changed = True
+    return cand
+
+
+def _saves(info: _Body, ahead: set, behind: set) -> list | None:
+    """[(node, input index)] of B's reads of what A(j) wrote, which A(j+1) would
+    overwrite before B(j) reads it: B reads a copy, made before A(j+1) (vector tiles only:
+    a copy in the UB is a TMOV). None when the reorder cannot keep a value."""
+    out = []
+    writes_a = [w for i in ahead for w in info.writes[i]]
+    writes_b = [w for i in behind for w in info.writes[i]]
+    for i in range(len(info.nodes)):
+        if _is_scalar(info.nodes[i]):
+            continue
+        mine, theirs = (ahead, writes_b) if i in ahead else (behind, writes_a)
+        for r in info.reads[i]:
+            writers = info.reaching(i, r)
+            if all(w in mine for w, _ in writers):
+                # a value of its own side's previous iteration: the other side runs between
+                if (not writers or any(back for _, back in writers)) and \
+                        any(_overlap(r, w) for w in theirs):
+                    return None
+                continue
+            if i in ahead:
+                return None                  # A reads B's: _depends_on put it in B
+            if any(back for _, back in writers) or any(_overlap(r, w) for w in writes_b):
+                return None
+            node = info.nodes[i]
+            if not isinstance(node, Inst):
+                return None
+            inputs = [x for x, x_range in ((x, _range(x, info)) for x in node.ins)
+                      if x_range is not None and _overlap(x_range, r)]
+            if not inputs or any(x.loc != "vec" for x in inputs):
+                return None
+            out += [(node, node.ins.index(x)) for x in inputs]
+    return out
+
+
+def _range(x, info: _Body):
+    return tile_extent(x, info.target) if isinstance(x, Tile) else None
+
+
+def _keeps_after(loop: For, program: Program, info: _Body, ahead: set, behind: set) -> bool:
+    """After the loop, B(last) ran after A(last), as before, except where both write the same
+    bytes and A's write came last in the body: nothing may read those after the loop."""
+    both = [w for i in ahead for w in info.writes[i]
+            if any(_overlap(w, v) for j in behind if j < i for v in info.writes[j])]
+    if not both:
+        return True
+    for _, part in program.parts:
+        for n in walk_insts(part):
+            if isinstance(n, Inst) and any(kind == "r" and _overlap(a, w) for kind, a in
+                                           accesses(n, program.target) for w in both):
+                if not any(n is m for m in walk_insts(loop.body)):
+                    return False
+    return True
+
+
+def _with_scalars(body: list, nodes: list) -> list:
+    """``nodes`` with the loop body's scalar instructions they use, in body order."""
+    defs = {id(o): n for n in body if _is_scalar(n) for o in n.outs}
+    chosen = {id(n) for n in nodes}
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        for x in n.ins:
+            d = defs.get(id(x))
+            if d is not None and id(d) not in chosen:
+                chosen.add(id(d))
+                todo.append(d)
+    return [n for n in body if id(n) in chosen]
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def _accesses(node, target) -> list:
+    if isinstance(node, Inst):
+        return accesses(node, target)
+    return [x for b in nested_bodies(node) for n in walk_insts(b) if isinstance(n, Inst)
+            for x in accesses(n, target)]
+
+
+def _flags(body: list, op: str) -> set:
+    return {n.attrs["flag"] for n in walk_insts(body) if _is_flag(n) and n.op == op}
+
+
+def _answered(loop: For, ahead: list, rest: list, program: Program) -> bool:
+    """Does the other core answer A's waits before it waits for anything B sends? Then
+    A(j+1) never waits for B(j), which may wait for the other core."""
+    other = program.vector_body if any(n is loop for n in walk_insts(program.body)) \
+        else program.body
+    copies = list(_same_loops(other, loop))
+    waited, sent = _flags(ahead, "sync.wait"), _flags(rest, "sync.set")
+
+    def answers_first(copy: For) -> bool:
+        order = [n for n in walk_insts(copy.body) if _is_flag(n)]
+        last_answer = max((k for k, n in enumerate(order) if n.op == "sync.set" and
+                           n.attrs["flag"] in waited), default=-1)
+        first_need = min((k for k, n in enumerate(order) if n.op == "sync.wait" and
+                          n.attrs["flag"] in sent), default=len(order))
+        return last_answer < first_need
+
+    return bool(copies) and all(answers_first(c) for c in copies)
+
+
+def _same_loops(body: list, loop: For):
+    """The other part's copies of ``loop`` (the split keeps its index)."""
+    for n in body:
+        if isinstance(n, For) and n.iv is loop.iv and n is not loop:
+            yield n
+        for nested in nested_bodies(n):
+            yield from _same_loops(nested, loop)
+
+
+# -- the rewrite ------------------------------------------------------------------------------
+
+def _scalar(op: str, ins: list, dtype, **attrs) -> tuple[Inst, Scalar]:
+    out = Scalar(_next(), dtype)
+    return Inst(op, ins, [out], attrs), out
+
+
+def _saved_copies(saves: list, program: Program) -> list | None:
+    """TMOVs of the tiles B reads from A(j) into buffers of their own, B reading those; None
+    when the UB has no room for them (the loop is then left as it is)."""
+    tiles = {}
+    for node, at in saves:
+        x = node.ins[at]
+        if id(x) not in tiles:
+            copy = dataclasses.replace(x, name=f"{x.name}_{_next()}", addr=0)
+            try:
+                tiles[id(x)] = (x, place_above(program, copy,
+                                               lambda end: BufferOverflow("no room")))
+            except BufferOverflow:
+                return None
+    for node, at in saves:
+        node.ins[at] = tiles[id(node.ins[at])][1]
+    return [Inst("tmov", [x], [copy], {}) for x, copy in tiles.values()]
+
+
+def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program) -> list:
+    copies = _saved_copies(saves, program)
+    if copies is None:
+        return [loop]
+    first = Cloner(_next, {id(loop.iv): loop.lb}, {}).nodes(ahead)
+    cmp0, any_trip = _scalar("arith.cmp", [loop.lb, loop.ub], dt.bool_, pred="lt")
+    prologue = [cmp0, If(any_trip, first, [], [], [], [])]
+    nxt, iv_next = _scalar("arith.add", [loop.iv, loop.step], dt.int64)
+    cmp, more = _scalar("arith.cmp", [iv_next, loop.ub], dt.bool_, pred="lt")
+    again = Cloner(_next, {id(loop.iv): iv_next}, {}).nodes(ahead)
+    loop.body = copies + [nxt, cmp, If(more, again, [], [], [], [])] + rest
+    return prologue + [loop]
