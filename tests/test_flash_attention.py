@@ -92,6 +92,30 @@ def test_the_pto_isa_engine_agrees(monkeypatch, causal, seq):
                                **fa.TOLERANCE)
 
 
+@pytest.mark.heavy
+@pytest.mark.parametrize("block_n", [64, 32])
+def test_the_run_ahead_keeps_the_values_at_other_key_blocks(monkeypatch, block_n):
+    """Narrower key blocks: more iterations, and other UB layouts, where the vector core's
+    next softmax reuses the bytes alpha had (the copy it keeps is taken as alpha is written,
+    not at the top of the next iteration, which read the reused bytes)."""
+    from tests.engines.tools import needs_tools, TOOLS
+    if TOOLS is None:
+        pytest.skip(needs_tools.kwargs["reason"])
+    q, k, v = fa.inputs(np.random.default_rng(3), 1, 1, 200, 64)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), True)
+    meta["BLOCK_N"] = block_n
+    native = np.empty_like(q)
+    fa.flash_attention_kernel[grid](*args[:3], native.reshape(args[3].shape), *args[4:], **meta)
+    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
+    simulated = np.full_like(q, np.nan)
+    fa.flash_attention_kernel[grid](*args[:3], simulated.reshape(args[3].shape), *args[4:],
+                                    **meta)
+    np.testing.assert_allclose(simulated.astype(np.float32), fa.reference(q, k, v, True),
+                               **fa.TOLERANCE)
+    np.testing.assert_allclose(native.astype(np.float32), fa.reference(q, k, v, True),
+                               **fa.TOLERANCE)
+
+
 def _flags(text: str, op: str) -> list[int]:
     """The cross-core flag numbers of ``op`` ("set" / "wait") in program text order."""
     import re

@@ -11,7 +11,7 @@ cores across iterations, as pto-isa's hand-written flash attention does:
 
     if lb < ub: A(lb)
     for j = lb to ub step s:
-        copy what B(j) reads of A(j)'s           (alpha, so A(j+1) may overwrite it)
+        keep what B(j) reads of A(j)              (alpha: A(j+1) overwrites it)
         if j + s < ub: A(j + s)
         B(j)
 
@@ -19,7 +19,7 @@ B is the wait, the other core's data and everything that reads what B writes (th
 or the last); work that only feeds B (the load of V, its move to L0B) waits with it; A is the
 rest, address computations copied. The reorder keeps every value: what one side reads of its
 own previous iteration the other does not overwrite, A reads nothing of B's, and what B reads
-of A(j) is copied first (UB tiles only, a TMOV each). A's waits must be answered by the other
+of A(j) is copied as A(j) writes it and again before A(j+1) (UB tiles only, TMOVs). A's waits must be answered by the other
 core before it waits for anything B sends, or the cores would wait for each other. A loop
 that breaks a rule is left as it is, as is one of at most one iteration known at compile
 time. The flags between a core's pipes come from the sync pass, after this one; the host runs
@@ -199,9 +199,9 @@ def _sinkable(info: _Body, roots: set, behind: set) -> set:
 
 
 def _saves(info: _Body, ahead: set, behind: set) -> list | None:
-    """[(node, input index)] of B's reads of what A(j) wrote, which A(j+1) would
-    overwrite before B(j) reads it: B reads a copy, made before A(j+1) (vector tiles only:
-    a copy in the UB is a TMOV). None when the reorder cannot keep a value."""
+    """[(node, input index, A's last writer of it)] of B's reads of what A(j) wrote, which
+    A(j+1) would overwrite before B(j) reads it (vector tiles only: a copy in the UB is a
+    TMOV). None when the reorder cannot keep a value."""
     out = []
     writes_a = [w for i in ahead for w in info.writes[i]]
     writes_b = [w for i in behind for w in info.writes[i]]
@@ -219,7 +219,7 @@ def _saves(info: _Body, ahead: set, behind: set) -> list | None:
                 continue
             if i in ahead:
                 return None                  # A reads B's: _depends_on put it in B
-            if any(back for _, back in writers) or any(_overlap(r, w) for w in writes_b):
+            if any(back for _, back in writers):
                 return None
             node = info.nodes[i]
             if not isinstance(node, Inst):
@@ -228,7 +228,8 @@ def _saves(info: _Body, ahead: set, behind: set) -> list | None:
                       if x_range is not None and _overlap(x_range, r)]
             if not inputs or any(x.loc != "vec" for x in inputs):
                 return None
-            out += [(node, node.ins.index(x)) for x in inputs]
+            last = info.nodes[max(w for w, _ in writers)]
+            out += [(node, node.ins.index(x), last) for x in inputs]
     return out
 
 
@@ -317,28 +318,34 @@ def _scalar(op: str, ins: list, dtype, **attrs) -> tuple[Inst, Scalar]:
     return Inst(op, ins, [out], attrs), out
 
 
-def _saved_copies(saves: list, program: Program) -> list | None:
-    """TMOVs of the tiles B reads from A(j) into buffers of their own, B reading those; None
-    when the UB has no room for them (the loop is then left as it is)."""
-    tiles = {}
-    for node, at in saves:
+def _saved_copies(saves: list, ahead: list, program: Program) -> tuple[list, list] | None:
+    """(TMOVs at the top of the loop, A with TMOVs after the writers) that keep what B(j)
+    reads of A(j) past the rest of A(j), A(j+1) and B(j-1), which may reuse its bytes: A(j)
+    copies it to a first buffer as soon as it is written, iteration j moves that to a second,
+    which B(j) reads. None when the UB has no room for them (the loop is then left as is)."""
+    tiles, after = {}, {}
+    for node, at, writer in saves:
         x = node.ins[at]
-        if id(x) not in tiles:
-            copy = dataclasses.replace(x, name=f"{x.name}_{_next()}", addr=0)
-            try:
-                tiles[id(x)] = (x, place_above(program, copy,
-                                               lambda end: BufferOverflow("no room")))
-            except BufferOverflow:
-                return None
-    for node, at in saves:
-        node.ins[at] = tiles[id(node.ins[at])][1]
-    return [Inst("tmov", [x], [copy], {}) for x, copy in tiles.values()]
+        if id(x) in tiles:
+            continue
+        try:
+            tiles[id(x)] = (x, *(place_above(program, dataclasses.replace(
+                x, name=f"{x.name}_{_next()}", addr=0), lambda end: BufferOverflow("no room"))
+                for _ in range(2)))
+        except BufferOverflow:
+            return None
+        after.setdefault(id(writer), []).append(Inst("tmov", [x], [tiles[id(x)][1]], {}))
+    for node, at, _ in saves:
+        node.ins[at] = tiles[id(node.ins[at])][2]
+    return ([Inst("tmov", [first], [second], {}) for _, first, second in tiles.values()],
+            [m for n in ahead for m in [n] + after.get(id(n), [])])
 
 
 def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program) -> list:
-    copies = _saved_copies(saves, program)
+    copies = _saved_copies(saves, ahead, program)
     if copies is None:
         return [loop]
+    copies, ahead = copies
     first = Cloner(_next, {id(loop.iv): loop.lb}, {}).nodes(ahead)
     cmp0, any_trip = _scalar("arith.cmp", [loop.lb, loop.ub], dt.bool_, pred="lt")
     prologue = [cmp0, If(any_trip, first, [], [], [], [])]
