@@ -42,7 +42,7 @@ _local = threading.local()
 
 
 def _next() -> str:
-    return f"ra{next(_local.names)}"
+    return f"ahead{next(_local.names)}"
 
 
 def run_ahead(program: Program) -> Program:
