@@ -74,8 +74,12 @@ class Codegen:
         self.allocas = ir.IRBuilder(fn.append_basic_block("entry"))
         self.b = ir.IRBuilder(fn.append_basic_block("start"))
         entry.unpack_args(self, args)
-        for _, body in self.p.parts:    # a cluster: the cube part, then the vector part
-            self.body(body)
+        # a cluster: the cube part, then the vector part, on each AIV that runs it in turn
+        # (both, each its half of the rows: compiler/pto/passes/split_rows.py)
+        for kind, body in self.p.parts:
+            for sb in range(self.p.vector_cores if kind == "vector" else 1):
+                self.subblock = i64(sb)
+                self.body(body)
         self.b.ret_void()
         self.allocas.branch(fn.basic_blocks[1])
         return fn

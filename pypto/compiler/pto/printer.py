@@ -151,7 +151,7 @@ class _Printer:
                               f"{t.type_text(row_view=True)}", 2)
         if cross_core:       # A2/A3's cross-core flags live where the runtime's FFTS says
             self.emit(f"pto.set_ffts %{FFTS_PARAM} : {self.dialect.ffts_type}", 2)
-        if p.kind == "mixed" and kind == "vector":
+        if p.kind == "mixed" and kind == "vector" and p.vector_cores == 1:
             self.subblocks(body)
         else:
             self.body(body, 2)
@@ -296,7 +296,8 @@ class _Printer:
         op = i.op
         if i.attrs.get("_host_only"):       # our simulator's form of what precedes it
             return
-        if op.startswith("arith.") or op in ("pto.program_id", "pto.num_programs", "tensor.dim"):
+        if op.startswith("arith.") or op in ("pto.program_id", "pto.num_programs", "tensor.dim",
+                                             "pto.get_subblock_idx"):
             self.scalar_inst(i, depth)
             return
         if op in SYNC_OPS:
@@ -413,6 +414,8 @@ class _Printer:
         name = i.op.split(".", 1)[1]
         if i.op in ("pto.program_id", "pto.num_programs"):
             self.block_query(i, depth)
+        elif i.op == "pto.get_subblock_idx":      # both AIVs run the part (split_rows.py)
+            self.emit(f"{r} = pto.get_subblock_idx", depth)
         elif i.op == "tensor.dim":
             t = i.ins[0]
             axis = i.attrs["axis"]

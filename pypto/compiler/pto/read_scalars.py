@@ -85,6 +85,13 @@ def s_block_query(p, op, results, rest, scope, out):
     out.append(Inst(name, [], [res], {"axis": 0}))
 
 
+def s_subblock(p, op, results, rest, scope, out):
+    """Which of the cluster's two AIVs runs this (a vector part both run, split_rows.py)."""
+    if rest.strip():
+        raise p.error(f"{op} takes no operands or attributes")
+    out.append(Inst(op, [], [p.define(p.one(results), dt.int64, scope)]))
+
+
 def s_constant(p, op, results, rest, scope, out):
     value, _, ty = rest.strip().rpartition(" : ")
     res = p.define(p.one(results), p.dtype(ty), scope)

@@ -207,8 +207,10 @@ class Parser:
         if parts["vector"].name != f"{name}_vector" or parts["cube"].name == name:
             raise self.error(f"the parts of a mixed kernel are @<name>_cube and "
                              f"@<name>_vector; found {[f.name for f in funcs]}")
+        # without the sub-block split, both AIVs run the vector function (passes/split_rows.py)
         return Program(name, "mixed", parts["cube"].params, tiles, parts["cube"].body, target,
-                       usage, vector_body=parts["vector"].body)
+                       usage, vector_body=parts["vector"].body,
+                       vector_cores=1 if getattr(self, "one_vector_core", False) else 2)
 
     # -- prologue: hoisted constants, tensor views, tiles ---------------------------------------
     def prologue(self, scope: _Scope) -> None:
@@ -489,6 +491,7 @@ class Parser:
     def s_if(self, op, results, rest, scope, out):
         m = self.match(IF_HEAD, rest, "scf.if")
         if m.group(1) == f"%{SUBBLOCK}.p":      # sub-block 0's part; 1's skeleton is derived
+            self.one_vector_core = True
             part, _, closer = self.block(scope)
             if closer != "} else {" or self.block(scope)[2] != "}":
                 raise self.error("the vector cores' split is scf.if ... } else { ... }")
@@ -587,6 +590,7 @@ _STATEMENTS = {
     "pto.set_ffts": lambda self, op, results, rest, scope, out: None,   # printer-derived
     "pto.get_block_idx": read_scalars.s_block_query,
     "pto.get_block_num": read_scalars.s_block_query,
+    "pto.get_subblock_idx": read_scalars.s_subblock,
     "arith.constant": read_scalars.s_constant, "arith.select": read_scalars.s_select,
     "arith.cmpi": read_scalars.s_cmp, "arith.cmpf": read_scalars.s_cmp,
     **{f"arith.{c}": read_scalars.s_cast for c in CASTS},

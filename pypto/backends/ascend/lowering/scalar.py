@@ -64,6 +64,11 @@ def _axis_value(kind):
     return rule
 
 
+def subblock(cg, inst):
+    """Which AIV of the cluster runs the vector part (the codegen runs it once per AIV)."""
+    _define(cg, inst, cg.subblock)
+
+
 def tensor_dim(cg, inst):
     _, dims, _ = cg.get(inst.ins[0])
     _define(cg, inst, dims[inst.attrs["axis"]])
@@ -99,6 +104,7 @@ RULES = {
     "arith.constant": constant, "arith.cast": cast, "arith.cmp": compare,
     "arith.select": select, "pto.program_id": _axis_value("pid"),
     "pto.num_programs": _axis_value("num"), "tensor.dim": tensor_dim,
+    "pto.get_subblock_idx": subblock,
     **{f"arith.{n}": _binop(n) for n in ("add", "sub", "mul", "div", "floordiv", "mod", "min",
                                           "max", "and", "or", "xor", "shl", "shr")},
 }

@@ -21,11 +21,13 @@ from .fillpad import pad_loads
 from .hazards import check_program
 from .run_ahead import run_ahead
 from .split import interleaved_copy, split_cube_vector
+from .split_rows import split_rows
 from .sync import insert_sync
 
 PTO_PASSES = (
     ("fold-empty-windows", fold_empty_windows),     # windows outside the tensor: no move
     ("split", split_cube_vector),                   # cube and vector parts
+    ("split-rows", split_rows),                     # the vector part on both AIVs
     ("run-ahead", run_ahead),                       # the cube's next S before this P V
     ("double-buffer", double_buffer),               # num_stages=2 loads one iteration ahead
     ("fold-empty-prefetches", fold_empty_windows),  # a prologue's window past a 0 extent
@@ -34,12 +36,13 @@ PTO_PASSES = (
     ("sync", insert_sync),                          # flags between pipes
 )
 
-# A kernel that places its own flags (``auto_sync=False``): no sync pass, no reordering of its
-# work (its flags name its order), and the fills that fillpad puts before UB loads are ordered
+# A kernel that places its own flags (``auto_sync=False``): no sync pass, no reordering or
+# sharing of its work (its flags name its order), and the fills that fillpad puts before UB loads are ordered
 # by a barrier, since no flag will be.
 SELF_SYNCED_PASSES = tuple((name, functools.partial(pad_loads, auto_sync=False)
                             if name == "fillpad" else fn)
-                           for name, fn in PTO_PASSES if name not in ("sync", "run-ahead"))
+                           for name, fn in PTO_PASSES
+                           if name not in ("sync", "split-rows", "run-ahead"))
 
 # The host's interleaved copy of a program whose parts hand data both ways or inside loops
 # (``split.interleaved_copy``) is taken just before the split and gets these passes after the

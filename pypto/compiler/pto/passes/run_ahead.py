@@ -260,7 +260,7 @@ def _with_scalars(body: list, nodes: list) -> list:
     todo = list(nodes)
     while todo:
         n = todo.pop()
-        for x in n.ins:
+        for x in n.ins + ([] if is_scalar(n) else n.outs):     # a store's window: its outs
             d = defs.get(id(x))
             if d is not None and id(d) not in chosen:
                 chosen.add(id(d))
