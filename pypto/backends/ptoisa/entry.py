@@ -134,7 +134,7 @@ def source(cpp_text: str, funcs: list[Function], plan: list[Slot], workspaces: d
                  "core.cluster = nullptr;"]
     elif mixed:           # the cube hands over first
         body = [calls["cube"]]
-        body += [f"set_execution_context(uint32_t(b), {s}, 2); core.subblock = {s}; "
+        body += [f"pto::cpu_sim::set_execution_context(uint32_t(b), {s}, 2); core.subblock = {s}; "
                  f"{calls['vector']}" for s in (0, 1)]
         body += ["core.subblock = -1;"]
     else:

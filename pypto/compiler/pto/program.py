@@ -232,9 +232,9 @@ class Program:
     """``kind`` is "vector", "cube" or "mixed"; a mixed kernel has two parts (the cube part in
     ``body``, the vector part in ``vector_body``) that run on the two kinds of core of a
     cluster and exchange tiles through the GM workspace. ``vector_cores``: how many of the
-    cluster's two AIVs run ``vector_body`` (1: sub-block 0, as PyPTO emits it, sub-block 1
-    only keeping step; 2: both, each reading its own ``pto.get_subblock_idx``, as pto-isa's
-    hand-written mixed kernels split their rows)."""
+    cluster's two AIVs run ``vector_body`` (1: sub-block 0, sub-block 1 only keeping step; 2:
+    both, each reading its own ``pto.get_subblock_idx``, as pto-isa's hand-written mixed
+    kernels and PyPTO's row-by-row parts split their rows, passes/split_rows.py)."""
     name: str
     kind: str
     params: list                 # TensorArg | Scalar, in call order

@@ -3,12 +3,13 @@
 A2/A3 starts a mixed kernel's vector function on both AIV cores of every cluster (sub-blocks
 0 and 1, ``pto.get_subblock_idx``), and FFTS mode 2 ties the three cores together: a flag the
 cube sets reaches both AIVs, and the cube's wait ends when both AIVs have set theirs
-(pto-isa ``npu/a2a3/TPush.hpp``, ``SyncAll.hpp``). PyPTO gives all the vector work to
-sub-block 0; sub-block 1 runs the part's *skeleton*: its loops and branches, the scalars they
+(pto-isa ``npu/a2a3/TPush.hpp``, ``SyncAll.hpp``). A part that works row by row runs on
+both, half the rows each (``passes/split_rows.py``, ``Program.vector_cores`` 2); any other
+gives all the vector work to sub-block 0, and sub-block 1 runs the part's *skeleton*: its loops and branches, the scalars they
 need, and its cross-core flags and barriers, so that it keeps step with the cube and with
 sub-block 0 while moving no data. The printer writes the vector function as ``if subblock == 0
 { the part } else { its skeleton }``; the engines and the cycle model run the part on one
-vector core (docs/engines.md, "Mixed kernels on the chip").
+vector core then (docs/engines.md, "Mixed kernels on the chip").
 """
 from __future__ import annotations
 
