@@ -164,10 +164,10 @@ def test_chrome_trace_has_a_process_per_core_and_a_track_per_pipe(tmp_path):
         assert e["ts"] >= 0 and e["dur"] >= 0 and e["name"] and e["cat"] in ("compute", "memory")
         assert threads[(e["pid"], e["tid"])] == e["args"]["pipe"]
     # the vector launch ran on AIV cores 0-2; the mixed kernel's 4 blocks on clusters 0-3,
-    # each an AIC (cube part: M, MTE1, FIX...) and the cluster's first AIV, 2n as the chip
-    # numbers them (its vector epilogue)
+    # each an AIC (cube part: M, MTE1, FIX...) and the cluster's two AIVs, 2n and 2n + 1 as
+    # the chip numbers them (its vector epilogue, half the rows each: passes/split_rows.py)
     cube = profile.CUBE_PID_BASE
-    assert processes == {**{n: f"AIV core {n}" for n in (0, 1, 2, 4, 6)},
+    assert processes == {**{n: f"AIV core {n}" for n in range(8)},
                          **{cube + n: f"AIC core {n}" for n in range(4)}}
     assert {threads[(cube, t)] for p, t in threads if p == cube} >= {"M", "MTE1", "FIX"}
     # launches laid end to end: the second starts after the first's makespan
