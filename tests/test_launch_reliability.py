@@ -273,8 +273,11 @@ def interrupted(body: str, args: list, env: dict, within: float) -> str:
     """The output of ``body`` run with ``args``, sent SIGINT a second after it prints "ready";
     it must then end, cleanly, within ``within`` seconds."""
     path = script_file(body)
+    # SIGINT at its default in the child: a test run started in the background (nohup, &)
+    # ignores it, the child would inherit that, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, path, *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         time.sleep(1.0)
