@@ -1,11 +1,11 @@
-"""Copies of PTO program fragments with fresh SSA names, for the passes that repeat a loop's
-body (double buffering's unrolled halves, the cube's run-ahead)."""
+"""Copies of PTO program fragments with fresh SSA names, and the walk that rewrites loops, for
+the passes that repeat a loop's body (double buffering's unrolled halves, run-ahead)."""
 from __future__ import annotations
 
 import dataclasses
 
 from ..isa import is_scalar
-from ..program import For, If, Inst, Scalar, Tile, While
+from ..program import For, If, Inst, Scalar, Tile, While, nested_bodies
 
 
 class Cloner:
@@ -72,3 +72,16 @@ class Cloner:
         after = self.nodes(n.after_body)
         return While(inits, before_args, before, cond, fwd, after_args, after,
                      [self.get(y) for y in n.yields], [self.fresh(r) for r in n.results])
+
+
+def rewrite_loops(body: list, rewrite) -> None:
+    """Each loop of ``body``, inner loops first, replaced by the nodes ``rewrite(loop)``
+    returns (None: left as it is)."""
+    for node in list(body):
+        for nested in nested_bodies(node):
+            rewrite_loops(nested, rewrite)
+        if isinstance(node, For):
+            new = rewrite(node)
+            if new is not None:
+                at = next(k for k, n in enumerate(body) if n is node)
+                body[at:at + 1] = new

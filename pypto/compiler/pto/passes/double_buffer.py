@@ -36,9 +36,8 @@ import threading
 
 from ....errors import BufferOverflow, overflow_summary
 from ..isa import is_scalar, place_above, tile_extent
-from ..program import (For, If, Inst, Program, Scalar, Tile, constant_values, nested_bodies,
-                       walk_insts)
-from .clone import Cloner
+from ..program import For, If, Inst, Program, Scalar, Tile, constant_values, walk_insts
+from .clone import Cloner, rewrite_loops
 from ....language import dtypes as dt
 
 _local = threading.local()
@@ -53,21 +52,18 @@ def _next() -> int:
 def double_buffer(program: Program) -> Program:
     _local.names = itertools.count()
     consts = constant_values(program)
+
+    def rewrite(loop: For) -> list | None:
+        if loop.stages != 2:
+            return None
+        if _at_most_two(loop, consts):
+            loop.stages = 1
+            return None
+        return _pipeline(loop, program)
+
     for _, body in program.parts:
-        _visit(body, program, consts)
+        rewrite_loops(body, rewrite)
     return program
-
-
-def _visit(body: list, program: Program, consts: dict) -> None:
-    for node in list(body):
-        for nested in nested_bodies(node):
-            _visit(nested, program, consts)
-        if isinstance(node, For) and node.stages == 2:
-            at = body.index(node)
-            if _at_most_two(node, consts):
-                node.stages = 1
-            else:
-                body[at:at + 1] = _pipeline(node, program)
 
 
 def _at_most_two(loop: For, consts: dict) -> bool:

@@ -36,7 +36,7 @@ from ....errors import BufferOverflow
 from ..isa import accesses, is_scalar, place_above, tile_extent
 from ..program import (For, If, Inst, Program, Scalar, TensorArg, Tile, constant_values,
                        nested_bodies, walk_insts)
-from .clone import Cloner
+from .clone import Cloner, rewrite_loops
 
 _local = threading.local()
 
@@ -50,20 +50,14 @@ def run_ahead(program: Program) -> Program:
         return program
     _local.names = itertools.count()
     consts = constant_values(program)
+
+    def rewrite(loop: For) -> list | None:
+        split = None if _at_most_one(loop, consts) else _split(loop, program)
+        return None if split is None else _skew(loop, *split, program)
+
     for _, part in program.parts:
-        _visit(part, program, consts)
+        rewrite_loops(part, rewrite)
     return program
-
-
-def _visit(body: list, program: Program, consts: dict) -> None:
-    for node in list(body):
-        for nested in nested_bodies(node):
-            _visit(nested, program, consts)
-        if isinstance(node, For) and not _at_most_one(node, consts):
-            split = _split(node, program)
-            if split is not None:
-                at = next(k for k, n in enumerate(body) if n is node)
-                body[at:at + 1] = _skew(node, *split, program)
 
 
 def _at_most_one(loop: For, consts: dict) -> bool:
