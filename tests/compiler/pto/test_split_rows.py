@@ -59,3 +59,16 @@ def test_the_pto_isa_engine_runs_both_halves(m):
     """Both sub-blocks run the vector function one after the other on pto-isa (its entry
     called set_execution_context unqualified there: no kernel of that form compiled)."""
     _run(retarget(mm_epilogue, "pto-isa"), m, 32, False)
+
+
+def test_the_model_runs_the_part_on_both_vector_cores():
+    """Both AIVs of each cluster are modelled, and V's busy share is over both (it counted
+    the second AIV's cycles against the clusters alone: 117.8 % for flash attention)."""
+    from pypto.backends.ascend.model.launch import model_kernel
+    a, b = np.zeros((256, 32), np.float16), np.zeros((32, 64), np.float16)
+    c, d = np.zeros((256, 64), np.float32), np.zeros((8, 64), np.float32)
+    model = model_kernel(mm_epilogue, (8, 2), a, b, c, d, K=32, BM=32, BN=32, COLSUM=False)
+    assert {r.subblock for blk in model.blocks for r in blk.records if r.pipe == "V"} == {0, 1}
+    clusters = len({blk.core for blk in model.blocks})
+    assert model.busy_share("V") == pytest.approx(
+        model.pipe_busy["V"] / (2 * clusters * model.cycles))

@@ -185,8 +185,11 @@ class LaunchModel:
     def busy_share(self, pipe: str) -> float:
         """A pipe's busy cycles over the busy cores' share of the kernel's time (cores used
         x the makespan, launch included), as the board's pipe ratios are measured: per core
-        over the kernel's duration."""
-        cores = len({b.core for b in self.blocks}) or 1
+        over the kernel's duration. The cores are those that ran the pipe: a mixed kernel's
+        V counts both AIVs of a cluster when its vector part runs on both."""
+        units = {(b.core, r.part, r.subblock) for b in self.blocks for r in b.records
+                 if r.pipe == pipe}
+        cores = len(units) or len({b.core for b in self.blocks}) or 1
         return self.pipe_busy.get(pipe, 0.0) / (cores * self.cycles or 1.0)
 
     def summary(self) -> str:
