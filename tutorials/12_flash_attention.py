@@ -267,8 +267,8 @@ def main():
     print(f"\nhead 128, S = {s}, modelled on {m.target.name}: {m.time_ms * 1e3:.1f} us = "
           f"{4 * s * s * 128 / m.time_ms / 1e9:.1f} TFLOPS, cube busy {m.busy_share('M'):.0%}, "
           f"vector busy {m.busy_share('V'):.0%}; pto-isa's kernel on the board: 32.5 us = "
-          "66 TFLOPS, using both vector cores of a cluster and four QK tiles in flight "
-          "(benchmarks/board.py)")
+          "66 TFLOPS, with 128-row blocks (one round of blocks on 24 clusters) and four QK "
+          "tiles in flight (benchmarks/board.py)")
 
 
 if __name__ == "__main__":
