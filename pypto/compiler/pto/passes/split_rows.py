@@ -24,11 +24,17 @@ from ....language import dtypes as dt
 from ..isa import is_scalar
 from ..program import For, If, Inst, Program, Scalar, TensorArg, Tile, While, walk_insts
 
-# instructions that combine or move values across rows, or address elements
 _local = threading.local()
 
-_MIXES_ROWS = ("tcolsum", "tcolmax", "tcolmin", "tcolprod", "ttrans", "tgetval", "tsetval",
-               "tgather", "tscatter", "tsort32", "tmrgsort", "textract", "tgatherb", "tci")
+# instructions that combine or move values across rows, or address elements (and every column
+# instruction, TCOLSUM/TCOLMAX/..., but the row broadcasts TCOLEXPAND*)
+_MIXES_ROWS = ("ttrans", "tgetval", "tsetval", "tgather", "tscatter", "tsort", "tmrgsort",
+               "textract", "tconcat", "tci")
+
+
+def _mixes_rows(op: str) -> bool:
+    return op.startswith(_MIXES_ROWS) or (op.startswith("tcol") and
+                                          not op.startswith("tcolexpand"))
 
 
 def _fresh() -> str:
@@ -57,7 +63,7 @@ def split_rows(program: Program) -> Program:
             Inst("arith.mul", [sb, h], [first])]
     _rewrite(body, tiles, first, iotas)
     program.vector_body = head + body
-    program.tiles += [t for t in tiles.values() if t not in program.tiles]
+    program.tiles += list(tiles.values())
     program.vector_cores = 2
     return program
 
@@ -69,8 +75,8 @@ def _tiles_of(inst: Inst) -> list:
 
 
 def _hand_off_rows(insts: list) -> int | None:
-    """R, the rows of every tile the part takes from or gives to the cube, when one even
-    number of whole 16-row groups."""
+    """R, the rows of every tile the part takes from or gives to the cube, when they agree
+    and R is a multiple of 32 (halves of whole 16-row groups)."""
     rows = {(n.outs[0] if n.op == "tload" else n.ins[0]).alloc_shape[0] for n in insts
             if (n.op == "tload" and isinstance(n.ins[0], TensorArg) and n.ins[0].workspace) or
             (n.op == "tstore" and isinstance(n.outs[0], TensorArg) and n.outs[0].workspace)}
@@ -114,7 +120,7 @@ def _row_local(insts: list, rows: int, iotas: dict) -> bool:
         tiles = _tiles_of(n)
         if n.op == "tci" and all(id(t) in iotas for t in n.outs if isinstance(t, Tile)):
             continue
-        if any(_is_row_tile(t, rows) for t in tiles) and n.op.startswith(_MIXES_ROWS):
+        if any(_is_row_tile(t, rows) for t in tiles) and _mixes_rows(n.op):
             return False
         if any(t.row_of is not None and t.row_of[0].alloc_shape[0] == rows for t in tiles):
             return False
