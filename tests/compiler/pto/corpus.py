@@ -593,6 +593,14 @@ def _bench(n: str):
     return _script(f"benchmarks/{n}.py")
 
 
+def _flash_attention_pto(causal: bool) -> str:
+    """Tutorial 12's kernel over four key blocks (run_ahead.py and split_rows.py apply)."""
+    t = _tut("12_flash_attention")
+    q = _r(1, 1, 512, 64, dtype=F16)
+    _, args, meta = t.launch_args(q, q, q, np.empty_like(q), causal)
+    return _pto(t.flash_attention_kernel, *args, **meta)
+
+
 def _graph_pto(which: str) -> str:
     """One kernel of tutorial 07's graphs: pypto.compile writes @pypto.jit kernels."""
     t = _tut("07_graph_api")
@@ -706,6 +714,10 @@ def _entries() -> list[Entry]:
     add("tut07_graph_axpy_silu", "tutorial unary binary-ts tail-cols",
         lambda: _graph_pto("silu"))
     add("tut07_graph_matmul", "tutorial matmul-f16 grid-2d", lambda: _graph_pto("matmul"))
+    for causal in (False, True):     # both cores running ahead, the rows on both AIVs
+        add(f"tut12_flash_attention{'_causal' if causal else ''}",
+            "tutorial mixed matmul-f16 where arange unary reduce-max reduce-sum",
+            functools.partial(_flash_attention_pto, causal))
 
     # pypto.conv2d's kernels (graph/conv_kernels.py) ---------------------------------------------
     add("conv_fmap_pad_nc1hwc0", "testsuite f16 if-else", lambda: _conv_pto("nc1hwc0", 0))

@@ -50,12 +50,13 @@ def run_ahead(program: Program) -> Program:
         return program
     _local.names = itertools.count()
     consts = constant_values(program)
+    for kind, part in program.parts:
+        other = program.vector_body if kind == "cube" else program.body
 
-    def rewrite(loop: For) -> list | None:
-        split = None if _at_most_one(loop, consts) else _split(loop, program)
-        return None if split is None else _skew(loop, *split, program)
+        def rewrite(loop: For, other=other) -> list | None:
+            split = None if _at_most_one(loop, consts) else _split(loop, program, other)
+            return None if split is None else _skew(loop, *split, program)
 
-    for _, part in program.parts:
         rewrite_loops(part, rewrite)
     return program
 
@@ -98,18 +99,26 @@ def _split_point(body: list) -> int | None:
 
 
 class _Body:
-    """The loop body's top-level nodes with the buffer ranges each reads and writes, and
-    for each read the writers that reach it (the latest before it, else, around the loop's
-    back edge, the latest of the previous iteration)."""
+    """The loop body's top-level nodes with the buffer ranges each reads and writes; for each
+    read the writers that reach it (the latest before it, else, around the loop's back edge,
+    the latest of the previous iteration), and for each node the nodes reading what it
+    writes. Worked out once: the partition asks for them again and again."""
 
     def __init__(self, body: list, target):
         self.nodes = body
         self.target = target
-        self.reads = [[a for kind, a in _accesses(n, target) if kind == "r"] for n in body]
-        self.writes = [[a for kind, a in _accesses(n, target) if kind == "w"] for n in body]
+        touched = [_accesses(n, target) for n in body]
+        self.writes = [[a for kind, a in t if kind == "w"] for t in touched]
+        # per node [(a range it reads, [(writer index, from the previous iteration)])]
+        self.reach = [[(a, self._reaching(i, a)) for kind, a in t if kind == "r"]
+                      for i, t in enumerate(touched)]
+        self.readers = [set() for _ in body]
+        for i, reads in enumerate(self.reach):
+            for _, writers in reads:
+                for w, _ in writers:
+                    self.readers[w].add(i)
 
-    def reaching(self, i: int, r: tuple) -> list[tuple[int, bool]]:
-        """(writer index, from the previous iteration) for read ``r`` of node ``i``."""
+    def _reaching(self, i: int, r: tuple) -> list[tuple[int, bool]]:
         n, out = len(self.nodes), []
         for step in range(1, n + 1):
             j = (i - step) % n
@@ -121,15 +130,15 @@ class _Body:
                     break
         return out
 
-    def readers(self, j: int) -> set[int]:
-        return {i for i in range(len(self.nodes)) for r in self.reads[i]
-                if any(w == j for w, _ in self.reaching(i, r))}
+    def writers(self, i: int) -> set[int]:
+        """The nodes whose writes node ``i`` reads."""
+        return {w for _, writers in self.reach[i] for w, _ in writers}
 
 
-def _split(loop: For, program: Program):
+def _split(loop: For, program: Program, other: list):
     """(A, B, the tiles B reads from A(j) that A(j+1) overwrites) of the loop's body, A's
     address computations included, or None when the loop has no run-ahead or it would change
-    what the program computes."""
+    what the program computes. ``other``: the other core's part."""
     body = loop.body
     k = _split_point(body)
     if k is None or loop.iter_args or any(
@@ -153,7 +162,7 @@ def _split(loop: For, program: Program):
     a_nodes = [body[i] for i in ahead]
     a_nodes = _with_scalars(body, a_nodes)
     rest = [n for i, n in enumerate(body) if i in behind or _is_scalar(n)]
-    if not _answered(loop, a_nodes, rest, program):
+    if not _answered(loop, a_nodes, rest, other):
         return None
     return a_nodes, rest, saves
 
@@ -166,8 +175,7 @@ def _depends_on(info: _Body, start: set) -> set:
     while changed:
         changed = False
         for i in range(len(info.nodes)):
-            if i not in out and not _is_scalar(info.nodes[i]) and any(
-                    w in out for r in info.reads[i] for w, _ in info.reaching(i, r)):
+            if i not in out and not _is_scalar(info.nodes[i]) and info.writers(i) & out:
                 out.add(i)
                 changed = True
     return out
@@ -183,10 +191,9 @@ def _sinkable(info: _Body, roots: set, behind: set) -> set:
     while changed:
         changed = False
         for i in sorted(cand):
-            feeds_a = any(r not in behind and r not in cand for r in info.readers(i))
-            reads_a = any(w not in behind and w not in cand
-                          for r in info.reads[i] for w, _ in info.reaching(i, r))
-            if feeds_a or reads_a or not info.readers(i):
+            feeds_a = any(r not in behind and r not in cand for r in info.readers[i])
+            reads_a = any(w not in behind and w not in cand for w in info.writers(i))
+            if feeds_a or reads_a or not info.readers[i]:
                 cand.discard(i)
                 changed = True
     return cand
@@ -203,8 +210,7 @@ def _saves(info: _Body, ahead: set, behind: set) -> list | None:
         if _is_scalar(info.nodes[i]):
             continue
         mine, theirs = (ahead, writes_b) if i in ahead else (behind, writes_a)
-        for r in info.reads[i]:
-            writers = info.reaching(i, r)
+        for r, writers in info.reach[i]:
             if all(w in mine for w, _ in writers):
                 # a value of its own side's previous iteration: the other side runs between
                 if (not writers or any(back for _, back in writers)) and \
@@ -238,13 +244,10 @@ def _keeps_after(loop: For, program: Program, info: _Body, ahead: set, behind: s
             if any(_overlap(w, v) for j in behind if j < i for v in info.writes[j])]
     if not both:
         return True
-    for _, part in program.parts:
-        for n in walk_insts(part):
-            if isinstance(n, Inst) and any(kind == "r" and _overlap(a, w) for kind, a in
-                                           accesses(n, program.target) for w in both):
-                if not any(n is m for m in walk_insts(loop.body)):
-                    return False
-    return True
+    inside = {id(n) for n in walk_insts(loop.body)}
+    return not any(isinstance(n, Inst) and id(n) not in inside and any(
+        kind == "r" and _overlap(a, w) for kind, a in accesses(n, program.target) for w in both)
+        for _, part in program.parts for n in walk_insts(part))
 
 
 def _with_scalars(body: list, nodes: list) -> list:
@@ -277,11 +280,9 @@ def _flags(body: list, op: str) -> set:
     return {n.attrs["flag"] for n in walk_insts(body) if _is_flag(n) and n.op == op}
 
 
-def _answered(loop: For, ahead: list, rest: list, program: Program) -> bool:
+def _answered(loop: For, ahead: list, rest: list, other: list) -> bool:
     """Does the other core answer A's waits before it waits for anything B sends? Then
     A(j+1) never waits for B(j), which may wait for the other core."""
-    other = program.vector_body if any(n is loop for n in walk_insts(program.body)) \
-        else program.body
     copies = list(_same_loops(other, loop))
     waited, sent = _flags(ahead, "sync.wait"), _flags(rest, "sync.set")
 
@@ -299,7 +300,7 @@ def _answered(loop: For, ahead: list, rest: list, program: Program) -> bool:
 def _same_loops(body: list, loop: For):
     """The other part's copies of ``loop`` (the split keeps its index)."""
     for n in body:
-        if isinstance(n, For) and n.iv is loop.iv and n is not loop:
+        if isinstance(n, For) and n.iv is loop.iv:
             yield n
         for nested in nested_bodies(n):
             yield from _same_loops(nested, loop)
