@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..isa import is_scalar
-from ..program import For, If, Inst, Scalar, Tile, While, nested_bodies
+from ..program import For, If, Inst, Scalar, Tile, While, nested_bodies, walk_insts
 
 
 class Cloner:
@@ -85,3 +85,11 @@ def rewrite_loops(body: list, rewrite) -> None:
             if new is not None:
                 at = next(k for k, n in enumerate(body) if n is node)
                 body[at:at + 1] = new
+
+
+def unfuse(body: list, groups: set) -> None:
+    """Host fusion groups that a pass broke up (a load moved out, an instruction put in)
+    run instruction by instruction (fusion is a host detail; the PTO program is unchanged)."""
+    for n in walk_insts(body):
+        if isinstance(n, Inst) and n.attrs.get("_fuse") in groups:
+            del n.attrs["_fuse"]

@@ -37,7 +37,7 @@ import threading
 from ....errors import BufferOverflow, overflow_summary
 from ..isa import is_scalar, place_above, tile_extent
 from ..program import For, If, Inst, Program, Scalar, Tile, constant_values, walk_insts
-from .clone import Cloner, rewrite_loops
+from .clone import Cloner, rewrite_loops, unfuse
 from ....language import dtypes as dt
 
 _local = threading.local()
@@ -212,14 +212,6 @@ def _shares_space(tile: Tile, views: list, loop: For, program: Program) -> bool:
 
 # -- the rewrite ------------------------------------------------------------------------------
 
-def _unfuse(body: list, groups: set) -> None:
-    """A host fusion group that lost its load to the prefetch runs instruction by
-    instruction (fusion is a host detail; the PTO program is unchanged by it)."""
-    for n in walk_insts(body):
-        if isinstance(n, Inst) and n.attrs.get("_fuse") in groups:
-            del n.attrs["_fuse"]
-
-
 def _scalar(op: str, ins: list, dtype, **attrs) -> tuple[Inst, Scalar]:
     out = Scalar(f"db{_next()}", dtype)
     return Inst(op, ins, [out], attrs), out
@@ -252,7 +244,7 @@ def _pipeline(loop: For, program: Program) -> list:
     pong.update(_operand_pongs(loop, program))
     dropped = {id(l) for l, _ in loads}
     rest = [n for n in loop.body if id(n) not in dropped]
-    _unfuse(rest, {l.attrs.get("_fuse") for l, _ in loads} - {None})
+    unfuse(rest, {l.attrs.get("_fuse") for l, _ in loads} - {None})
     i64 = dt.int64
 
     two, c2 = _scalar("arith.constant", [], i64, value=2)

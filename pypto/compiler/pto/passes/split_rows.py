@@ -23,6 +23,7 @@ import threading
 from ....language import dtypes as dt
 from ..isa import is_scalar
 from ..program import For, If, Inst, Program, Scalar, TensorArg, Tile, While, walk_insts
+from .clone import unfuse
 
 _local = threading.local()
 
@@ -162,7 +163,7 @@ def _rewrite(body: list, tiles: dict, first: Scalar, iotas: dict) -> None:
         elif not is_scalar(n):
             before, after = _rewrite_inst(n, tiles, first, iotas)
             if after:
-                _unfuse(body, n)
+                unfuse(body, {n.attrs.get("_fuse")} - {None})
             start = _group_start(body, at)     # a host fusion group runs as one loop
             body[at + 1:at + 1] = after
             body[start:start] = before
@@ -178,15 +179,6 @@ def _group_start(body: list, at: int) -> int:
             body[at - 1].attrs.get("_fuse") == group:
         at -= 1
     return at
-
-
-def _unfuse(body: list, n: Inst) -> None:
-    """The host runs ``n``'s fusion group instruction by instruction (an instruction now
-    follows ``n`` inside it)."""
-    group = n.attrs.get("_fuse")
-    for m in body:
-        if group is not None and isinstance(m, Inst) and m.attrs.get("_fuse") == group:
-            del m.attrs["_fuse"]
 
 
 def _rewrite_inst(n: Inst, tiles: dict, first: Scalar, iotas: dict) -> tuple[list, list]:
