@@ -597,8 +597,8 @@ def _flash_attention_pto(causal: bool) -> str:
     """Tutorial 12's kernel over four key blocks (run_ahead.py and split_rows.py apply)."""
     t = _tut("12_flash_attention")
     q = _r(1, 1, 512, 64, dtype=F16)
-    _, args, meta = t.launch_args(q, q, q, np.empty_like(q), causal)
-    return _pto(t.flash_attention_kernel, *args, **meta)
+    grid, args, meta = t.launch_args(q, q, q, np.empty_like(q), causal)
+    return _pto(t.flash_attention_kernel, *args, **meta, grid=grid)
 
 
 def _graph_pto(which: str) -> str:
