@@ -19,6 +19,7 @@ from .source import KernelSource
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto
 from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
+from .pto.passes.split_rows import RowSplitRefused
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
@@ -48,17 +49,23 @@ def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool
 
 def _hoisting_if_it_fits(fn, fresh, target, run):
     """``run(module)`` of ``fn`` with loop-invariant work hoisted out of its loops
-    (``passes/hoist.py``); when the hoisted tiles make it overflow a buffer, of ``fresh()``
-    (passes rewrite their function in place) without hoisting."""
-    module = Module(fn, target)
-    try:
-        return run(module)
-    except BufferOverflow:
-        if not module.facts.get("hoisted"):
-            raise
-    module = Module(fresh(), target)
-    module.facts["hoist"] = False
-    return run(module)
+    (``passes/hoist.py``) and the UB planned for the half rows each AIV holds when the vector
+    part will be split between them (``memory_plan._split_rows``). When the hoisted tiles make
+    it overflow a buffer, of ``fresh()`` (passes rewrite their function in place) without
+    hoisting; when the split refuses the part (``RowSplitRefused``), without the half-row
+    plan."""
+    module, facts = Module(fn, target), {}
+    while True:
+        try:
+            return run(module)
+        except BufferOverflow:
+            if not module.facts.get("hoisted"):
+                raise
+            facts["hoist"] = False
+        except RowSplitRefused:
+            facts["split_rows_plan"] = False
+        module = Module(fresh(), target)
+        module.facts.update(facts)
 
 
 MAX_PLANS = 160          # memory plans the joint search of with_fitting_sizes may try

@@ -42,7 +42,9 @@ def scratch_layout(target: Target) -> tuple[dict, int]:
     offsets, at = {}, 0
     for space in SPACE_ORDER:
         offsets[space] = at
-        at += target.buffers[space]
+        # twice the UB: the host's interleaved copy of a kernel whose vector part is split
+        # between the AIVs runs the whole rows, at the doubled offsets (Program.vec_scale)
+        at += target.buffers[space] * (2 if space == "vec" else 1)
     offsets["pack"] = at
     at += 2 * (target.buffers["left"] + target.buffers["right"])
     offsets["workspace"] = at       # this block's slot of the GM workspace (cube → vector)

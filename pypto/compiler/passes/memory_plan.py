@@ -155,6 +155,8 @@ def plan_memory(module: Module) -> Module:
     # allocates them so (Tile.alloc)
     boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
                                                    module.facts.get("bias_rows", ()))
+    rows = module.facts["rows_split"] = _split_rows(module)
+    sizing = _Sizing(boxes, rows)
     pos: dict = {}
     _positions(fn.body, pos, [0])
     double_buffered = any(op.name == "scf.for" and op.attrs.get("num_stages") == 2
@@ -162,7 +164,7 @@ def plan_memory(module: Module) -> Module:
     levels = RESERVE_LEVELS if double_buffered else RESERVE_LEVELS[-1:]
     for level in levels:
         try:
-            usage, layout = _fitting(fn.body, classes, pos, target, boxes, level)
+            usage, layout = _fitting(fn.body, classes, pos, target, sizing, level)
             break
         except CompilationError:
             if level == levels[-1]:
@@ -173,22 +175,67 @@ def plan_memory(module: Module) -> Module:
     return module
 
 
-def _fitting(body: Block, classes, pos, target, boxes, reserve: int):
+def _split_rows(module: Module) -> int | None:
+    """R, when the kernel's vector part will run on both AIVs of its cluster, half of R rows
+    each (pto/passes/split_rows.py): the rows of every UB tile handed to or from the cube
+    through the GM workspace, when they agree and are a multiple of 32. Its UB tiles of R rows
+    are then planned at R/2 rows, the bytes one AIV holds; the lowering places the whole rows
+    at twice these offsets (``Program.vec_scale``) until the split halves them. The split
+    decides for itself; when it refuses, the kernel is built again without this
+    (``split_rows.RowSplitRefused``)."""
+    if module.facts.get("self_synced") or not module.facts.get("split_rows_plan", True):
+        return None
+    rows = set()
+    for op in walk(module.kernel.body):
+        if op.name in ("tile.load", "tile.store") and op.operands[0].owner is not None and \
+                op.operands[0].owner.name == "tensor.workspace":
+            tile = op.result if op.name == "tile.load" else op.operands[-1]
+            if tile.type.space == VEC:
+                rows.add(view2d(tile.type.shape)[0])
+    return rows.pop() if len(rows) == 1 and next(iter(rows)) % 32 == 0 else None
+
+
+class _Sizing:
+    """The bytes a buffer class takes: a cube tile's whole fractal boxes (``cube_box``); with
+    ``rows`` (``_split_rows``), a UB tile of that many rows at half of them, and the class as
+    large as its largest member."""
+
+    def __init__(self, boxes: dict, rows: int | None):
+        self.boxes, self.rows = boxes, rows
+
+    def alloc(self, v: Value):
+        box = self.boxes.get(v.id)
+        if box is None and self.rows and v.type.space == VEC:
+            rows, cols = view2d(v.type.shape)
+            if rows == self.rows:
+                return rows // 2, cols
+        return box
+
+    def bytes(self, member, target) -> int:
+        root, vals = member[2], member[3]
+        size = tile_bytes(root.type, target, self.alloc(root))
+        if self.rows:
+            size = max([size] + [tile_bytes(v.type, target, self.alloc(v))
+                                 for v in vals.values()])
+        return size
+
+
+def _fitting(body: Block, classes, pos, target, sizing, reserve: int):
     """The plan (``_assign``), first with the host's fusion groups, then with one of them
     dropped, then with none (the host then runs those instructions one by one: the chip's
     plan comes first). ``reserve``: what double-buffered loops keep to themselves
     (``_reserve``)."""
     try:
-        return _assign(body, classes, pos, target, boxes, reserve)
+        return _assign(body, classes, pos, target, sizing, reserve)
     except CompilationError:
         groups = _fusion_groups(body)
         if not groups:
             raise
-    planned = _plan_without_one_group(body, groups, classes, pos, target, boxes, reserve)
+    planned = _plan_without_one_group(body, groups, classes, pos, target, sizing, reserve)
     if planned is None:
         for ops in groups.values():
             _drop_hints(ops)
-        planned = _assign(body, classes, pos, target, boxes, reserve)
+        planned = _assign(body, classes, pos, target, sizing, reserve)
     return planned
 
 
@@ -201,7 +248,7 @@ def _fusion_groups(block: Block) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: len(kv[1])))
 
 
-def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, boxes,
+def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, sizing,
                             reserve: int):
     """The plan with one fusion group run instruction by instruction (the first, in the
     order of ``groups``, whose removal makes the plan fit), or None."""
@@ -209,7 +256,7 @@ def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, box
         saved = [(op, op.attrs.get("_fuse"), op.attrs.get("_internal")) for op in ops]
         _drop_hints(ops)
         try:
-            return _assign(body, classes, pos, target, boxes, reserve)
+            return _assign(body, classes, pos, target, sizing, reserve)
         except CompilationError:
             for op, fuse, internal in saved:
                 op.attrs["_fuse"] = fuse
@@ -224,14 +271,14 @@ def _drop_hints(ops) -> None:
         op.attrs.pop("_internal", None)
 
 
-def _assign(body: Block, classes, pos: dict, target, boxes: dict, reserve: int) -> dict:
+def _assign(body: Block, classes, pos: dict, target, sizing, reserve: int) -> dict:
     """``_plan`` with the cube's operand buffers alternated (``_alternate``), or without when
     that does not fit. ``reserve``: what double-buffered loops keep to themselves
     (``_reserve``)."""
     try:
-        return _plan(body, classes, pos, target, boxes, True, reserve)
+        return _plan(body, classes, pos, target, sizing, True, reserve)
     except CompilationError:
-        return _plan(body, classes, pos, target, boxes, False, reserve)
+        return _plan(body, classes, pos, target, sizing, False, reserve)
 
 
 def _alternate(intervals: dict) -> None:
@@ -297,7 +344,7 @@ def _prefetched(loop: Op) -> list:
             and all(known(x) for x in o.operands[1:])]
 
 
-def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool,
+def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
           reserve: int) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
     the placed tiles (``PlacedTile``) per buffer. ``reserve``: what double-buffered loops keep
@@ -362,7 +409,7 @@ def _plan(body: Block, classes, pos: dict, target, boxes: dict, alternate: bool,
     for space in target.buffers:
         members = [iv for iv in intervals.values() if iv[2].type.space == space]
         layout[space] = []
-        usage[space] = _first_fit(members, space, target, layout[space], boxes)
+        usage[space] = _first_fit(members, space, target, layout[space], sizing)
     return usage, layout
 
 
@@ -499,9 +546,9 @@ class PlacedTile(NamedTuple):
 _ORDERS = (lambda iv, size: (iv[0], -iv[1]), lambda iv, size: (-size, iv[0], -iv[1]))
 
 
-def _first_fit(members: list, space: str, target, placed_tiles: list, boxes: dict) -> int:
+def _first_fit(members: list, space: str, target, placed_tiles: list, sizing) -> int:
     capacity = target.buffers[space]
-    sizes = {id(m): tile_bytes(m[2].type, target, boxes.get(m[2].id)) for m in members}
+    sizes = {id(m): sizing.bytes(m, target) for m in members}
     placed, high, over = _place(members, sizes, _ORDERS[0], capacity, target)
     other = _place(members, sizes, _ORDERS[1], capacity, target)
     if other[2] is None and (over is not None or other[1] < high):

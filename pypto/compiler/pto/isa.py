@@ -207,7 +207,7 @@ def place_above(program, tile: Tile, overflow) -> Tile:
     used = max([tile_extent(t, target)[2] for t in program.tiles if t.loc == tile.loc] + [0])
     tile.addr = -(-used // target.alignment) * target.alignment
     end = tile_extent(tile, target)[2]
-    if end > target.buffers[tile.loc]:
+    if end > target.buffers[tile.loc] * (program.vec_scale if tile.loc == "vec" else 1):
         raise overflow(end)
     program.tiles.append(tile)
     program.buffer_bytes[tile.loc] = max(program.buffer_bytes.get(tile.loc, 0), end)

@@ -10,11 +10,11 @@ import math
 from ...language import dtypes as dt
 from ..elementwise import BINARY, UNARY
 from ...errors import InternalError, NotOnChip
-from ..ir import Block, Module, TileType, Value
+from ..ir import VEC, Block, Module, TileType, Value
 from .isa import (ROW_REDUCE_REPEATS, TMP_OPS, row_reduce_scratch_cols,
                   staged_row_reduce)
 from .program import (ROW_LAYOUT, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
-                      While, row_pitch, row_tile, view2d)
+                      While, row_pitch, row_tile, scale_vec_addresses, view2d)
 
 MAX_REPEATS = 255          # TMRGSORT's repeat field (pto-isa npu/a2a3/TMrgSort.hpp)
 
@@ -27,6 +27,7 @@ class _Lowering:
         self.tiles_by_buffer: dict[tuple, Tile] = {}
         self.tiles: list[Tile] = []
         self.workspaces: list[TensorArg] = []
+        self.views: list[Tile] = []       # tiles viewed at an offset (``view``)
         self.counter = 0
         self.taken = {p.hint for p in module.kernel.params}   # a tensor may be called s1
 
@@ -249,6 +250,7 @@ class _Lowering:
         dense): a row, a run of a row, or rows seen as one."""
         v = Value(TileType(tile.dtype, (rows, cols), tile.loc))
         v.addr = tile.addr + offset * tile.dtype.itemsize
+        self.views.append(tile)
         return self.tile(v)
 
     def _tile_reduce(self, op, out):
@@ -550,5 +552,19 @@ def lower_to_pto(module: Module, tensor_specs: dict) -> Program:
             params.append(s)
     body = lw.block(fn.body)
     kind = "cube" if module.facts.get("uses_cube") else "vector"
-    return Program(fn.name, kind, params + lw.workspaces, lw.tiles, body, module.target,
-                   dict(module.facts.get("buffer_bytes", {})))
+    program = Program(fn.name, kind, params + lw.workspaces, lw.tiles, body, module.target,
+                      dict(module.facts.get("buffer_bytes", {})))
+    if module.facts.get("rows_split"):
+        _whole_rows(program, lw.views)
+    return program
+
+
+def _whole_rows(program: Program, views: list) -> None:
+    """A plan made for the half rows one AIV holds (memory_plan._split_rows) as the whole rows
+    of the program before the split: every UB offset doubled, within twice the UB
+    (``vec_scale``), which pto/passes/split_rows.py halves again. A view's offset inside its
+    tile would not double with it, so a plan with UB views is refused."""
+    from .passes.split_rows import RowSplitRefused
+    if any(t.loc == VEC for t in views):
+        raise RowSplitRefused("a UB tile is viewed at an offset")
+    scale_vec_addresses(program, 2)

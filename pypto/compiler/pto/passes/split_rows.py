@@ -42,7 +42,22 @@ def _fresh() -> str:
     return f"rows{next(_local.names)}"
 
 
+class RowSplitRefused(Exception):
+    """A program planned for half rows (``Program.vec_scale`` 2, memory_plan._split_rows)
+    that cannot be split: the compile builds it again with a plan for whole rows."""
+
+
 def split_rows(program: Program) -> Program:
+    """The split, or ``program`` as it was; a program planned for half rows is split or
+    refused (``RowSplitRefused``)."""
+    scale = program.vec_scale
+    out = _split(program)
+    if scale == 2 and out.vector_cores != 2:
+        raise RowSplitRefused(f"the vector part of {program.name} keeps its rows whole")
+    return out
+
+
+def _split(program: Program) -> Program:
     if program.kind != "mixed" or program.vector_cores != 1:
         return program
     _local.names = itertools.count()
@@ -55,7 +70,7 @@ def split_rows(program: Program) -> Program:
     iotas = _iotas(insts, rows)
     if iotas is None or not _row_local(insts, rows, iotas):
         return program
-    tiles = _halved(insts, rows, half, iotas)
+    tiles = _halved(insts, rows, half, iotas, program.vec_scale)
     if tiles is None:
         return program
     sb, h, first = (Scalar(n, dt.int64) for n in ("rows_sb", "rows_half", "rows_first"))
@@ -64,8 +79,15 @@ def split_rows(program: Program) -> Program:
             Inst("arith.mul", [sb, h], [first])]
     _rewrite(body, tiles, first, iotas)
     program.vector_body = head + body
-    program.tiles += list(tiles.values())
+    program.tiles = [t for t in program.tiles if id(t) not in tiles] + list(tiles.values())
     program.vector_cores = 2
+    if program.vec_scale == 2:         # the offsets of the half-row plan (Program.vec_scale)
+        for n in insts:
+            if "_pong_addr" in n.attrs and n.outs[0].loc == "vec":
+                n.attrs["_pong_addr"] //= 2
+        program.buffer_bytes = {**program.buffer_bytes,
+                                "vec": program.buffer_bytes.get("vec", 0) // 2}
+        program.vec_scale = 1
     return program
 
 
@@ -128,22 +150,28 @@ def _row_local(insts: list, rows: int, iotas: dict) -> bool:
     return True
 
 
-def _halved(insts: list, rows: int, half: int, iotas: dict) -> dict | None:
-    """{id(tile): its half} for every row tile (and iota) of the part; None when one has a
-    valid region of other rows than all."""
+def _halved(insts: list, rows: int, half: int, iotas: dict, scale: int) -> dict | None:
+    """{id(tile): its half} for every row tile (and iota) of the part, and with ``scale`` 2
+    (``Program.vec_scale``) every other UB tile at half its offset too; None when a row tile
+    has a valid region of other rows than all, or a whole row of a tile is addressed."""
     out = {}
     for n in insts:
         for t in _tiles_of(n):
             if id(t) in out:
                 continue
+            at = t.addr // scale
             if id(t) in iotas:
-                out[id(t)] = dataclasses.replace(t, name=f"{t.name}_h", cols=half,
+                out[id(t)] = dataclasses.replace(t, name=f"{t.name}_h", cols=half, addr=at,
                                                  v_col=half if t.v_col == rows else t.v_col)
             elif _is_row_tile(t, rows):
                 if t.v_row not in (None, rows) or t.alloc is not None:
                     return None
-                out[id(t)] = dataclasses.replace(t, name=f"{t.name}_h", rows=half,
+                out[id(t)] = dataclasses.replace(t, name=f"{t.name}_h", rows=half, addr=at,
                                                  v_row=None if t.v_row is None else half)
+            elif scale != 1 and t.loc == "vec":
+                if t.row_of is not None:
+                    return None
+                out[id(t)] = dataclasses.replace(t, addr=at)
     return out
 
 
