@@ -163,3 +163,53 @@ def test_a_hand_off_waits_for_its_slot_only_before_the_next_store():
     # tests, which deadlock or time out on an unbalanced flag)
     for producer, consumer in ((cube, vector), (vector, cube)):
         assert set(_flags(producer, "set")) == set(_flags(consumer, "wait"))
+
+
+def _ub_end(text: str) -> int:
+    """The highest byte the vector function's UB tiles reach."""
+    import re
+    vector = text[text.index("_vector("):]
+    ends = [int(addr) + int(rows) * int(cols) * {"f32": 4, "f16": 2, "i32": 4}.get(dtype, 4)
+            for addr, dtype, rows, cols in re.findall(
+                r"alloc_tile addr = %c(\d+)_i64\b[^\n]*?loc=vec, dtype=(\w+), rows=(\d+), "
+                r"cols=(\d+)", vector)]
+    return max(ends)
+
+
+@pytest.mark.parametrize("block_m, block_n, causal", [(128, 128, False), (128, 128, True),
+                                                      (64, 256, True)])
+def test_blocks_whose_whole_rows_overflow_the_ub_fit_as_the_halves_each_aiv_holds(
+        block_m, block_n, causal):
+    """128 x 128 and 64 x 256 blocks need about 300 KiB of UB as whole rows (BufferOverflow
+    before); the vector part is split between the two AIVs, so the UB is planned for the
+    half each one holds (memory_plan's half-row plan) and fits the 192 KiB. Results on the
+    host, which runs the whole rows at twice the offsets, and a plan within the UB."""
+    q, k, v = fa.inputs(np.random.default_rng(block_n), 1, 2, 300, 128)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
+    meta.update(BLOCK_M=block_m, BLOCK_N=block_n)
+    grid = (grid[0], -(-300 // block_m))
+    out = np.full_like(q, np.nan)
+    fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
+                               **fa.TOLERANCE)
+    text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
+    vector = text[text.index("_vector("):]
+    assert f"rows={block_m // 2}, cols={block_n}" in vector
+    assert f"rows={block_m}, cols={block_n}" not in vector
+    assert _ub_end(text) <= 192 * 1024
+
+
+@pytest.mark.heavy
+def test_the_pto_isa_engine_agrees_at_blocks_planned_for_half_rows(monkeypatch):
+    from tests.engines.tools import needs_tools, TOOLS
+    if TOOLS is None:
+        pytest.skip(needs_tools.kwargs["reason"])
+    q, k, v = fa.inputs(np.random.default_rng(11), 1, 1, 300, 128)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), True)
+    meta.update(BLOCK_M=64, BLOCK_N=256)
+    grid = (grid[0], -(-300 // 64))
+    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
+    out = np.full_like(q, np.nan)
+    fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, True),
+                               **fa.TOLERANCE)

@@ -13,11 +13,12 @@ from typing import NamedTuple
 from ...language import dtypes as dt
 from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, TileType, Value, walk
-from ..pto.isa import EXPAND_OPS, footprint
+from ..pto.isa import EXPAND_OPS
 from ..pto import view2d
 from ..pto.program import rows_end_to_end
 from ..pto.lower import TILE_TO_PTO, scratch_type
 from .cube_box import cube_boxes
+from .half_rows import Sizing, split_rows, tile_bytes
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -37,13 +38,6 @@ IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "t
                               "tabs", "trelu",
                               *(f"t{axis}expand{op}" for axis in ("row", "col")
                                 for op in EXPAND_OPS)})
-
-
-def tile_bytes(ttype, target, alloc=None) -> int:
-    """Bytes a tile occupies in its buffer (``isa.footprint``); ``alloc``: a cube tile's
-    allocated (rows, cols) (``cube_box``), else its shape."""
-    rows, cols = alloc or view2d(ttype.shape)
-    return footprint(ttype.space, ttype.dtype, rows, cols, target)
 
 
 def _copy(v: Value, loc) -> Op:
@@ -155,8 +149,8 @@ def plan_memory(module: Module) -> Module:
     # allocates them so (Tile.alloc)
     boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
                                                    module.facts.get("bias_rows", ()))
-    rows = module.facts["rows_split"] = _split_rows(module)
-    sizing = _Sizing(boxes, rows)
+    rows = module.facts["rows_split"] = split_rows(module)
+    sizing = Sizing(boxes, rows)
     pos: dict = {}
     _positions(fn.body, pos, [0])
     double_buffered = any(op.name == "scf.for" and op.attrs.get("num_stages") == 2
@@ -173,51 +167,6 @@ def plan_memory(module: Module) -> Module:
     module.facts["tile_layout"] = layout     # pypto.memory.analyze explains the plan with it
     module.facts["planned"] = True
     return module
-
-
-def _split_rows(module: Module) -> int | None:
-    """R, when the kernel's vector part will run on both AIVs of its cluster, half of R rows
-    each (pto/passes/split_rows.py): the rows of every UB tile handed to or from the cube
-    through the GM workspace, when they agree and are a multiple of 32. Its UB tiles of R rows
-    are then planned at R/2 rows, the bytes one AIV holds; the lowering places the whole rows
-    at twice these offsets (``Program.vec_scale``) until the split halves them. The split
-    decides for itself; when it refuses, the kernel is built again without this
-    (``split_rows.RowSplitRefused``)."""
-    if module.facts.get("self_synced") or not module.facts.get("split_rows_plan", True):
-        return None
-    rows = set()
-    for op in walk(module.kernel.body):
-        if op.name in ("tile.load", "tile.store") and op.operands[0].owner is not None and \
-                op.operands[0].owner.name == "tensor.workspace":
-            tile = op.result if op.name == "tile.load" else op.operands[-1]
-            if tile.type.space == VEC:
-                rows.add(view2d(tile.type.shape)[0])
-    return rows.pop() if len(rows) == 1 and next(iter(rows)) % 32 == 0 else None
-
-
-class _Sizing:
-    """The bytes a buffer class takes: a cube tile's whole fractal boxes (``cube_box``); with
-    ``rows`` (``_split_rows``), a UB tile of that many rows at half of them, and the class as
-    large as its largest member."""
-
-    def __init__(self, boxes: dict, rows: int | None):
-        self.boxes, self.rows = boxes, rows
-
-    def alloc(self, v: Value):
-        box = self.boxes.get(v.id)
-        if box is None and self.rows and v.type.space == VEC:
-            rows, cols = view2d(v.type.shape)
-            if rows == self.rows:
-                return rows // 2, cols
-        return box
-
-    def bytes(self, member, target) -> int:
-        root, vals = member[2], member[3]
-        size = tile_bytes(root.type, target, self.alloc(root))
-        if self.rows:
-            size = max([size] + [tile_bytes(v.type, target, self.alloc(v))
-                                 for v in vals.values()])
-        return size
 
 
 def _fitting(body: Block, classes, pos, target, sizing, reserve: int):

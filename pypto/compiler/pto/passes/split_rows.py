@@ -77,7 +77,7 @@ def _split(program: Program) -> Program:
     head = [Inst("pto.get_subblock_idx", [], [sb]),
             Inst("arith.constant", [], [h], {"value": half}),
             Inst("arith.mul", [sb, h], [first])]
-    _rewrite(body, tiles, first, iotas)
+    _rewrite(body, tiles, first, iotas, rows)
     program.vector_body = head + body
     program.tiles = [t for t in program.tiles if id(t) not in tiles] + list(tiles.values())
     program.vector_cores = 2
@@ -175,21 +175,21 @@ def _halved(insts: list, rows: int, half: int, iotas: dict, scale: int) -> dict 
     return out
 
 
-def _rewrite(body: list, tiles: dict, first: Scalar, iotas: dict) -> None:
+def _rewrite(body: list, tiles: dict, first: Scalar, iotas: dict, rows: int) -> None:
     """Row tiles renamed to their halves, row windows moved down by ``first`` (in place)."""
     at = 0
     while at < len(body):
         n = body[at]
         if isinstance(n, For):
-            _rewrite(n.body, tiles, first, iotas)
+            _rewrite(n.body, tiles, first, iotas, rows)
         elif isinstance(n, If):
-            _rewrite(n.then_body, tiles, first, iotas)
-            _rewrite(n.else_body, tiles, first, iotas)
+            _rewrite(n.then_body, tiles, first, iotas, rows)
+            _rewrite(n.else_body, tiles, first, iotas, rows)
         elif isinstance(n, While):
-            _rewrite(n.before_body, tiles, first, iotas)
-            _rewrite(n.after_body, tiles, first, iotas)
+            _rewrite(n.before_body, tiles, first, iotas, rows)
+            _rewrite(n.after_body, tiles, first, iotas, rows)
         elif not is_scalar(n):
-            before, after = _rewrite_inst(n, tiles, first, iotas)
+            before, after = _rewrite_inst(n, tiles, first, iotas, rows)
             if after:
                 unfuse(body, {n.attrs.get("_fuse")} - {None})
             start = _group_start(body, at)     # a host fusion group runs as one loop
@@ -209,7 +209,8 @@ def _group_start(body: list, at: int) -> int:
     return at
 
 
-def _rewrite_inst(n: Inst, tiles: dict, first: Scalar, iotas: dict) -> tuple[list, list]:
+def _rewrite_inst(n: Inst, tiles: dict, first: Scalar, iotas: dict,
+                  rows: int) -> tuple[list, list]:
     """``n`` on the halves; (instructions it now needs before it, after it)."""
     before, after = [], []
     if n.op == "tci" and id(n.outs[0]) in iotas:      # positions from the sub-block's row
@@ -220,7 +221,7 @@ def _rewrite_inst(n: Inst, tiles: dict, first: Scalar, iotas: dict) -> tuple[lis
     elif n.op in ("tload", "tstore"):
         window = n.ins if n.op == "tload" else n.outs
         tile = n.outs[0] if n.op == "tload" else n.ins[0]
-        if id(tile) in tiles:
+        if _is_row_tile(tile, rows):
             row = Scalar(_fresh(), dt.int64)
             before = [Inst("arith.add", [window[1], first], [row])]
             window[1] = row
