@@ -108,10 +108,18 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
     pl.store(out, offsets=(head + m0, 0), value=(o / l).to(pl.float16))
 
 
-# (1, 8, 1024, 64), modelled: 64 x 64 blocks 221 us, 64 x 128 135 us (fewer hand-offs per
-# key), 128 x 64 190 us; 128 x 128 overflows the UB (s, p, the masks and O at once). Host
-# time: alike.
-BLOCK_M, BLOCK_N = 64, 128
+# Block sizes, modelled on the 910B1 (us), non-causal / causal:
+#
+#                        64 x 128       64 x 256       128 x 128
+#   (1, 1, 2048, 128)    74.8 / 53.9    56.6 / 43.0    54.9 / 57.5
+#   (1, 1, 8192, 128)    751 / 430      520 / 309      546 / 368
+#   (1, 8, 1024, 64)     113 / 80.3     87.9 / 70.9    77.3 / 59.0
+#
+# Wider key blocks mean fewer hand-offs per key, and each AIV's 32 x 256 slice of S is the
+# shape the chip reduces rows of fastest. Both wider blocks fit only because each AIV holds
+# half the rows and the UB is planned for that half (128 x 256 and 64 x 512 still overflow).
+# 64 x 256 is the default, best at head 128; tutorial 11's @pypto.autotune picks per shape.
+BLOCK_M, BLOCK_N = 64, 256
 
 
 def block_m_for(seq: int) -> int:
