@@ -25,13 +25,13 @@ numpy, so the ports compute what they claim. --reps is accepted for the harness 
   apart from what PyPTO emits (for flash attention: both AIVs, 4 QK tiles in flight, FIFOs
   through GM, TROWEXPANDSUB/MUL).
 * Flash attention fp16, head 128, S0 = S1 = S (``kernels/manual/common/flash_atten``, the
-  910B2 table): one program per 64 query rows, keys in blocks of 256, online softmax, S and P
-  handed between cube and vector through global memory (tutorial 12's kernel and blocks,
-  without the causal mask). pto-isa runs 128 query rows per cluster on its two vector cores
-  and keeps 4 QK tiles in flight; a PyPTO mixed kernel's block is one AIC and both AIVs (half
-  the rows each, pto/passes/split_rows.py, the UB planned for that half,
+  910B2 table): one program per 128 query rows, keys in blocks of 256, online softmax, S and
+  P handed between cube and vector through global memory (tutorial 12's kernel and blocks,
+  without a mask). pto-isa's blocks are the same, 128 query rows per cluster on its two vector
+  cores, but it keeps 4 QK tiles in flight; a PyPTO mixed kernel's block is one AIC and both
+  AIVs (half the rows each, pto/passes/split_rows.py, the UB planned for that half,
   compiler/passes/half_rows.py), each core running one iteration ahead of the other
-  (pto/passes/run_ahead.py); 128 x 256 blocks overflow the UB even so.
+  (pto/passes/run_ahead.py).
 * Top-k fp32, k = 1000 of 1024 columns (of 1280), 48 vector cores (``kernels/manual/a2a3/
   topk``): each core takes rows / 48 rows, two at a time, double-buffered; ``pl.topk`` is the
   chip's TSORT32 / TMRGSORT / TGATHER as pto-isa's kernel uses them.
@@ -107,7 +107,7 @@ def gemm_check(rng) -> None:
 
 # -- flash attention ---------------------------------------------------------------------------
 
-FA_HEAD, FA_BM, FA_BN = 128, 64, 256
+FA_HEAD, FA_BM, FA_BN = 128, 128, 256
 
 
 @pypto.jit(target=TARGET)

@@ -120,7 +120,7 @@ def test_both_cores_run_one_key_block_ahead_and_both_aivs_share_the_rows():
     """The schedule the speed comes from (pto/passes/run_ahead.py, split_rows.py): in each
     part a prologue and the loop run the next block's first half under `scf.if` (the cube's
     S before it waits for P, the vector core's softmax before it waits for P @ V), and the
-    vector function has no sub-block branch: each AIV takes 32 of the 64 rows."""
+    vector function has no sub-block branch: each AIV takes half the rows."""
     q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 512, 64)
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), False)
     text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
@@ -130,7 +130,8 @@ def test_both_cores_run_one_key_block_ahead_and_both_aivs_share_the_rows():
         loop = part[part.index("scf.for"):]
         assert loop.index("scf.if %ahead") < loop.index("pto.sync.wait #pto.pipe<PIPE_MTE2>")
     assert "pto.get_subblock_idx" in vector and "%pypto_sb.p" not in vector
-    assert "rows=32, cols=128" in vector and "rows=64, cols=128" not in vector
+    bm = meta["BLOCK_M"]
+    assert f"rows={bm // 2}, cols=128" in vector and f"rows={bm}, cols=128" not in vector
 
 
 def _flags(text: str, op: str) -> list[int]:

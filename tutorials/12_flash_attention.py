@@ -73,6 +73,16 @@ from pypto.backends.ascend.model.launch import model_kernel
 # Query row i sees keys j <= i. A program's rows end at m0 + BLOCK_M - 1, so key blocks from
 # there on are fully masked: the loop stops at min(seq, m0 + BLOCK_M) (half the work overall),
 # and the diagonal block is masked with an iota/compare/where on positions.
+#
+# 5. Masks that cost little.
+#
+# The keys past the head's end are masked by adding a (1, BLOCK_N) row of 0 / -inf, as
+# Triton's attention tutorial does: the row is computed once per key block and added to
+# every row of s (one TCOLEXPANDADD), where pl.where(keep, s, -inf) on the whole block is a
+# select of two (BLOCK_M, BLOCK_N) tiles (on A2/A3 a TSEL per row: 644 cycles per 32 x 256
+# half, modelled) and needs a -inf tile and a mask tile of the block's size in the UB. The
+# sum is the select for every finite score (an infinite score is an overflow either way).
+# The causal mask depends on both positions, so it stays a where.
 # ----------------------------------------------------------------------------------------------
 
 
@@ -95,10 +105,9 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
         tv = pl.load(v, offsets=(head + n0, 0), shape=(BLOCK_N, D))
         s = pl.matmul(tq, tk, b_trans=True) * sm_scale   # cube: (BLOCK_M, BLOCK_N) fp32
         cols = pl.arange(0, BLOCK_N)[None, :] + n0       # key positions within the head
-        keep = cols < seq
+        s = s + pl.where(cols < seq, 0.0, float("-inf"))  # keys past the head: one row, added
         if CAUSAL:
-            keep = keep & (cols <= rows)
-        s = pl.where(keep, s, float("-inf"))
+            s = pl.where(cols <= rows, s, float("-inf"))
         m_new = pl.maximum(m, pl.max(s, axis=1, keepdims=True))
         p = pl.exp(s - m_new)
         alpha = pl.exp(m - m_new)
@@ -110,29 +119,31 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 
 # Block sizes, modelled on the 910B1 (us), non-causal / causal:
 #
-#                        64 x 128       64 x 256       128 x 128
-#   (1, 1, 2048, 128)    74.8 / 53.9    56.6 / 43.0    54.9 / 57.5
-#   (1, 1, 8192, 128)    751 / 430      520 / 309      546 / 368
-#   (1, 8, 1024, 64)     113 / 80.3     87.9 / 70.9    77.3 / 59.0
+#                        64 x 128       64 x 256       128 x 128      128 x 256
+#   (1, 1, 2048, 128)    71.0 / 54.6    55.0 / 43.6    51.0 / 58.4    46.7 / overflow
+#   (1, 1, 8192, 128)    706 / 436      501 / 314      501 / 375      435 / overflow
+#   (1, 8, 1024, 64)     112 / 81.2     85.9 / 72.0    71.7 / 60.0    68.6 / overflow
 #
-# Wider key blocks mean fewer hand-offs per key, and each AIV's 32 x 256 slice of S is the
-# shape the chip reduces rows of fastest. Both wider blocks fit only because each AIV holds
-# half the rows and the UB is planned for that half (128 x 256 and 64 x 512 still overflow).
-# 64 x 256 is the default, best at head 128; tutorial 11's @pypto.autotune picks per shape.
-BLOCK_M, BLOCK_N = 64, 256
+# Wider blocks mean fewer hand-offs (and their cross-core latency) per key, and each AIV's
+# 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
+# because each AIV holds half the rows and the UB is planned for that half; the causal
+# where (a mask and a -inf tile of the block's size) leaves no room for 128 x 256, so causal
+# blocks take 64 rows.
+BLOCK_M, BLOCK_N = 128, 256
+CAUSAL_BLOCK_M = 64
 
 
-def block_m_for(seq: int) -> int:
+def block_m_for(seq: int, causal: bool = False) -> int:
     """BLOCK_M, shrunk in steps of 16 (the cube's fractal) for sequences shorter than it."""
     if seq < 16:
         raise ValueError(f"flash_attention: seq = {seq}; this kernel needs seq >= 16")
-    return min(BLOCK_M, seq // 16 * 16)
+    return min(CAUSAL_BLOCK_M if causal else BLOCK_M, seq // 16 * 16)
 
 
 def launch_args(q, k, v, out, causal: bool):
     """The kernel's grid and arguments for (batch, heads, seq, D) fp16 arrays."""
     batch, heads, seq, d = q.shape
-    bm = block_m_for(seq)
+    bm = block_m_for(seq, causal)
     views = [x.reshape(batch * heads * seq, d) for x in (q, k, v, out)]    # zero-copy
     grid = (batch * heads, pl.cdiv(seq, bm))
     meta = dict(BLOCK_M=bm, BLOCK_N=BLOCK_N, D=d, CAUSAL=causal)
