@@ -72,7 +72,11 @@ from pypto.backends.ascend.model.launch import model_kernel
 #
 # Query row i sees keys j <= i. A program's rows end at m0 + BLOCK_M - 1, so key blocks from
 # there on are fully masked: the loop stops at min(seq, m0 + BLOCK_M) (half the work overall),
-# and the diagonal block is masked with an iota/compare/where on positions.
+# and the diagonal block is masked with an iota/compare/where on positions. The last query
+# blocks then have the most key blocks, and blocks start on free cores in grid order: program
+# (h, i) takes the i-th block from the end, so the long ones start first and the short ones
+# fill in behind them, instead of a last wave of the longest blocks on a few cores (modelled,
+# (1, 1, 2048, 128): 43.6 us in grid order, 33.0 us longest first; 8192: 314 -> 277 us).
 #
 # 5. Masks that cost little.
 #
@@ -91,7 +95,10 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
                            BLOCK_N: pl.constexpr, D: pl.constexpr, CAUSAL: pl.constexpr):
     seq = q.shape[0] // pl.num_programs(0)               # rows per head: provably >= 0
     head = pl.program_id(0) * seq                        # the head's first row in the views
-    m0 = max(min(pl.program_id(1) * BLOCK_M, seq - BLOCK_M), 0)  # last block ends at the end
+    mb = pl.program_id(1)
+    if CAUSAL:
+        mb = pl.num_programs(1) - 1 - mb                 # the longest rows first (section 4)
+    m0 = max(min(mb * BLOCK_M, seq - BLOCK_M), 0)        # last block ends at the end
     tq = pl.load(q, offsets=(head + m0, 0), shape=(BLOCK_M, D))
     rows = pl.arange(0, BLOCK_M)[:, None] + m0           # query positions within the head
     m = pl.full((BLOCK_M, 1), float("-inf"), dtype=pl.float32)
