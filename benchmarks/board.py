@@ -25,10 +25,11 @@ numpy, so the ports compute what they claim. --reps is accepted for the harness 
   apart from what PyPTO emits (for flash attention: both AIVs, 4 QK tiles in flight, FIFOs
   through GM, TROWEXPANDSUB/MUL).
 * Flash attention fp16, head 128, S0 = S1 = S (``kernels/manual/common/flash_atten``, the
-  910B2 table): one program per 128 query rows, keys in blocks of 256, online softmax, S and
-  P handed between cube and vector through global memory (tutorial 12's kernel and blocks,
-  without a mask). pto-isa's blocks are the same, 128 query rows per cluster on its two vector
-  cores, but it keeps 4 QK tiles in flight; a PyPTO mixed kernel's block is one AIC and both
+  910B2 table): one program per 64 or 128 query rows (both shown: fewer blocks against fewer
+  waves of them on the 24 cores, which wins depends on S), keys in blocks of 256, online
+  softmax, S and P handed between cube and vector through global memory (tutorial 12's kernel
+  without a mask). pto-isa's blocks are 128 query rows per cluster on its two vector cores,
+  and it keeps 4 QK tiles in flight; a PyPTO mixed kernel's block is one AIC and both
   AIVs (half the rows each, pto/passes/split_rows.py, the UB planned for that half,
   compiler/passes/half_rows.py), each core running one iteration ahead of the other
   (pto/passes/run_ahead.py).
@@ -107,7 +108,8 @@ def gemm_check(rng) -> None:
 
 # -- flash attention ---------------------------------------------------------------------------
 
-FA_HEAD, FA_BM, FA_BN = 128, 128, 256
+FA_HEAD, FA_BN = 128, 256
+FA_BMS = (64, 128)         # query rows per block: fewer blocks or fewer waves, by S
 
 
 @pypto.jit(target=TARGET)
@@ -133,10 +135,10 @@ def fa_kernel(q, k, v, out, sm_scale, S: pl.constexpr, BM: pl.constexpr, BN: pl.
     pl.store(out, offsets=(m0, 0), value=(o / l).to(pl.float16))
 
 
-def fa_args(s):
+def fa_args(s, bm=FA_BMS[0]):
     q, k, v, out = (np.zeros((s, FA_HEAD), np.float16) for _ in range(4))
-    return (s // FA_BM,), (q, k, v, out, 1.0 / math.sqrt(FA_HEAD)), dict(
-        S=s, BM=FA_BM, BN=FA_BN, D=FA_HEAD)
+    return (s // bm,), (q, k, v, out, 1.0 / math.sqrt(FA_HEAD)), dict(
+        S=s, BM=bm, BN=FA_BN, D=FA_HEAD)
 
 
 def fa_check(rng) -> None:
@@ -209,10 +211,11 @@ def cases(quick: bool):
                     lambda n=n: model_launch(gemm_program(n, n, n, GM_GRID),
                                              GM_GRID, gemm_program_args(n, n, n))))
     for s in QUICK["fa"] if quick else FA_BOARD:
-        grid, args, meta = fa_args(s)
-        out.append(("flash attn h128", f"S={s // 1024}k", FA_BOARD[s], None,
-                    lambda grid=grid, args=args, meta=meta: model_kernel(fa_kernel, grid, *args,
-                                                                         **meta)))
+        for bm in FA_BMS:
+            grid, args, meta = fa_args(s, bm)
+            out.append((f"flash attn h128 {bm}x{FA_BN}", f"S={s // 1024}k", FA_BOARD[s], None,
+                        lambda grid=grid, args=args, meta=meta: model_kernel(
+                            fa_kernel, grid, *args, **meta)))
     for s in QUICK["fa"] if quick else FA_BOARD:
         out.append(("flash attn pto-isa .pto", f"S={s // 1024}k", FA_BOARD[s], None,
                     lambda s=s: model_launch(fa_program(s), (s // 128,), fa_program_args(s))))
