@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from pypto.compiler.pto.program import HAND_OFF_FIFO
 from tests.quick import quick_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -116,22 +117,23 @@ def test_the_run_ahead_keeps_the_values_at_other_key_blocks(monkeypatch, block_n
                                **fa.TOLERANCE)
 
 
-def test_both_cores_run_one_key_block_ahead_and_both_aivs_share_the_rows():
+def test_both_cores_run_key_blocks_ahead_and_both_aivs_share_the_rows():
     """The schedule the speed comes from (pto/passes/run_ahead.py, split_rows.py): in each
-    part a prologue and the loop run the next block's first half under `scf.if` (the cube's
-    S before it waits for P, the vector core's softmax before it waits for P @ V), and the
-    vector function has no sub-block branch: each AIV takes half the rows."""
-    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 512, 64)
+    part a prologue and the loop run a later block's first half under `scf.if` (the cube's
+    S two blocks ahead, through a FIFO of two workspace slots, before it waits for P; the
+    vector core's softmax one block ahead before it waits for P @ V), and the vector function
+    has no sub-block branch: each AIV takes half the rows."""
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 1024, 64)
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), False)
     text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
     cube, vector = text.split("kernel_kind<vector>")
-    for part in (cube, vector):
-        assert part.count("scf.if %ahead") == 2
+    for part, ahead in ((cube, HAND_OFF_FIFO), (vector, 1)):
+        assert part.count("scf.if %ahead") == ahead + 1        # the prologue's and the loop's
         loop = part[part.index("scf.for"):]
         assert loop.index("scf.if %ahead") < loop.index("pto.sync.wait #pto.pipe<PIPE_MTE2>")
     assert "pto.get_subblock_idx" in vector and "%pypto_sb.p" not in vector
-    bm = meta["BLOCK_M"]
-    assert f"rows={bm // 2}, cols=128" in vector and f"rows={bm}, cols=128" not in vector
+    bm, bn = meta["BLOCK_M"], meta["BLOCK_N"]
+    assert f"rows={bm // 2}, cols={bn}" in vector and f"rows={bm}, cols={bn}" not in vector
 
 
 def _flags(text: str, op: str) -> list[int]:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pypto
+from pypto.compiler.pto.program import HAND_OFF_FIFO
 from pypto.target import UB_USABLE
 import pypto.language as pl
 from pypto.errors import CompilationError, NotOnChip
@@ -180,18 +181,19 @@ def test_matmul_result_read_by_vector_code_inside_its_loop():
     pto = kernel.asm["pto"]
     cube, vector = pto[:pto.index("kernel_kind<vector>")], pto[pto.index("kernel_kind<vector>"):]
     # inside the loop: the cube signals after storing acc, the vector core acknowledges its
-    # load, and the cube waits for that before it stores the next iteration's acc into the
-    # same slot; the vector core primes one acknowledgement before the loop, which the cube
-    # takes back after it
+    # load, and the cube waits for that before it stores into the slot again; the slots are a
+    # FIFO of HAND_OFF_FIFO (iteration i in slot i % 2), so the vector core primes that many
+    # acknowledgements before the loop, which the cube takes back after it
+    fifo = HAND_OFF_FIFO
     assert cube.count("pto.sync.set #pto.pipe<PIPE_FIX>") == 1
-    assert cube.count("pto.sync.wait #pto.pipe<PIPE_FIX>") == 2
+    assert cube.count("pto.sync.wait #pto.pipe<PIPE_FIX>") == 1 + fifo
     loop = cube[cube.index("scf.for"):]
     assert loop.index("pto.sync.wait #pto.pipe<PIPE_FIX>") < loop.index("pto.tstore")
     # the vector part on sub-block 0, its skeleton on sub-block 1: each primes and
     # acknowledges
     part, skeleton = vector.split("} else {")
-    assert part.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 2
-    assert skeleton.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 2
+    assert part.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 1 + fifo
+    assert skeleton.count("pto.sync.set #pto.pipe<PIPE_MTE2>") == 1 + fifo
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from .lowering_utils import I64, PTR, clamp, counted_loop, i64, storage_type
 from ...target import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
-WORKSPACE_ACCS = 2          # workspace room per core, in L0C-sized slots
+WORKSPACE_ACCS = 4          # workspace room per core, in L0C-sized slots (FIFOs of two)
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
 MAX_CLAIM = 8               # blocks claimed at once, at most (see launch_function)

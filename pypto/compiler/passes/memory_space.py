@@ -16,6 +16,7 @@ from ...language import dtypes as dt
 from ...errors import CompilationError
 from .cube_epilogue import fold_bias, fold_store
 from .dce import dead_code_elimination
+from ..pto.program import HAND_OFF_FIFO
 from ..ir import (ACC, BIAS, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
                   TileType, Value, blocks, users, walk)
 
@@ -142,13 +143,15 @@ def _spill(body: Block, is_acc, slots: "_Slots") -> None:
     def vector_readers(v: Value) -> list[Op]:
         return [u for u in use_map.get(v, ()) if u.name not in CUBE_USERS]
 
+    loops = _loops_of(body)
     for block, top in _blocks(body):
         for op in list(block.ops):
             for r in op.results:
                 readers = vector_readers(r) if is_acc(r) else []
                 if not readers:
                     continue
-                exchange, loaded, credit = _exchange(r, slots, op.loc, top is not None)
+                exchange, loaded, credit = _exchange(r, slots, op.loc, top is not None,
+                                                     loop=_top_loop(loops, block, top))
                 at = block.ops.index(op) + 1
                 block.ops[at:at] = exchange
                 _around(body, top, credit)
@@ -186,17 +189,28 @@ def _blocks(body: Block):
                 yield block, top
 
 
+def _loops_of(body: Block) -> dict:
+    """{id(block): the scf.for whose body it is}."""
+    return {id(op.blocks[0]): op for op in walk(body) if op.name == "scf.for"}
+
+
+def _top_loop(loops: dict, block: Block, top: Op | None) -> Op | None:
+    """The top-level scf.for whose body ``block`` is, or None."""
+    loop = loops.get(id(block))
+    return loop if loop is not None and loop is top else None
+
+
 def _around(body: Block, top: Op | None, credit) -> None:
-    """The hand-off's priming flag before the top-level op it is in, the draining wait
+    """The hand-off's priming flags before the top-level op it is in, the draining waits
     after (``_exchange``)."""
     if credit is not None:
         prime, drain = credit
         at = body.ops.index(top)
-        body.ops[at:at + 1] = [prime, top, drain]
+        body.ops[at:at + 1] = [*prime, top, *drain]
 
 
 def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
-              to_cube: bool = False) -> tuple[list[Op], Value]:
+              to_cube: bool = False, loop: Op | None = None) -> tuple[list[Op], Value]:
     """Store ``src`` to a workspace slot, signal, wait, load it back: from the cube to the
     vector core (an accumulator), or with ``to_cube`` from the vector core to the cube (a
     matmul operand computed by vector ops; the load lands in L1). Returns the ops and the
@@ -210,17 +224,25 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
     signal, a cross-core round trip per hand-off on the critical path). The first store
     finds a credit the consumer set before the loop (``credit``: that set and the producer's
     wait after the loop that takes the last ack back, so every flag is balanced at the end,
-    as pto-isa's kernels prime and drain theirs). Returns (ops, loaded value, credit or
-    None)."""
+    as pto-isa's kernels prime and drain theirs). A hand-off in the body of a top-level loop
+    (``loop``) goes through a FIFO of ``HAND_OFF_FIFO`` slots, iteration i in slot i % depth,
+    with that many credits: the producer waits for the consumer to take iteration i - depth,
+    not i - 1 (in a nested loop a slot's turn would restart with each outer iteration, so
+    one slot there). Returns (ops, loaded value, credit or None)."""
     shape = src.type.shape
     slot = slots.slot()
     flag = {"flag": slots.flag(loc), "split": True}
     if to_cube:
         flag["to_cube"] = True
+    depth = HAND_OFF_FIFO if loop is not None and len(shape) == 2 else 1
     ws = Op("tensor.workspace", [], [TensorType(src.type.dtype, 2)],
-            {"slot": slot, "shape": tuple(shape)}, loc=loc)
+            {"slot": slot, "shape": (shape[0] * depth, *shape[1:])}, loc=loc)
     zero = Op("arith.constant", [], [ScalarType(dt.int64)], {"value": 0}, loc=loc)
     offsets = [zero.result, zero.result]
+    places = []
+    if depth > 1:
+        places = _fifo_row(loop, depth, shape[0], loc)
+        offsets = [places[-1].result, zero.result]
     store = Op("tile.store", [ws.result, *offsets, src], loc=loc)
     signal = Op("pto.sync_set", attrs=flag, loc=loc)
     wait = Op("pto.sync_wait", attrs=dict(flag), loc=loc)
@@ -235,13 +257,30 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
 
     def ack_op(name):
         return Op(name, attrs=dict(ack), loc=loc)
-    ops = [ws, zero, ack_op("pto.sync_wait"), store, signal, wait, load, ack_op("pto.sync_set")]
-    return ops, load.result, (ack_op("pto.sync_set"), ack_op("pto.sync_wait"))
+    ops = [ws, zero, *places, ack_op("pto.sync_wait"), store, signal, wait, load,
+           ack_op("pto.sync_set")]
+    return ops, load.result, ([ack_op("pto.sync_set") for _ in range(depth)],
+                              [ack_op("pto.sync_wait") for _ in range(depth)])
+
+
+
+def _fifo_row(loop: Op, depth: int, rows: int, loc) -> list[Op]:
+    """The first row of this iteration's slot: ((iv - lb) // step) % depth * rows."""
+    iv, lb, step = loop.blocks[0].args[0], loop.operands[0], loop.operands[2]
+    i64 = ScalarType(dt.int64)
+    k = Op("arith.constant", [], [i64], {"value": depth}, loc=loc)
+    r = Op("arith.constant", [], [i64], {"value": rows}, loc=loc)
+    d = Op("arith.sub", [iv, lb], [i64], loc=loc)
+    q = Op("arith.floordiv", [d.result, step], [i64], loc=loc)
+    m = Op("arith.mod", [q.result, k.result], [i64], loc=loc)
+    row = Op("arith.mul", [m.result, r.result], [i64], loc=loc)
+    return [k, r, d, q, m, row]
 
 
 def _operands_to_cube(body: Block, slots: _Slots) -> None:
     """A matmul operand computed by vector ops (flash attention's P) goes to the cube through
     the GM workspace: the vector core stores it, signals, and the cube loads it into L1."""
+    loops = _loops_of(body)
     for block, top in _blocks(body):
         for op in list(block.ops):
             if op.name != "tile.matmul":
@@ -250,7 +289,8 @@ def _operands_to_cube(body: Block, slots: _Slots) -> None:
                 if src.owner is not None and src.owner.name == "tile.load" or _l1_slice(src):
                     continue
                 exchange, loaded, credit = _exchange(src, slots, op.loc, top is not None,
-                                                     to_cube=True)
+                                                     to_cube=True,
+                                                     loop=_top_loop(loops, block, top))
                 at = block.ops.index(op)
                 block.ops[at:at] = exchange
                 _around(body, top, credit)

@@ -18,6 +18,7 @@ from .acc_init import init_accumulators
 from .double_buffer import double_buffer
 from .empty_windows import fold_empty_windows
 from .fillpad import pad_loads
+from .group_reduce import group_reduce_rows
 from .hazards import check_program
 from .run_ahead import run_ahead
 from .split import interleaved_copy, split_cube_vector
@@ -28,6 +29,7 @@ PTO_PASSES = (
     ("fold-empty-windows", fold_empty_windows),     # windows outside the tensor: no move
     ("split", split_cube_vector),                   # cube and vector parts
     ("split-rows", split_rows),                     # the vector part on both AIVs
+    ("group-reduce", group_reduce_rows),            # row reductions in fast row chunks
     ("run-ahead", run_ahead),                       # the cube's next S before this P V
     ("double-buffer", double_buffer),               # num_stages=2 loads one iteration ahead
     ("fold-empty-prefetches", fold_empty_windows),  # a prologue's window past a 0 extent
@@ -42,7 +44,7 @@ PTO_PASSES = (
 SELF_SYNCED_PASSES = tuple((name, functools.partial(pad_loads, auto_sync=False)
                             if name == "fillpad" else fn)
                            for name, fn in PTO_PASSES
-                           if name not in ("sync", "split-rows", "run-ahead"))
+                           if name not in ("sync", "split-rows", "group-reduce", "run-ahead"))
 
 # The host's interleaved copy of a program whose parts hand data both ways or inside loops
 # (``split.interleaved_copy``) is taken just before the split and gets these passes after the

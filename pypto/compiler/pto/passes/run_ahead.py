@@ -34,8 +34,8 @@ import threading
 from ....language import dtypes as dt
 from ....errors import BufferOverflow
 from ..isa import accesses, is_scalar, place_above, tile_extent
-from ..program import (For, If, Inst, Program, Scalar, TensorArg, Tile, constant_values,
-                       nested_bodies, walk_insts)
+from ..program import (HAND_OFF_FIFO, For, If, Inst, Program, Scalar, TensorArg, Tile,
+                       constant_values, nested_bodies, walk_insts)
 from .clone import Cloner, rewrite_loops
 
 _local = threading.local()
@@ -53,12 +53,19 @@ def run_ahead(program: Program) -> Program:
     for kind, part in program.parts:
         other = program.vector_body if kind == "cube" else program.body
 
-        def rewrite(loop: For, other=other) -> list | None:
+        def rewrite(loop: For, other=other, kind=kind) -> list | None:
             split = None if _at_most_one(loop, consts) else _split(loop, program, other)
-            return None if split is None else _skew(loop, *split, program)
+            depth = CUBE_DEPTH if kind == "cube" else 1
+            return None if split is None else _skew(loop, *split, program, depth)
 
         rewrite_loops(part, rewrite)
     return program
+
+
+# How many iterations ahead the cube's A runs: the hand-offs' FIFO depth, so A(j+2) stores S
+# into the slot the vector core emptied when it took S(j). The vector core's A stays one
+# ahead: what its B reads of A (alpha) is kept for one iteration only (_saved_copies).
+CUBE_DEPTH = HAND_OFF_FIFO
 
 
 def _at_most_one(loop: For, consts: dict) -> bool:
@@ -336,16 +343,25 @@ def _saved_copies(saves: list, ahead: list, program: Program) -> tuple[list, lis
             [m for n in ahead for m in [n] + after.get(id(n), [])])
 
 
-def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program) -> list:
+def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program,
+          depth: int = 1) -> list:
     copies = _saved_copies(saves, ahead, program)
     if copies is None:
         return [loop]
     copies, ahead = copies
-    first = Cloner(_next, {id(loop.iv): loop.lb}, {}).nodes(ahead)
-    cmp0, any_trip = _scalar("arith.cmp", [loop.lb, loop.ub], dt.bool_, pred="lt")
-    prologue = [cmp0, If(any_trip, first, [], [], [], [])]
-    nxt, iv_next = _scalar("arith.add", [loop.iv, loop.step], dt.int64)
+    prologue, at = [], loop.lb
+    for d in range(depth):
+        if d:
+            step_, at = _scalar("arith.add", [at, loop.step], dt.int64)
+            prologue.append(step_)
+        first = Cloner(_next, {id(loop.iv): at}, {}).nodes(ahead)
+        cmp0, any_trip = _scalar("arith.cmp", [at, loop.ub], dt.bool_, pred="lt")
+        prologue += [cmp0, If(any_trip, first, [], [], [], [])]
+    body, iv_next = [], loop.iv
+    for d in range(depth):
+        nxt, iv_next = _scalar("arith.add", [iv_next, loop.step], dt.int64)
+        body.append(nxt)
     cmp, more = _scalar("arith.cmp", [iv_next, loop.ub], dt.bool_, pred="lt")
     again = Cloner(_next, {id(loop.iv): iv_next}, {}).nodes(ahead)
-    loop.body = copies + [nxt, cmp, If(more, again, [], [], [], [])] + rest
+    loop.body = copies + body + [cmp, If(more, again, [], [], [], [])] + rest
     return prologue + [loop]
