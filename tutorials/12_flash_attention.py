@@ -39,11 +39,12 @@ from pypto.backends.ascend.model.launch import model_kernel
 # per-block workspace slot and a cross-core flag), and P, cast to fp16 there, goes back to the
 # cube the same way, as does P @ V. You write none of it: the compiler splits the kernel into
 # a cube part and a vector part (the .pto has two functions, shown below) and places the
-# hand-offs and flags. It also has each core run one iteration ahead, so neither waits for
-# the other's half of every step: the cube computes S for the next key block before it waits
-# for this block's P, and the vector core's softmax of that next S comes before it adds this
-# block's P @ V into O (the run-ahead pass; modelled, (1, 1, 2048, 128): 152.7 us before it,
-# 86.8 us with it). On the host the two parts run interleaved on one thread.
+# hand-offs and flags. It also has each core run ahead, so neither waits for the other's
+# half of every step: the cube computes S two key blocks ahead before it waits for this
+# block's P (each hand-off goes through two workspace slots in turn), and the vector core's
+# softmax of the next S comes before it adds this block's P @ V into O (the run-ahead pass;
+# modelled, (1, 1, 2048, 128), 64 x 128 blocks: 152.7 us before it, 86.8 us one block ahead).
+# On the host the two parts run interleaved on one thread.
 #
 # 3. Rank-2 views of rank-4 tensors.
 #
@@ -76,7 +77,7 @@ from pypto.backends.ascend.model.launch import model_kernel
 # blocks then have the most key blocks, and blocks start on free cores in grid order: program
 # (h, i) takes the i-th block from the end, so the long ones start first and the short ones
 # fill in behind them, instead of a last wave of the longest blocks on a few cores (modelled,
-# (1, 1, 2048, 128): 43.6 us in grid order, 33.0 us longest first; 8192: 314 -> 277 us).
+# (1, 1, 2048, 128), one S slot: 43.6 us in grid order, 33.0 us longest first; 8192: 314 -> 277).
 #
 # 5. Masks that cost little.
 #
@@ -127,9 +128,9 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # Block sizes, modelled on the 910B1 (us), non-causal / causal:
 #
 #                        64 x 128       64 x 256       128 x 128      128 x 256
-#   (1, 1, 2048, 128)    71.0 / 54.6    55.0 / 43.6    51.0 / 58.4    46.7 / overflow
-#   (1, 1, 8192, 128)    706 / 436      501 / 314      501 / 375      435 / overflow
-#   (1, 8, 1024, 64)     112 / 81.2     85.9 / 72.0    71.7 / 60.0    68.6 / overflow
+#   (1, 1, 2048, 128)    67.2 / 40.5    49.6 / 30.7    46.7 / 54.2    40.8 / overflow
+#   (1, 1, 8192, 128)    663 / 361      429 / 247      447 / 280      358 / overflow
+#   (1, 8, 1024, 64)     101 / 74.9     78.4 / 68.1    64.8 / 54.1    59.5 / overflow
 #
 # Wider blocks mean fewer hand-offs (and their cross-core latency) per key, and each AIV's
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
