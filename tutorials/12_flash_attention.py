@@ -136,22 +136,34 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
 # because each AIV holds half the rows and the UB is planned for that half; the causal
 # where (a mask and a -inf tile of the block's size) leaves no room for 128 x 256, so causal
-# blocks take 64 rows.
-BLOCK_M, BLOCK_N = 128, 256
+# blocks take 64 rows. The blocks run in waves of one per cluster (24 on the 910B1): 16
+# blocks of 128 rows leave 8 clusters idle at S = 2k, where 22 of 96 rows fill them
+# (35.6 us against 40.8), so the height is the one whose waves hold the fewest rows, the
+# taller on a tie (8k: 6 waves of 64, 4 of 96, 3 of 128 rows, 384 each: 128, 358 us).
+BLOCK_N = 256
+BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
 CAUSAL_BLOCK_M = 64
 
 
-def block_m_for(seq: int, causal: bool = False) -> int:
-    """BLOCK_M, shrunk in steps of 16 (the cube's fractal) for sequences shorter than it."""
+def block_m_for(seq: int, causal: bool = False, programs: int = 1, clusters: int = 24) -> int:
+    """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height whose waves
+    of blocks hold the fewest rows, the taller on a tie; shrunk in steps of 16 (the cube's
+    fractal) for sequences shorter than every height."""
     if seq < 16:
         raise ValueError(f"flash_attention: seq = {seq}; this kernel needs seq >= 16")
-    return min(CAUSAL_BLOCK_M if causal else BLOCK_M, seq // 16 * 16)
+    heights = [h for h in ((CAUSAL_BLOCK_M,) if causal else BLOCK_MS) if h <= seq]
+    if not heights:
+        return seq // 16 * 16
+
+    def rows_in_waves(h: int) -> int:
+        return -(-programs * -(-seq // h) // clusters) * h
+    return min(heights, key=lambda h: (rows_in_waves(h), -h))
 
 
 def launch_args(q, k, v, out, causal: bool):
     """The kernel's grid and arguments for (batch, heads, seq, D) fp16 arrays."""
     batch, heads, seq, d = q.shape
-    bm = block_m_for(seq, causal)
+    bm = block_m_for(seq, causal, batch * heads, flash_attention_kernel.target().cube_cores)
     views = [x.reshape(batch * heads * seq, d) for x in (q, k, v, out)]    # zero-copy
     grid = (batch * heads, pl.cdiv(seq, bm))
     meta = dict(BLOCK_M=bm, BLOCK_N=BLOCK_N, D=d, CAUSAL=causal)
