@@ -216,3 +216,16 @@ def test_the_pto_isa_engine_agrees_at_blocks_planned_for_half_rows(monkeypatch):
     fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
     np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, True),
                                **fa.TOLERANCE)
+
+
+def test_the_causal_mask_is_a_branch_that_runs_ahead_with_the_softmax():
+    """Only the diagonal key blocks are masked (an `scf.if` around the where), and the vector
+    core's run-ahead takes the branch along with the next block's softmax (run_ahead left a
+    part with a branch in it as it was: no `scf.if %ahead` in the vector function)."""
+    q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 1024, 64)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), True)
+    text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
+    vector = text[text.index("_vector("):]
+    assert vector.count("scf.if %ahead") == 2
+    # the key-tail row's where and the diagonal's, in the prologue's softmax and the loop's
+    assert vector.count("pto.tsel") == 4

@@ -161,7 +161,9 @@ def _split(loop: For, program: Program, other: list):
     sunk = _sinkable(info, roots, b)
     behind = b | sunk
     ahead = [i for i, n in enumerate(body) if i not in behind and not _is_scalar(n)]
-    if any(not isinstance(body[i], Inst) for i in ahead):
+    if any(not isinstance(body[i], (Inst, If)) or (isinstance(body[i], If) and (
+            body[i].results or any(_is_flag(n) for n in walk_insts([body[i]]))))
+           for i in ahead):
         return None
     saves = _saves(info, set(ahead), behind)
     if saves is None or not _keeps_after(loop, program, info, set(ahead), behind):
@@ -264,12 +266,20 @@ def _with_scalars(body: list, nodes: list) -> list:
     todo = list(nodes)
     while todo:
         n = todo.pop()
-        for x in n.ins + ([] if is_scalar(n) else n.outs):     # a store's window: its outs
+        for x in _uses(n):
             d = defs.get(id(x))
             if d is not None and id(d) not in chosen:
                 chosen.add(id(d))
                 todo.append(d)
     return [n for n in body if id(n) in chosen]
+
+
+def _uses(n) -> list:
+    """What a node reads: an instruction's inputs (a store's window: its outs too), a
+    branch's condition and what its instructions read."""
+    if isinstance(n, If):
+        return [n.cond] + [x for i in walk_insts([n]) if isinstance(i, Inst) for x in _uses(i)]
+    return n.ins + ([] if is_scalar(n) else n.outs)
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
