@@ -15,6 +15,11 @@ cores across iterations, as pto-isa's hand-written flash attention does:
         if j + s < ub: A(j + s)
         B(j)
 
+The cube runs ``CUBE_DEPTH`` (2) iterations ahead, A(lb) and A(lb + s) first and A(j + 2s)
+in the loop: its hand-offs go through FIFOs of as many workspace slots (HAND_OFF_FIFO), so
+S(j+2) waits only for the vector core to have taken S(j). A's work may hold branches
+(flash attention's causal mask on the diagonal blocks), cloned with the iteration's scalars.
+
 B is the wait, the other core's data and everything that reads what B writes (this iteration
 or the last); work that only feeds B (the load of V, its move to L0B) waits with it; A is the
 rest, address computations copied. The reorder keeps every value: what one side reads of its
@@ -362,15 +367,15 @@ def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program,
     prologue, at = [], loop.lb
     for d in range(depth):
         if d:
-            step_, at = _scalar("arith.add", [at, loop.step], dt.int64)
-            prologue.append(step_)
+            add, at = _scalar("arith.add", [at, loop.step], dt.int64)
+            prologue.append(add)
         first = Cloner(_next, {id(loop.iv): at}, {}).nodes(ahead)
         cmp0, any_trip = _scalar("arith.cmp", [at, loop.ub], dt.bool_, pred="lt")
         prologue += [cmp0, If(any_trip, first, [], [], [], [])]
     body, iv_next = [], loop.iv
-    for d in range(depth):
-        nxt, iv_next = _scalar("arith.add", [iv_next, loop.step], dt.int64)
-        body.append(nxt)
+    for _ in range(depth):
+        add, iv_next = _scalar("arith.add", [iv_next, loop.step], dt.int64)
+        body.append(add)
     cmp, more = _scalar("arith.cmp", [iv_next, loop.ub], dt.bool_, pred="lt")
     again = Cloner(_next, {id(loop.iv): iv_next}, {}).nodes(ahead)
     loop.body = copies + body + [cmp, If(more, again, [], [], [], [])] + rest
