@@ -139,28 +139,31 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
 # because each AIV holds half the rows and the UB is planned for that half; the causal
 # where (a mask and a -inf tile of the block's size) leaves no room for 128 x 256, so causal
-# blocks take 64 rows. The blocks run in waves of one per cluster (24 on the 910B1): 16
-# blocks of 128 rows leave 8 clusters idle at S = 2k, where 22 of 96 rows fill them
-# (35.6 us against 40.8), so the height is the one whose waves hold the fewest rows, the
-# taller on a tie (8k: 6 waves of 64, 4 of 96, 3 of 128 rows, 384 each: 128, 358 us).
+# blocks take 64 rows. The blocks run in waves of one per cluster (24 on the 910B1), and a
+# block of h rows takes about as long as h + 32 rows would at no fixed cost (the pipeline's
+# fill and drain: fitted to 64 x 256 and 128 x 256 at 8k, 429 us in 6 waves, 358 us in 3).
+# The launcher takes the height with the least waves x (h + 32): at S = 2k one head, 22
+# blocks of 96 rows fill the 24 clusters where 16 of 128 leave 8 idle (35.6 us against
+# 40.8); at 16k, 6 waves of 128 rows (1367 us) beat 11 of 64 (1496).
 BLOCK_N = 256
 BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
 CAUSAL_BLOCK_M = 64
+BLOCK_COST_ROWS = 32              # a block's fixed cost, in rows
 
 
 def block_m_for(seq: int, causal: bool = False, programs: int = 1, clusters: int = 24) -> int:
-    """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height whose waves
-    of blocks hold the fewest rows, the taller on a tie; shrunk in steps of 16 (the cube's
-    fractal) for sequences shorter than every height."""
+    """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height with the
+    least waves x (height + BLOCK_COST_ROWS), the taller on a tie; shrunk in steps of 16 (the
+    cube's fractal) for sequences shorter than every height."""
     if seq < 16:
         raise ValueError(f"flash_attention: seq = {seq}; this kernel needs seq >= 16")
     heights = [h for h in ((CAUSAL_BLOCK_M,) if causal else BLOCK_MS) if h <= seq]
     if not heights:
         return seq // 16 * 16
 
-    def rows_in_waves(h: int) -> int:
-        return -(-programs * -(-seq // h) // clusters) * h
-    return min(heights, key=lambda h: (rows_in_waves(h), -h))
+    def cost(h: int) -> int:
+        return -(-programs * -(-seq // h) // clusters) * (h + BLOCK_COST_ROWS)
+    return min(heights, key=lambda h: (cost(h), -h))
 
 
 def launch_args(q, k, v, out, causal: bool):
