@@ -19,7 +19,7 @@ from .source import KernelSource
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto
 from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
-from .pto.passes.split_rows import RowSplitRefused
+from .pto.program import RowSplitRefused
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
@@ -50,7 +50,7 @@ def _build(module: Module, tensor_specs: dict, auto_sync: bool, interleave: bool
 def _hoisting_if_it_fits(fn, fresh, target, run):
     """``run(module)`` of ``fn`` with loop-invariant work hoisted out of its loops
     (``passes/hoist.py``) and the UB planned for the half rows each AIV holds when the vector
-    part will be split between them (``memory_plan._split_rows``). When the hoisted tiles make
+    part will be split between them (``passes/half_rows.py``). When the hoisted tiles make
     it overflow a buffer, of ``fresh()`` (passes rewrite their function in place) without
     hoisting; when the split refuses the part (``RowSplitRefused``), without the half-row
     plan."""

@@ -16,14 +16,14 @@ def tile_bytes(ttype, target, alloc=None) -> int:
     return footprint(ttype.space, ttype.dtype, rows, cols, target)
 
 
-def split_rows(module: Module) -> int | None:
+def hand_off_rows(module: Module) -> int | None:
     """R, when the kernel's vector part will run on both AIVs of its cluster, half of R rows
     each (pto/passes/split_rows.py): the rows of every UB tile handed to or from the cube
     through the GM workspace, when they agree and are a multiple of 32. Its UB tiles of R rows
     are then planned at R/2 rows, the bytes one AIV holds; the lowering places the whole rows
     at twice these offsets (``Program.vec_scale``) until the split halves them. The split
     decides for itself; when it refuses, the kernel is built again without this
-    (``split_rows.RowSplitRefused``)."""
+    (``program.RowSplitRefused``)."""
     if module.facts.get("self_synced") or not module.facts.get("split_rows_plan", True):
         return None
     rows = set()
@@ -38,7 +38,7 @@ def split_rows(module: Module) -> int | None:
 
 class Sizing:
     """The bytes a buffer class takes: a cube tile's whole fractal boxes (``cube_box``); with
-    ``rows`` (``split_rows``), a UB tile of that many rows at half of them, and the class as
+    ``rows`` (``hand_off_rows``), a UB tile of that many rows at half of them, and the class as
     large as its largest member."""
 
     def __init__(self, boxes: dict, rows: int | None):

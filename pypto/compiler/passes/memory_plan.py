@@ -18,7 +18,7 @@ from ..pto import view2d
 from ..pto.program import rows_end_to_end
 from ..pto.lower import TILE_TO_PTO, scratch_type
 from .cube_box import cube_boxes
-from .half_rows import Sizing, split_rows, tile_bytes
+from .half_rows import Sizing, hand_off_rows
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -149,7 +149,7 @@ def plan_memory(module: Module) -> Module:
     # allocates them so (Tile.alloc)
     boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
                                                    module.facts.get("bias_rows", ()))
-    rows = module.facts["rows_split"] = split_rows(module)
+    rows = module.facts["rows_split"] = hand_off_rows(module)
     sizing = Sizing(boxes, rows)
     pos: dict = {}
     _positions(fn.body, pos, [0])

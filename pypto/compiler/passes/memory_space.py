@@ -263,7 +263,6 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
                               [ack_op("pto.sync_wait") for _ in range(depth)])
 
 
-
 def _fifo_row(loop: Op, depth: int, rows: int, loc) -> list[Op]:
     """The first row of this iteration's slot: ((iv - lb) // step) % depth * rows."""
     iv, lb, step = loop.blocks[0].args[0], loop.operands[0], loop.operands[2]

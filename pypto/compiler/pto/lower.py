@@ -13,8 +13,8 @@ from ...errors import InternalError, NotOnChip
 from ..ir import VEC, Block, Module, TileType, Value
 from .isa import (ROW_REDUCE_REPEATS, TMP_OPS, row_reduce_scratch_cols,
                   staged_row_reduce)
-from .program import (ROW_LAYOUT, WORKSPACE, For, If, Inst, Program, Scalar, TensorArg, Tile,
-                      While, row_pitch, row_tile, scale_vec_addresses, view2d)
+from .program import (ROW_LAYOUT, WORKSPACE, For, If, Inst, Program, RowSplitRefused, Scalar,
+                      TensorArg, Tile, While, row_pitch, row_tile, view2d, walk_insts)
 
 MAX_REPEATS = 255          # TMRGSORT's repeat field (pto-isa npu/a2a3/TMrgSort.hpp)
 
@@ -27,7 +27,7 @@ class _Lowering:
         self.tiles_by_buffer: dict[tuple, Tile] = {}
         self.tiles: list[Tile] = []
         self.workspaces: list[TensorArg] = []
-        self.views: list[Tile] = []       # tiles viewed at an offset (``view``)
+        self.vec_viewed = False           # a UB tile viewed at an offset (``view``)
         self.counter = 0
         self.taken = {p.hint for p in module.kernel.params}   # a tensor may be called s1
 
@@ -250,7 +250,7 @@ class _Lowering:
         dense): a row, a run of a row, or rows seen as one."""
         v = Value(TileType(tile.dtype, (rows, cols), tile.loc))
         v.addr = tile.addr + offset * tile.dtype.itemsize
-        self.views.append(tile)
+        self.vec_viewed = self.vec_viewed or tile.loc == VEC
         return self.tile(v)
 
     def _tile_reduce(self, op, out):
@@ -555,16 +555,28 @@ def lower_to_pto(module: Module, tensor_specs: dict) -> Program:
     program = Program(fn.name, kind, params + lw.workspaces, lw.tiles, body, module.target,
                       dict(module.facts.get("buffer_bytes", {})))
     if module.facts.get("rows_split"):
-        _whole_rows(program, lw.views)
+        if lw.vec_viewed:
+            raise RowSplitRefused("a UB tile is viewed at an offset")
+        _whole_rows(program)
     return program
 
 
-def _whole_rows(program: Program, views: list) -> None:
-    """A plan made for the half rows one AIV holds (memory_plan._split_rows) as the whole rows
-    of the program before the split: every UB offset doubled, within twice the UB
-    (``vec_scale``), which pto/passes/split_rows.py halves again. A view's offset inside its
-    tile would not double with it, so a plan with UB views is refused."""
-    from .passes.split_rows import RowSplitRefused
-    if any(t.loc == VEC for t in views):
-        raise RowSplitRefused("a UB tile is viewed at an offset")
-    scale_vec_addresses(program, 2)
+def _whole_rows(program: Program) -> None:
+    """A plan made for the half rows one AIV holds (half_rows.hand_off_rows) as the whole rows
+    of the program before the split: every UB tile's offset (and a double-buffered load's
+    reserved one) doubled, within twice the UB (``vec_scale``), which split_rows.py halves
+    again. (A view's offset inside its tile would not double with it: refused above.)"""
+    seen = set()
+    tiles = list(program.tiles)
+    for n in walk_insts(program.body):
+        if isinstance(n, Inst):
+            tiles += [t for t in n.ins + n.outs + [n.attrs.get("tmp")] if isinstance(t, Tile)]
+            if n.op == "tload" and n.outs[0].loc == VEC and "_pong_addr" in n.attrs:
+                n.attrs["_pong_addr"] *= 2
+    for t in tiles:
+        if t.loc == VEC and id(t) not in seen:
+            seen.add(id(t))
+            t.addr *= 2
+    if VEC in program.buffer_bytes:
+        program.buffer_bytes[VEC] *= 2
+    program.vec_scale = 2

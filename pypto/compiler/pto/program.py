@@ -245,7 +245,7 @@ class Program:
     vector_body: list | None = None
     vector_cores: int = 1
     # 2: the UB offsets are those of a plan for half the rows, doubled for the whole rows the
-    # program has until passes/split_rows.py gives each AIV its half (memory_plan._split_rows)
+    # program has until passes/split_rows.py gives each AIV its half (half_rows.hand_off_rows)
     vec_scale: int = 1
 
     @property
@@ -310,25 +310,6 @@ WORKSPACE = "pypto_workspace"     # parameter name of the GM workspace in .pto
 HAND_OFF_FIFO = 2
 
 
-def scale_vec_addresses(program: Program, num: int, den: int = 1) -> None:
-    """Every UB tile's offset (and a double-buffered load's reserved one, ``_pong_addr``)
-    times num / den, each tile once, and the UB's size with them (``vec_scale``)."""
-    seen = set()
-    for t in program.tiles:
-        if t.loc == "vec" and id(t) not in seen:
-            seen.add(id(t))
-            t.addr = t.addr * num // den
-    for _, body in program.parts:
-        for n in walk_insts(body):
-            if not isinstance(n, Inst):
-                continue
-            tmp = n.attrs.get("tmp")
-            for t in n.ins + n.outs + ([tmp] if isinstance(tmp, Tile) else []):
-                if isinstance(t, Tile) and t.loc == "vec" and id(t) not in seen:
-                    seen.add(id(t))
-                    t.addr = t.addr * num // den
-            if n.op == "tload" and n.outs[0].loc == "vec" and "_pong_addr" in n.attrs:
-                n.attrs["_pong_addr"] = n.attrs["_pong_addr"] * num // den
-    if "vec" in program.buffer_bytes:
-        program.buffer_bytes["vec"] = program.buffer_bytes["vec"] * num // den
-    program.vec_scale = program.vec_scale * num // den
+class RowSplitRefused(Exception):
+    """A program planned for half rows (``Program.vec_scale`` 2) that passes/split_rows.py
+    cannot split: the compile builds it again with a plan for whole rows."""

@@ -593,11 +593,15 @@ def _bench(n: str):
     return _script(f"benchmarks/{n}.py")
 
 
-def _flash_attention_pto(causal: bool) -> str:
-    """Tutorial 12's kernel over four key blocks (run_ahead.py and split_rows.py apply)."""
+def _flash_attention_pto(causal: bool, block_m: int | None = None) -> str:
+    """Tutorial 12's kernel over four key blocks of 256 (run_ahead.py with the cube two ahead
+    through the hand-offs' FIFOs, split_rows.py, the half-row UB plan; the causal diagonal's
+    branch); ``block_m`` 128: each AIV's 64 x 256 S reduced in group_reduce.py's chunks."""
     t = _tut("12_flash_attention")
-    q = _r(1, 1, 512, 64, dtype=F16)
+    q = _r(1, 1, 1024, 64, dtype=F16)
     grid, args, meta = t.launch_args(q, q, q, np.empty_like(q), causal)
+    if block_m is not None:
+        meta["BLOCK_M"], grid = block_m, (grid[0], 1024 // block_m)
     return _pto(t.flash_attention_kernel, *args, **meta, grid=grid)
 
 
@@ -718,6 +722,8 @@ def _entries() -> list[Entry]:
         add(f"tut12_flash_attention{'_causal' if causal else ''}",
             "tutorial mixed matmul-f16 where arange unary reduce-max reduce-sum",
             functools.partial(_flash_attention_pto, causal))
+    add("tut12_flash_attention_128_rows", "tutorial mixed matmul-f16 arange unary reduce-max "
+        "reduce-sum", functools.partial(_flash_attention_pto, False, 128))
 
     # pypto.conv2d's kernels (graph/conv_kernels.py) ---------------------------------------------
     add("conv_fmap_pad_nc1hwc0", "testsuite f16 if-else", lambda: _conv_pto("nc1hwc0", 0))

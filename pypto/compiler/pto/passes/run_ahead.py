@@ -166,9 +166,7 @@ def _split(loop: For, program: Program, other: list):
     sunk = _sinkable(info, roots, b)
     behind = b | sunk
     ahead = [i for i, n in enumerate(body) if i not in behind and not _is_scalar(n)]
-    if any(not isinstance(body[i], (Inst, If)) or (isinstance(body[i], If) and (
-            body[i].results or any(_is_flag(n) for n in walk_insts([body[i]]))))
-           for i in ahead):
+    if not all(_runs_ahead(body[i]) for i in ahead):
         return None
     saves = _saves(info, set(ahead), behind)
     if saves is None or not _keeps_after(loop, program, info, set(ahead), behind):
@@ -179,6 +177,14 @@ def _split(loop: For, program: Program, other: list):
     if not _answered(loop, a_nodes, rest, other):
         return None
     return a_nodes, rest, saves
+
+
+def _runs_ahead(node) -> bool:
+    """Can A hold ``node``: an instruction, or a branch with no results and no flags (cloned
+    with the iteration's scalars)?"""
+    if isinstance(node, If):
+        return not node.results and not any(_is_flag(n) for n in walk_insts([node]))
+    return isinstance(node, Inst)
 
 
 def _depends_on(info: _Body, start: set) -> set:

@@ -22,7 +22,8 @@ import threading
 
 from ....language import dtypes as dt
 from ..isa import is_scalar
-from ..program import For, If, Inst, Program, Scalar, TensorArg, Tile, While, walk_insts
+from ..program import (Inst, Program, RowSplitRefused, Scalar, TensorArg, Tile, nested_bodies,
+                       walk_insts)
 from .clone import unfuse
 
 _local = threading.local()
@@ -40,11 +41,6 @@ def _mixes_rows(op: str) -> bool:
 
 def _fresh() -> str:
     return f"rows{next(_local.names)}"
-
-
-class RowSplitRefused(Exception):
-    """A program planned for half rows (``Program.vec_scale`` 2, memory_plan._split_rows)
-    that cannot be split: the compile builds it again with a plan for whole rows."""
 
 
 def split_rows(program: Program) -> Program:
@@ -180,15 +176,9 @@ def _rewrite(body: list, tiles: dict, first: Scalar, iotas: dict, rows: int) -> 
     at = 0
     while at < len(body):
         n = body[at]
-        if isinstance(n, For):
-            _rewrite(n.body, tiles, first, iotas, rows)
-        elif isinstance(n, If):
-            _rewrite(n.then_body, tiles, first, iotas, rows)
-            _rewrite(n.else_body, tiles, first, iotas, rows)
-        elif isinstance(n, While):
-            _rewrite(n.before_body, tiles, first, iotas, rows)
-            _rewrite(n.after_body, tiles, first, iotas, rows)
-        elif not is_scalar(n):
+        for nested in nested_bodies(n):
+            _rewrite(nested, tiles, first, iotas, rows)
+        if isinstance(n, Inst) and not is_scalar(n):
             before, after = _rewrite_inst(n, tiles, first, iotas, rows)
             if after:
                 unfuse(body, {n.attrs.get("_fuse")} - {None})
