@@ -328,6 +328,15 @@ def matmul_kernel(a, b, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constex
 
 
 @pypto.jit
+def pipelined_matmul_kernel(a, b, c, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl.constexpr):
+    acc = pl.zeros((BM, BN), dtype=pl.float32)
+    for k in pl.range(0, K, BK, num_stages=2):
+        acc = pl.matmul(pl.load(a, offsets=(0, k), shape=(BM, BK)),
+                        pl.load(b, offsets=(k, 0), shape=(BK, BN)), acc=acc)
+    pl.store(c, offsets=(0, 0), value=acc)
+
+
+@pypto.jit
 def branchy_kernel(x, out, flag, BLOCK: pl.constexpr):
     t = pl.load(x, offsets=(0,), shape=(BLOCK,))
     if flag > 0:
@@ -377,6 +386,9 @@ REAL = {
     "matmul": (matmul_kernel, (np.zeros((16, 32), np.float16), np.zeros((32, 16), np.float16),
                                np.zeros((16, 16), np.float32), 32),
                {"BM": 16, "BN": 16, "BK": 16}),
+    "pipelined matmul": (pipelined_matmul_kernel, (
+        np.zeros((16, 64), np.float16), np.zeros((64, 16), np.float16),
+        np.zeros((16, 16), np.float32), 64), {"BM": 16, "BN": 16, "BK": 16}),
     "branchy": (branchy_kernel, (F32_16, F32_16, 3), {"BLOCK": 16}),
     "epilogue": (epilogue_kernel, (np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float16),
                                    np.zeros((16, 16), np.float32)),
@@ -521,6 +533,33 @@ def test_sync_pass_output_is_clean_and_every_wait_matters(name):
                  if n.op == "wait_flag"]
         drop(prog, waits[k][1])
         assert find_hazards(prog), k
+
+
+def test_each_half_of_a_double_buffered_loop_waits_for_its_own_buffers():
+    """The operand move into the first half's L0 buffers waits for the first half's matmul of
+    the previous round, not for the second half's (one flag per pipe pair made the move wait
+    for both, and the double-buffered GEMM ran at 855 cycles a K step instead of 678)."""
+    prog = synced("pipelined matmul")
+    (loop,) = [n for n in prog.body if isinstance(n, For)]
+    body = loop.body
+    first_move = next(k for k, n in enumerate(body) if isinstance(n, Inst) and n.op == "tmov")
+    waits = [n for n in body[:first_move] if n.op == "wait_flag" and
+             (n.attrs["src"], n.attrs["dst"]) == ("M", "MTE1")]
+    assert len(waits) == 1
+    set_at = next(k for k, n in enumerate(body) if isinstance(n, Inst) and
+                  n.op == "set_flag" and n.attrs == waits[0].attrs)
+    second_half = next(k for k, n in enumerate(body) if k > first_move and isinstance(n, If)
+                       and any(x.op == "tmatmul.acc" for x in flatten(n.then_body)))
+    assert set_at < second_half
+
+
+def test_back_edges_share_a_flag_only_where_one_covers_the_other():
+    from pypto.compiler.pto.passes.sync import BACK_EDGE_FLAGS, _uncovered
+    assert _uncovered({(5, 2), (9, 9)}) == [(5, 2), (9, 9)]       # ping and pong
+    assert _uncovered({(5, 2), (4, 3), (5, 5)}) == [(5, 2)]       # (5, 2) orders the others
+    many = {(k, k) for k in range(BACK_EDGE_FLAGS + 3)}
+    kept = _uncovered(many)
+    assert len(kept) == BACK_EDGE_FLAGS and kept[-1] == (BACK_EDGE_FLAGS + 2, 1)
 
 
 def flatten(body):

@@ -226,6 +226,10 @@ def _prefetch(loads, iv_value, loop: For, tiles: dict) -> list:
         copy = c.node(load)
         copy.outs = [tiles.get(id(load.outs[0]), load.outs[0])]
         copy.attrs.pop("_fuse", None)
+        # the reserved second buffer belongs to this loop: an outer loop double-buffering the
+        # copy (the persistent programs' loop) would otherwise take the same bytes for its
+        # pong, and this loop's ping and pong would be one buffer in every other program
+        copy.attrs.pop("_pong_addr", None)
         out.append(copy)
     return out
 

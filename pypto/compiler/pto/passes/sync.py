@@ -13,9 +13,9 @@ it still reads. The pass works on the structured program, one block at a time:
   otherwise flags never cross a block boundary, so any trip count and either path stay
   balanced.
 * Back edges. In a loop body, an item that conflicts with an earlier-or-same item of the next
-  iteration gets one flag per pipe pair: set once before the loop (the first iteration waits
-  for nothing), waited before the first reader, set after the last writer, and waited once
-  after the loop (so the flag is drained).
+  iteration gets a flag: set once before the loop (the first iteration waits for nothing),
+  waited before the reader, set after the writer, and waited once after the loop (so the flag
+  is drained). A pipe pair shares a flag between edges where one covers the other.
 * ``while`` loops, rare in tile code, get a ``barrier`` of every pipe at the end of each region.
 
 Event ids (0–7 per pipe pair) are then given to pairs whose live ranges do not overlap in
@@ -167,8 +167,10 @@ class _Sync:
 
     def back_edges(self, body: list, before, after):
         """Flags from the end of one iteration to the start of the next; returns the flags to
-        put before and after the loop."""
-        edges: dict[tuple[str, str], list[int]] = {}
+        put before and after the loop. Each pipe pair gets one flag per edge no other edge of
+        the pair covers (``_uncovered``), so a double-buffered loop's ping and pong each wait
+        for their own buffer, not for the later of the two."""
+        edges: dict[tuple[str, str], set] = defaultdict(set)
         summ = [self.items_summary(x) for x in body]
         fences = [k for k, x in enumerate(body) if _orders_everything(x)]
         for j in range(len(body)):
@@ -180,18 +182,34 @@ class _Sync:
                 for q, b in summ[j]:
                     for p, a in summ[i]:
                         if p != q and conflicts(a, b):
-                            first_last = edges.setdefault((p, q), [j, i])
-                            first_last[0] = min(first_last[0], j)
-                            first_last[1] = max(first_last[1], i)
+                            edges[(p, q)].add((i, j))
         pre, post = [], []
-        for (p, q), (j, i) in sorted(edges.items()):
-            pre_set, flag_wait, flag_set, drain = self.pairs.new(
-                p, q, ("set_flag", "wait_flag", "set_flag", "wait_flag"))
-            pre.append(pre_set)
-            before[j].insert(0, flag_wait)
-            after[i].append(flag_set)
-            post.append(drain)
+        for (p, q), pairs in sorted(edges.items()):
+            for i, j in _uncovered(pairs):
+                pre_set, flag_wait, flag_set, drain = self.pairs.new(
+                    p, q, ("set_flag", "wait_flag", "set_flag", "wait_flag"))
+                pre.append(pre_set)
+                before[j].insert(0, flag_wait)
+                after[i].append(flag_set)
+                post.append(drain)
         return pre, post
+
+
+BACK_EDGE_FLAGS = 2     # flags per pipe pair around a loop; more edges share the last one
+
+
+def _uncovered(pairs: set) -> list:
+    """The (set after item i, wait before item j) edges that need a flag of their own. A
+    flag set after i and waited before j orders every edge (i2, j2) with i2 <= i and
+    j2 >= j (each pipe runs its items in order), so only the edges no other edge covers
+    remain; past ``BACK_EDGE_FLAGS`` of them the rest share one flag (set after the latest,
+    waited before the earliest), which keeps the event ids of large bodies in hand."""
+    keep = sorted((i, j) for i, j in pairs
+                  if not any((i2, j2) != (i, j) and i2 >= i and j2 <= j for i2, j2 in pairs))
+    if len(keep) > BACK_EDGE_FLAGS:
+        rest = keep[BACK_EDGE_FLAGS - 1:]
+        keep = keep[:BACK_EDGE_FLAGS - 1] + [(max(i for i, _ in rest), min(j for _, j in rest))]
+    return keep
 
 
 class _Wrapped:
