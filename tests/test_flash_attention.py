@@ -229,3 +229,26 @@ def test_the_causal_mask_is_a_branch_that_runs_ahead_with_the_softmax():
     assert vector.count("scf.if %ahead") == 2
     # the key-tail row's where and the diagonal's, in the prologue's softmax and the loop's
     assert vector.count("pto.tsel") == 4
+
+
+@pytest.mark.heavy
+def test_the_pto_isa_engine_agrees_with_the_cube_in_l0_pieces(monkeypatch):
+    """128 x 256 blocks of head 128 (non-causal: causal ones overflow the UB): the cube
+    computes S in two 128-column pieces, each stored on its own, and P V in two K pieces
+    (pto/passes/cube_chunks.py); three key blocks, the last past the head."""
+    causal = False
+    from tests.engines.tools import needs_tools, TOOLS
+    if TOOLS is None:
+        pytest.skip(needs_tools.kwargs["reason"])
+    q, k, v = fa.inputs(np.random.default_rng(5), 1, 1, 600, 128)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
+    meta.update(BLOCK_M=128, BLOCK_N=256)
+    grid = (grid[0], -(-600 // 128))
+    cube = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"].split("_vector(")[0]
+    assert cube.count("pto.textract") >= 4 and "rows=128, cols=256, v_row=128, v_col=256, " \
+        "blayout=col_major, slayout=row_major, fractal=1024" not in cube
+    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
+    out = np.full_like(q, np.nan)
+    fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
+                               **fa.TOLERANCE)

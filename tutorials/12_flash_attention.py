@@ -115,7 +115,8 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
         tv = pl.load(v, offsets=(head + n0, 0), shape=(BLOCK_N, D))
         s = pl.matmul(tq, tk, b_trans=True) * sm_scale   # cube: (BLOCK_M, BLOCK_N) fp32
         cols = pl.arange(0, BLOCK_N)[None, :] + n0       # key positions within the head
-        s = s + pl.where(cols < seq, 0.0, float("-inf"))  # keys past the head: one row, added
+        if n0 + BLOCK_N > seq:                           # the last block reaches past the head:
+            s = s + pl.where(cols < seq, 0.0, float("-inf"))  # its keys past it, one row added
         if CAUSAL:
             if n0 + BLOCK_N - 1 > m0:                    # a key past the first row's
                 s = pl.where(cols <= rows, s, float("-inf"))

@@ -60,3 +60,31 @@ def test_a_reciprocal_keeps_its_own_buffer():
     assert src != dst, recip
     reciprocal_chain[(1,)](x, out, R=64, C=256)
     np.testing.assert_allclose(out, 1 / (x * 2) + 1, rtol=1e-6)
+
+
+@pypto.jit
+def masked_last(x, row, out, n, R: pl.constexpr, C: pl.constexpr):
+    """Flash attention's key-tail mask: only one iteration's tile changes, the others pass
+    through the branch unchanged."""
+    t = pl.load(x, offsets=(0, 0), shape=(R, C)) * 2.0
+    if n > 3:
+        t = t + pl.load(row, offsets=(0, 0), shape=(1, C))
+    pl.store(out, offsets=(0, 0), value=pl.exp(t))
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_a_branch_that_passes_a_tile_through_shares_its_buffer(n):
+    """The branch's result takes the buffer of the tile it passes through and the other
+    branch adds into it in place: no copy on the pass-through path, one buffer for the
+    three values (before, the result took a third 64 KiB buffer, which the UB does not have
+    beside the loaded tile and the doubled one, and the pass-through path copied into it)."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    row = rng.standard_normal((1, 256)).astype(np.float32)
+    out = np.zeros_like(x)
+    masked_last[(1,)](x, row, out, n, R=64, C=256)
+    want = np.exp(x * 2 + (row if n > 3 else 0))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    kernel = masked_last.compile(x, row, out, n, R=64, C=256)
+    assert "pto.tmov" not in kernel.asm["pto"]
+    assert kernel.metadata["buffer_bytes"]["vec"] <= 2 * 64 * 256 * 4 + 4096

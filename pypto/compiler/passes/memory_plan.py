@@ -27,6 +27,8 @@ from .unbatch import PLANE_OF
 ELEMENTWISE = {"tile.binary", "tile.unary", "tile.cast", "tile.where", "tile.mov", "tile.full",
                "tile.load", "tile.arange"}
 LOOPS = ("scf.for", "scf.while")
+# ... and so do these for their first operand (the other is a broadcast row or column)
+EXPANDS = ("tile.col_expand", "tile.row_expand")
 # ops whose result is their first operand with one element or row replaced: one buffer
 IN_PLACE = ("tile.setval", "tile.load_row")
 # PTO instructions whose result may take the buffer of an operand read for the last time:
@@ -66,8 +68,7 @@ def _make_loops_in_place_safe(block: Block) -> None:
         if op.name in LOOPS:
             _share_loop(block, op, claimed)
         elif op.name == "scf.if":
-            for branch in op.blocks:
-                _share_yields(branch, None, claimed)
+            _share_branches(block, op, claimed)
 
 
 def _share_loop(block: Block, op: Op, claimed: set) -> None:
@@ -93,17 +94,45 @@ def _share_loop(block: Block, op: Op, claimed: set) -> None:
 def _share_yields(body: Block, args, claimed: set) -> None:
     """Each yielded tile must be computed in the block, once, and (for loops) after the last
     read of the iteration argument it replaces; otherwise it is copied first."""
+    for i, y in enumerate(body.ops[-1].operands):
+        if y.is_tile:
+            _share_yield(body, i, args[i] if args is not None else None, claimed)
+
+
+def _share_yield(body: Block, i: int, arg, claimed: set) -> None:
     yield_op = body.ops[-1]
-    for i, y in enumerate(yield_op.operands):
-        if not y.is_tile:
+    y = yield_op.operands[i]
+    if not _can_share(body, arg, y, claimed):
+        mov = _copy(y, yield_op.loc)
+        body.ops.insert(len(body.ops) - 1, mov)
+        yield_op.operands[i] = mov.result
+        y = mov.result
+    claimed.add(y.id)
+
+
+def _share_branches(block: Block, op: Op, claimed: set) -> None:
+    """The yields of an ``scf.if``. A branch that yields a tile from before the ``if``
+    unchanged (flash attention's ``if last block: s = s + mask``) lets the result take that
+    tile's buffer when nothing reads the tile after the ``if``: the other branch computes its
+    yield in place over it, as a loop body does its iteration argument, and neither copies
+    (the pass-through branch copied the whole tile, and the result took a buffer of its own:
+    a causal 128 x 128 block no longer fitted the UB)."""
+    later = _reads(block.ops[block.ops.index(op) + 1:])
+    for i, result in enumerate(op.results):
+        if not result.is_tile:
             continue
-        arg = args[i] if args is not None else None
-        if not _can_share(body, arg, y, claimed):
-            mov = _copy(y, yield_op.loc)
-            body.ops.insert(len(body.ops) - 1, mov)
-            yield_op.operands[i] = mov.result
-            y = mov.result
-        claimed.add(y.id)
+        ys = [b.ops[-1].operands[i] for b in op.blocks]
+        through = [y for y, b in zip(ys, op.blocks) if y.owner is not None and
+                   not any(y.owner is o for o in walk(b))]
+        x = through[0] if through else None
+        if x is None or any(t is not x for t in through) or x.id in claimed or x in later:
+            for b in op.blocks:
+                _share_yield(b, i, None, claimed)
+            continue
+        claimed.add(x.id)
+        for y, b in zip(ys, op.blocks):
+            if y is not x:
+                _share_yield(b, i, x, claimed)
 
 
 def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
@@ -122,7 +151,8 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
         inits = owner.operands[3:] if owner.name == "scf.for" else owner.operands
         if arg not in inits:
             return False
-    elif arg in owner.operands and owner.name not in ELEMENTWISE:
+    elif arg in owner.operands and owner.name not in ELEMENTWISE and not (
+            owner.name in EXPANDS and owner.operands[0] is arg):
         return False
     at = body.ops.index(owner)
     return arg not in _reads(body.ops[at + 1:-1])

@@ -15,6 +15,7 @@ from ..printer import print_program
 from ..program import Program
 from ..verifier import verify_program
 from .acc_init import init_accumulators
+from .cube_chunks import chunk_matmuls
 from .double_buffer import double_buffer
 from .empty_windows import fold_empty_windows
 from .fillpad import pad_loads
@@ -28,6 +29,7 @@ from .sync import insert_sync
 PTO_PASSES = (
     ("fold-empty-windows", fold_empty_windows),     # windows outside the tensor: no move
     ("split", split_cube_vector),                   # cube and vector parts
+    ("cube-chunks", chunk_matmuls),                 # matmuls in L0-sized pieces
     ("split-rows", split_rows),                     # the vector part on both AIVs
     ("group-reduce", group_reduce_rows),            # row reductions in fast row chunks
     ("run-ahead", run_ahead),                       # the cube's next S before this P V
@@ -44,7 +46,8 @@ PTO_PASSES = (
 SELF_SYNCED_PASSES = tuple((name, functools.partial(pad_loads, auto_sync=False)
                             if name == "fillpad" else fn)
                            for name, fn in PTO_PASSES
-                           if name not in ("sync", "split-rows", "group-reduce", "run-ahead"))
+                           if name not in ("sync", "split-rows", "group-reduce", "run-ahead",
+                                           "cube-chunks"))
 
 # The host's interleaved copy of a program whose parts hand data both ways or inside loops
 # (``split.interleaved_copy``) is taken just before the split and gets these passes after the
