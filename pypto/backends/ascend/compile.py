@@ -13,7 +13,9 @@ from ...compiler.ast_to_ir import build_function
 from ...compiler.ir import Module, walk
 from ...compiler.passes.persistent import allows_persistent
 from ...compiler.pipeline import build_program
+from ...compiler.pto.isa import CROSS_CORE_OPS
 from ...compiler.pto.passes.hazards import check_program
+from ...compiler.pto.program import For, Inst, walk_insts
 from ...compiler.pto.printer import print_program
 from ...compiler.pto.reader import PtoParseError, parse_program, signature
 from ...compiler.source import KernelSource
@@ -22,6 +24,17 @@ from . import ptoas
 from .codegen import generate_llvm_ir
 from .entry import has_pointer_entry, scratch_layout
 from .llvm_driver import compile_to_object
+
+
+def _hands_off_in_loops(program) -> bool:
+    """Does a cube <-> vector hand-off sit in a loop of the program? In the persistent form
+    it would be in a loop nested in the programs' loop, where a hand-off has one workspace
+    slot, not a FIFO (memory_space._exchange): flash attention was modelled 1.5x slower at
+    8k. A hand-off at the top (a GEMM's vector epilogue) gets the FIFO there, and the cube
+    runs the next program's K loop while the vector core finishes this one's epilogue."""
+    return any(isinstance(n, For) and any(isinstance(i, Inst) and i.op in CROSS_CORE_OPS
+                                          for i in walk_insts(n.body))
+               for _, body in program.parts for n in walk_insts(body))
 
 
 def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, target,
@@ -74,7 +87,7 @@ def compile_kernel(source: KernelSource, spec_args: dict, tensor_specs: dict, ta
         "reads_program_id": "pto.program_id" in frontend_ops,
         "reads_num_programs": "pto.num_programs" in frontend_ops,
         # may a grid larger than the cores run in the persistent form (jit.py)?
-        "persistent_ok": movable and program.kind != "mixed",
+        "persistent_ok": movable and not _hands_off_in_loops(program),
         "persistent": stages,       # the programs' loop's num_stages (0: the grid form)
         "compile_seconds": round(time.perf_counter() - t0, 4),
     }

@@ -6,7 +6,9 @@ stores. At a GEMM's 128 x 256 fp32 tile that is 128 KiB a tile, and an activatio
 temporary or two (GELU, SiLU) does not fit the UB's 184 KiB. Every op of such an epilogue
 works row by row, so it can run as a loop over chunks of h rows: the workspace load, the
 chain and the stores each take h rows at row offset r. ``plan_memory_in_chunks`` asks for it
-when the UB overflows, halving h until the plan fits.
+when the UB overflows, halving h until the plan fits. The epilogue may be at the top level or
+in the body of a top-level loop (the persistent form's programs' loop, whose hand-off load
+reads its FIFO slot's rows).
 """
 from __future__ import annotations
 
@@ -35,10 +37,10 @@ def plan_memory_in_chunks(module: Module) -> Module:
         if error.space != VEC:
             raise
         first = error
-    h = min(load.result.type.shape[0] for load in loads) // 2
+    h = min(load.result.type.shape[0] for _, load in loads) // 2
     while h >= MIN_ROWS:
         trial = _copy(module)
-        chunked = [chunk(trial.kernel.body, load, h) for load in _loads(trial.kernel.body)]
+        chunked = [chunk(block, load, h) for block, load in _loads(trial.kernel.body)]
         if not any(chunked):
             break
         try:
@@ -55,8 +57,11 @@ def _copy(module: Module) -> Module:
     return copy.deepcopy(module, {id(module.target): module.target})
 
 
-def _loads(body: Block) -> list[Op]:
-    return [op for op in body.ops if op.name == "tile.load" and op.attrs.get(EPILOGUE)]
+def _loads(body: Block) -> list[tuple[Block, Op]]:
+    """(block, load) of the epilogue loads in ``body`` and in the bodies of its loops."""
+    blocks = [body] + [op.blocks[0] for op in body.ops if op.name == "scf.for"]
+    return [(b, op) for b in blocks for op in b.ops
+            if op.name == "tile.load" and op.attrs.get(EPILOGUE)]
 
 
 def chunk(body: Block, load: Op, h: int) -> bool:
@@ -67,19 +72,26 @@ def chunk(body: Block, load: Op, h: int) -> bool:
     if members is None or rows % h:
         return False
     order = [op for op in body.ops if id(op) in members]
-    at = body.ops.index(order[-1]) - len(order) + 1
-    body.ops[:] = [op for op in body.ops if id(op) not in members]
+    first, last = body.ops.index(order[0]), body.ops.index(order[-1])
+    # the epilogue's loop goes after the scalars computed among its ops, before the flags
+    # set among them (the acknowledgement that the slot has been read comes after the loop)
+    between = [op for op in body.ops[first:last] if id(op) not in members]
+    flags = [op for op in between if op.name.startswith("pto.sync")]
+    if any(op.blocks or any(v.is_tile for v in op.results) or op.name == "tile.store"
+           for op in between if op not in flags):
+        return False
     consts = [Op("arith.constant", [], [ScalarType(dt.int64)], {"value": v}, loc=load.loc)
               for v in (0, rows, h)]
     r = Value(ScalarType(dt.int64), "r")
     rows_at, inner, mapping = [], [], {}
     for op in order:
-        inner.append(_chunked(op, load, r, h, consts[0].result, mapping, rows_at))
+        inner.append(_chunked(op, r, h, mapping, rows_at))
     # the stores' row offsets first: the rest keeps its order (and its fusion groups)
     inner = rows_at + inner + [Op("scf.yield", [], loc=load.loc)]
     loop = Op("scf.for", [c.result for c in consts], [], blocks=[Block([r], inner)],
               loc=load.loc)
-    body.ops[at:at] = consts + [loop]
+    body.ops[first:last + 1] = [op for op in between if op not in flags] + consts + [loop] + \
+        flags
     return True
 
 
@@ -121,17 +133,14 @@ def _row_local(op: Op, rows: int) -> bool:
     return all(len(r.type.shape) == 2 and r.type.shape[0] == rows for r in op.results)
 
 
-def _chunked(op: Op, load: Op, r: Value, h: int, zero: Value, mapping: dict,
-             rows_at: list) -> Op:
+def _chunked(op: Op, r: Value, h: int, mapping: dict, rows_at: list) -> Op:
     """``op`` over rows r .. r + h of its tiles (``mapping``: old value → chunk value; a
-    store's row offset + r goes to ``rows_at``)."""
+    load's or store's row offset + r goes to ``rows_at``)."""
     operands = [mapping.get(v, v) for v in op.operands]
     attrs = dict(op.attrs)
     if "shape" in attrs:
         attrs["shape"] = (h,) + tuple(attrs["shape"][1:])
-    if op is load:
-        operands = [operands[0], r, zero]
-    elif op.name == "tile.store":
+    if op.name in ("tile.load", "tile.store"):
         row = Op("arith.add", [operands[1], r], [ScalarType(dt.int64)], loc=op.loc)
         rows_at.append(row)
         operands[1] = row.result

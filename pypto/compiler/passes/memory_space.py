@@ -22,7 +22,7 @@ from ..ir import (ACC, BIAS, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarTyp
 
 CUBE_USERS = ("tile.matmul", "tile.store", "scf.for", "scf.yield", "scf.while", "scf.condition")
 SPLIT_FLAG_BASE = 15       # cross-core flags 15, 14, ... carry the workspace hand-offs
-EPILOGUE = "_epilogue"     # on a top-level workspace load into UB (passes/chunk_epilogue.py)
+EPILOGUE = "_epilogue"     # on a workspace load into UB (passes/chunk_epilogue.py)
 
 
 class Classes:
@@ -249,9 +249,9 @@ def _exchange(src: Value, slots: _Slots, loc, in_loop: bool,
     load = Op("tile.load", [ws.result, *offsets], [TileType(src.type.dtype, shape)],
               {"shape": tuple(shape), "padding": None}, loc=loc)   # the slot is whole
     load.result.hint = src.hint
+    if not to_cube:
+        load.attrs[EPILOGUE] = True
     if not in_loop:
-        if not to_cube:
-            load.attrs[EPILOGUE] = True
         return [ws, zero, store, signal, wait, load], load.result, None
     ack = {**flag, "flag": slots.flag(loc), "ack": True}
 

@@ -56,11 +56,12 @@ def dumped_stages(capsys, auto_sync: bool) -> list[str]:
 def test_the_dump_shows_the_tables_passes_in_order(capsys, monkeypatch):
     monkeypatch.setenv("PYPTO_DUMP_IR", "1")
     assert [name for name, _ in PTO_PASSES] == [
-        "fold-empty-windows", "split", "split-rows", "group-reduce", "run-ahead",
+        "fold-empty-windows", "split", "cube-chunks", "split-rows", "group-reduce", "run-ahead",
         "double-buffer", "fold-empty-prefetches", "acc-init", "fillpad", "sync"]
     assert dumped_stages(capsys, True) == ["lowering"] + [name for name, _ in PTO_PASSES]
     assert dumped_stages(capsys, False) == ["lowering"] + [n for n, _ in SELF_SYNCED_PASSES]
-    assert not {"sync", "split-rows", "group-reduce", "run-ahead"} & set(dict(SELF_SYNCED_PASSES))
+    assert not {"sync", "split-rows", "group-reduce", "run-ahead", "cube-chunks"} & \
+        set(dict(SELF_SYNCED_PASSES))
 
 
 def test_each_dump_is_the_programs_pto_text(capsys, monkeypatch):
