@@ -136,9 +136,10 @@ def npu_gemm_kernel(a, b, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr, BK: pl
 @pypto.jit(target="ascend910b1")
 def npu_gemm_epilogue_kernel(a, b, bias, c, M, N, K, BM: pl.constexpr, BN: pl.constexpr,
                              BK: pl.constexpr, ACT: pl.constexpr):
-    """The plain kernel with an epilogue after the K loop: + bias row, ReLU or GELU, cast to
-    c's dtype (bias, ReLU and cast stay on the cube: tmatmul.bias and the FIX pipe's store;
-    a GELU is vector work, through GM, in row chunks at 128 x 256)."""
+    """The plain kernel with an epilogue after the K loop: + bias row, ReLU, GELU or SiLU,
+    cast to c's dtype (bias, ReLU and cast stay on the cube: tmatmul.bias and the FIX pipe's
+    store; GELU and SiLU are vector work, through GM, in row chunks at 128 x 256, overlapped
+    with the next program's K loop in the persistent form)."""
     pm = pl.program_id(0)
     pn = pl.program_id(1)
     acc = pl.zeros((BM, BN), dtype=pl.float32)
@@ -146,7 +147,8 @@ def npu_gemm_epilogue_kernel(a, b, bias, c, M, N, K, BM: pl.constexpr, BN: pl.co
         acc = pl.matmul(pl.load(a, offsets=(pm * BM, k), shape=(BM, BK)),
                         pl.load(b, offsets=(k, pn * BN), shape=(BK, BN)), acc=acc)
     acc = acc + pl.load(bias, offsets=(0, pn * BN), shape=(1, BN))
-    acc = pl.relu(acc) if ACT == "relu" else pl.gelu(acc)
+    acc = pl.relu(acc) if ACT == "relu" else (
+        pl.gelu(acc) if ACT == "gelu" else acc * pl.sigmoid(acc))        # SiLU
     pl.store(c, offsets=(pm * BM, pn * BN), value=acc.to(c.dtype))
 
 
@@ -177,7 +179,7 @@ def npu_rows(quick: bool) -> list:
                          f"{model.busy_share('M') * 100:.1f} / {board_cube}",
                          f"{model.busy_share('MTE2') * 100:.1f} / {board_tload}",
                          "yes" if ratio >= NPU_GOAL else "NO"])
-            acts = ("relu", "gelu") if dtype == np.float16 else ("relu",)
+            acts = ("relu", "gelu", "silu") if dtype == np.float16 else ("relu",)
             if quick:        # each row is a whole compile and model: the fp16 ReLU one only
                 acts = acts[:1] if dtype == np.float16 else ()
             for act in acts:

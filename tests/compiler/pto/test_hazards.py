@@ -289,6 +289,20 @@ def test_sync_in_one_branch_only_does_not_order_after_the_if():
         [("RAW", "tload", "tadd")]
 
 
+def test_a_flag_out_of_a_branch_is_set_after_its_last_conflicting_item():
+    """Two loads in a branch, then an add that reads the first only: the MTE2 -> V flag is
+    set in the branch right after that load (and at the start of the other branch), so the
+    add need not wait for the second load; the result is hazard-free and every wait needed."""
+    from pypto.compiler.pto.passes.sync import insert_sync
+    cond = Scalar("more", dt.bool_)
+    prog = insert_sync(program([If(cond, [load(X, A), load(Y, B)], [], [], [], []),
+                                add(A, A, C), store(C, OUT)]))
+    then, other = prog.body[0].then_body, prog.body[0].else_body
+    assert [n.op for n in then][:3] == ["tload", "set_flag", "tload"]
+    assert [n.op for n in other] == ["set_flag"]
+    assert find_hazards(prog) == []
+
+
 def test_mixed_program_checks_each_part_alone():
     mat = Tile("mat1", "mat", F32, 16, 16, 0, 16, 16)
     cube = [load(X, mat), Inst("tmov", [mat], [Tile("left2", "left", F32, 16, 16, 0)])]

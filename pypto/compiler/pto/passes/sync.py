@@ -128,15 +128,24 @@ class _Sync:
                 if know[q].get(p, -1) >= i:
                     continue
                 insts = self.pairs.new(p, q)
-                after[i].append(insts[0])
+                if isinstance(items[i], If):
+                    # set in each branch after its last item that conflicts: work of p after
+                    # it in the branch need not finish first (the cube's P V matmul waits for
+                    # the store of the S piece whose bytes it takes, not for every piece)
+                    mine = [b for r, b in summ if r == q]
+                    insts[:1] = self.set_in_branches(items[i], p, q, mine)
+                    learned = snaps[i - 1][p] if i else {}
+                else:
+                    after[i].append(insts[0])
+                    learned = snaps[i][p]
                 if isinstance(item, If):
                     # the set after item i orders every earlier item of pipe p too
                     theirs = [a for x in items[:i + 1] for r, a in self.items_summary(x)
                               if r == p]
-                    insts[1:] = self.wait_in_branches(item, p, q, theirs)
+                    insts[-1:] = self.wait_in_branches(item, p, q, theirs)
                 else:
-                    before[j].append(insts[1])
-                _join(know[q], snaps[i][p])
+                    before[j].append(insts[-1])
+                _join(know[q], learned)
             for p in {p for p, _ in summ}:
                 know[p][p] = j
             snaps.append({p: dict(k) for p, k in know.items()})
@@ -164,6 +173,24 @@ class _Sync:
             body.insert(k, wait)
             waits.append(wait)
         return waits
+
+    def set_in_branches(self, node: If, p: str, q: str, theirs: list) -> list[Inst]:
+        """The set of a flag (``p`` to ``q``) that orders a branch's ``p`` accesses
+        conflicting with ``theirs`` (``q``'s, after the branch) before them, placed in each
+        branch right after its last item with such an access (at the branch's start when
+        none has), not after the whole branch. Every path runs one set. Returns the sets."""
+        sets = []
+        for body in (node.then_body, node.else_body):
+            k = max((k for k, x in enumerate(body) if any(
+                r == p and conflicts(a, b) for r, a in self.summary(x) for b in theirs)),
+                default=-1)
+            if k >= 0 and isinstance(body[k], If):
+                sets += self.set_in_branches(body[k], p, q, theirs)
+                continue
+            flag = Inst("set_flag", [], [], {"src": p, "dst": q, "event": None})
+            body.insert(k + 1, flag)
+            sets.append(flag)
+        return sets
 
     def back_edges(self, body: list, before, after):
         """Flags from the end of one iteration to the start of the next; returns the flags to
