@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from pypto.compiler.pto.passes.run_ahead import VECTOR_DEPTH
 from pypto.compiler.pto.program import HAND_OFF_FIFO
 from tests.quick import quick_cases
 
@@ -121,13 +122,13 @@ def test_both_cores_run_key_blocks_ahead_and_both_aivs_share_the_rows():
     """The schedule the speed comes from (pto/passes/run_ahead.py, split_rows.py): in each
     part a prologue and the loop run a later block's first half under `scf.if` (the cube's
     S two blocks ahead, through a FIFO of two workspace slots, before it waits for P; the
-    vector core's softmax one block ahead before it waits for P @ V), and the vector function
+    vector core's softmax two blocks ahead before it waits for P @ V), and the vector function
     has no sub-block branch: each AIV takes half the rows."""
     q, k, v = fa.inputs(np.random.default_rng(0), 1, 1, 1024, 64)
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), False)
     text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
     cube, vector = text.split("kernel_kind<vector>")
-    for part, ahead in ((cube, HAND_OFF_FIFO), (vector, 1)):
+    for part, ahead in ((cube, HAND_OFF_FIFO), (vector, VECTOR_DEPTH)):
         assert part.count("scf.if %ahead") == ahead + 1        # the prologue's and the loop's
         loop = part[part.index("scf.for"):]
         assert loop.index("scf.if %ahead") < loop.index("pto.sync.wait #pto.pipe<PIPE_MTE2>")
@@ -226,9 +227,9 @@ def test_the_causal_mask_is_a_branch_that_runs_ahead_with_the_softmax():
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), True)
     text = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"]
     vector = text[text.index("_vector("):]
-    assert vector.count("scf.if %ahead") == 2
-    # the key-tail row's where and the diagonal's, in the prologue's softmax and the loop's
-    assert vector.count("pto.tsel") == 4
+    assert vector.count("scf.if %ahead") == VECTOR_DEPTH + 1
+    # the key-tail row's where and the diagonal's, in the prologue's softmaxes and the loop's
+    assert vector.count("pto.tsel") == 2 * (VECTOR_DEPTH + 1)
 
 
 @pytest.mark.heavy
