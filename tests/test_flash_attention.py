@@ -204,18 +204,28 @@ def test_blocks_whose_whole_rows_overflow_the_ub_fit_as_the_halves_each_aiv_hold
 
 
 @pytest.mark.heavy
-def test_the_pto_isa_engine_agrees_at_blocks_planned_for_half_rows(monkeypatch):
+@pytest.mark.parametrize("block_m, seq, causal", [(64, 300, True), (128, 600, False)])
+def test_the_pto_isa_engine_agrees_at_half_row_blocks_and_l0_pieces(monkeypatch, block_m, seq,
+                                                                    causal):
+    """Head 128, 256-key blocks, planned for the half rows each AIV holds; at 128 rows
+    (non-causal: causal ones overflow the UB) the cube computes S in two 128-column pieces,
+    each stored on its own, and P V in two K pieces (pto/passes/cube_chunks.py); the last
+    key block reaches past the head."""
     from tests.engines.tools import needs_tools, TOOLS
     if TOOLS is None:
         pytest.skip(needs_tools.kwargs["reason"])
-    q, k, v = fa.inputs(np.random.default_rng(11), 1, 1, 300, 128)
-    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), True)
-    meta.update(BLOCK_M=64, BLOCK_N=256)
-    grid = (grid[0], -(-300 // 64))
+    q, k, v = fa.inputs(np.random.default_rng(block_m), 1, 1, seq, 128)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
+    meta.update(BLOCK_M=block_m, BLOCK_N=256)
+    grid = (grid[0], -(-seq // block_m))
+    if block_m == 128:
+        cube = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"].split("_vector(")[0]
+        assert cube.count("pto.textract") >= 4 and "rows=128, cols=256, v_row=128, " \
+            "v_col=256, blayout=col_major, slayout=row_major, fractal=1024" not in cube
     monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
     out = np.full_like(q, np.nan)
     fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
-    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, True),
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
                                **fa.TOLERANCE)
 
 
@@ -230,26 +240,3 @@ def test_the_causal_mask_is_a_branch_that_runs_ahead_with_the_softmax():
     assert vector.count("scf.if %ahead") == VECTOR_DEPTH + 1
     # the key-tail row's where and the diagonal's, in the prologue's softmaxes and the loop's
     assert vector.count("pto.tsel") == 2 * (VECTOR_DEPTH + 1)
-
-
-@pytest.mark.heavy
-def test_the_pto_isa_engine_agrees_with_the_cube_in_l0_pieces(monkeypatch):
-    """128 x 256 blocks of head 128 (non-causal: causal ones overflow the UB): the cube
-    computes S in two 128-column pieces, each stored on its own, and P V in two K pieces
-    (pto/passes/cube_chunks.py); three key blocks, the last past the head."""
-    causal = False
-    from tests.engines.tools import needs_tools, TOOLS
-    if TOOLS is None:
-        pytest.skip(needs_tools.kwargs["reason"])
-    q, k, v = fa.inputs(np.random.default_rng(5), 1, 1, 600, 128)
-    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
-    meta.update(BLOCK_M=128, BLOCK_N=256)
-    grid = (grid[0], -(-600 // 128))
-    cube = fa.flash_attention_kernel.compile(*args, **meta).asm["pto"].split("_vector(")[0]
-    assert cube.count("pto.textract") >= 4 and "rows=128, cols=256, v_row=128, v_col=256, " \
-        "blayout=col_major, slayout=row_major, fractal=1024" not in cube
-    monkeypatch.setenv("PYPTO_ENGINE", "pto-isa")
-    out = np.full_like(q, np.nan)
-    fa.flash_attention_kernel[grid](*args[:3], out.reshape(args[3].shape), *args[4:], **meta)
-    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
-                               **fa.TOLERANCE)

@@ -58,7 +58,8 @@ def _chunk(body: list, k: int, program: Program, names) -> None:
     left, right, acc = mm.ins[-2], mm.ins[-1], mm.outs[0]
     target = program.target
     moves = [_operand_move(body, k, x, target) for x in (left, right)]
-    if None in moves or any(t.alloc not in (None, (t.rows, t.cols)) for t in (left, right, acc)):
+    boxed = any(t.alloc not in (None, (t.rows, t.cols)) for t in (left, right, acc))
+    if None in moves or boxed or any(_read_later(body[k + 1:], x) for x in (left, right)):
         return
     stores = _whole_slot_stores(body, k, acc) if mm.op == "tmatmul" else None
     n_pieces = _n_pieces(acc, target.buffers[ACC] // 2) if stores else 1
@@ -98,7 +99,7 @@ def _operand_move(body: list, k: int, operand: Tile, target) -> Inst | None:
             if _touches(n, operand):
                 return None
             continue
-        if operand in n.outs:
+        if any(x is operand for x in n.outs):
             if n.op not in MOVES or n.ins[0].loc != MAT or n.attrs.get("_host_only"):
                 return None
             between = body[j + 1:k]
@@ -107,9 +108,23 @@ def _operand_move(body: list, k: int, operand: Tile, target) -> Inst | None:
                                                              for x in between):
                 return None
             return n
-        if operand in n.ins:
+        if any(x is operand for x in n.ins):
             return None
     return None
+
+
+def _read_later(rest: list, operand: Tile) -> bool:
+    """Is ``operand`` read in ``rest`` before a move fills it again (its pieces replace it,
+    so nothing else may read the whole)?"""
+    for n in rest:
+        if not isinstance(n, Inst):
+            if _touches(n, operand):
+                return True
+        elif any(x is operand for x in n.ins):
+            return True
+        elif any(x is operand for x in n.outs):
+            return False
+    return False
 
 
 def _touches(node, tile: Tile) -> bool:
