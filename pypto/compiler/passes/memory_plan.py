@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from ...language import dtypes as dt
 from ...errors import BufferOverflow, CompilationError, overflow_summary
-from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, TileType, Value, walk
+from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, Value, walk
 from ..pto.isa import EXPAND_OPS
 from ..pto import view2d
 from ..pto.program import rows_end_to_end
