@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pypto.compiler.pto.passes.run_ahead import VECTOR_DEPTH
-from pypto.compiler.pto.program import HAND_OFF_FIFO
+from pypto.compiler.ir import HAND_OFF_FIFO
 from tests.quick import quick_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -173,11 +173,8 @@ def test_a_kernel_handing_off_after_its_loops_runs_persistent():
 def test_a_kernel_handing_off_in_its_loops_keeps_one_block_per_program():
     """Flash attention's hand-offs are in its key loop: in the programs' loop they would be
     nested, with one slot each."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "t12", __file__.rsplit("/tests/", 1)[0] + "/tutorials/12_flash_attention.py")
-    fa = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fa)
+    from .pto.corpus import _tut
+    fa = _tut("12_flash_attention")
     q = np.zeros((1, 1, 8192, 128), np.float16)
     grid, args, meta = fa.launch_args(q, q, q, np.empty_like(q), False)
     kernel, launched, _ = fa.flash_attention_kernel.launch_plan(

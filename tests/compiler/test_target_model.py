@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pypto
-from pypto.compiler.pto.program import HAND_OFF_FIFO
+from pypto.compiler.ir import HAND_OFF_FIFO
 from pypto.target import UB_USABLE
 import pypto.language as pl
 from pypto.errors import CompilationError, NotOnChip

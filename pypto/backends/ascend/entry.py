@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ...errors import CompilationError
 from ...compiler.pto import Program, TensorArg, walk_insts
+from ...compiler.ir import HAND_OFF_FIFO
 from ...compiler.pto.isa import CROSS_CORE_OPS
 from .control import (EXIT_BIT, EXITING, IN_FLIGHT, STOP, STOP_MASK, control_slot,
                       obeyed_bits, stop_requested, stop_status)
@@ -22,7 +23,8 @@ from .lowering_utils import I64, PTR, clamp, counted_loop, i64, storage_type
 from ...target import Target
 
 SPACE_ORDER = ("vec", "mat", "left", "right", "acc", "bias")
-WORKSPACE_ACCS = 4          # workspace room per core, in L0C-sized slots (FIFOs of two)
+# workspace room per core, in L0C-sized slots: two hand-offs, each a FIFO of HAND_OFF_FIFO
+WORKSPACE_ACCS = 2 * HAND_OFF_FIFO
 POOL_LAUNCH_SYMBOL = "pypto_pool_launch"     # provided by host_pool, registered with LLVM
 CURSOR_STRIDE = 8           # i64 slots between share cursors: one cache line each
 MAX_CLAIM = 8               # blocks claimed at once, at most (see launch_function)

@@ -16,9 +16,8 @@ from ...language import dtypes as dt
 from ...errors import CompilationError
 from .cube_epilogue import fold_bias, fold_store
 from .dce import dead_code_elimination
-from ..pto.program import HAND_OFF_FIFO
-from ..ir import (ACC, BIAS, LEFT, MAT, RIGHT, VEC, Block, Module, Op, ScalarType, TensorType,
-                  TileType, Value, blocks, users, walk)
+from ..ir import (ACC, BIAS, HAND_OFF_FIFO, LEFT, MAT, RIGHT, VEC, Block, Module, Op,
+                  ScalarType, TensorType, TileType, Value, blocks, users, walk)
 
 CUBE_USERS = ("tile.matmul", "tile.store", "scf.for", "scf.yield", "scf.while", "scf.condition")
 SPLIT_FLAG_BASE = 15       # cross-core flags 15, 14, ... carry the workspace hand-offs

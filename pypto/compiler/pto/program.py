@@ -302,12 +302,6 @@ def view2d(shape) -> tuple[int, int]:
 
 
 WORKSPACE = "pypto_workspace"     # parameter name of the GM workspace in .pto
-# A hand-off in a loop goes through a FIFO of this many workspace slots, iteration i in slot
-# i % HAND_OFF_FIFO, with as many acknowledgements primed (compiler/passes/memory_space.py):
-# the producer may run that many iterations ahead before it waits, as the cube's part does
-# (passes/run_ahead.py). Modelled (1, 1, 2048, 128) flash attention: 46.7 us with one slot,
-# 41.8 us with two, 43.4 us with three slots (three ahead).
-HAND_OFF_FIFO = 2
 
 
 class RowSplitRefused(Exception):

@@ -28,8 +28,8 @@ import itertools
 
 from ....language import dtypes as dt
 from ...ir import ACC, LEFT, MAT, RIGHT
-from ..isa import tile_extent
-from ..program import Inst, Program, Scalar, TensorArg, Tile, nested_bodies
+from ..isa import accesses, conflicts, tile_extent
+from ..program import Inst, Program, Scalar, TensorArg, Tile, nested_bodies, walk_insts
 
 MATMULS = ("tmatmul", "tmatmul.acc")
 MOVES = ("tmov", "textract")
@@ -135,13 +135,9 @@ def _touches(node, tile: Tile) -> bool:
 
 def _writes(node, tile: Tile, target) -> bool:
     """Does ``node`` write bytes of ``tile``'s buffer (a load into it, or into a view)?"""
-    if isinstance(node, Inst):
-        if node.op == "tstore":
-            return False
-        buf, start, end = tile_extent(tile, target)
-        return any(b == buf and s < end and start < e for b, s, e in
-                   (tile_extent(x, target) for x in node.outs if isinstance(x, Tile)))
-    return any(_writes(n, tile, target) for b in nested_bodies(node) for n in b)
+    mine = ("r", tile_extent(tile, target))
+    return any(conflicts(a, mine) for n in walk_insts([node]) if isinstance(n, Inst)
+               for a in accesses(n, target))
 
 
 def _whole_slot_stores(body: list, k: int, acc: Tile) -> list | None:

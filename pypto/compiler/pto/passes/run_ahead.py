@@ -43,8 +43,9 @@ import threading
 from ....language import dtypes as dt
 from ....errors import BufferOverflow
 from ..isa import accesses, is_scalar, place_above, tile_extent
-from ..program import (HAND_OFF_FIFO, For, If, Inst, Program, Scalar, TensorArg, Tile,
-                       constant_values, nested_bodies, walk_insts)
+from ...ir import HAND_OFF_FIFO
+from ..program import (For, If, Inst, Program, Scalar, TensorArg, Tile, constant_values,
+                       nested_bodies, walk_insts)
 from .clone import Cloner, rewrite_loops
 
 _local = threading.local()
@@ -374,7 +375,7 @@ def _saved_copies(saves: list, ahead: list, program: Program,
 
 
 def _skew(loop: For, ahead: list, rest: list, saves: list, program: Program,
-          depth: int = 1) -> list:
+          depth: int) -> list:
     copies = _saved_copies(saves, ahead, program, depth)
     if copies is None:
         return [loop]
