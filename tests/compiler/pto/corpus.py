@@ -685,6 +685,24 @@ def _entries() -> list[Entry]:
     add("tut03_matmul_persistent", "tutorial matmul-f16 k-loop grid-2d",
         lambda: _persistent_pto(_tut("03_matmul").matmul_kernel, _r(64, 96, dtype=F16),
                                 _r(96, 64, dtype=F16), _z(64, 64), 96, BM=32, BN=32, BK=32))
+    # the persistent GEMM at the board's tiles: the programs' loop prefetches the K loop's first
+    # step into buffers of its own, the K loop double-buffered in both halves, and flags per
+    # buffer around each loop (sync.py back edges)
+    add("bench_gemm_persistent_128x256x64", "benchmark matmul-f16 k-loop num-stages grid-2d",
+        lambda: _persistent_pto(_bench("matmul").npu_gemm_kernel, _r(256, 512, dtype=F16),
+                                _r(512, 512, dtype=F16), _z(256, 512), 256, 512, 512,
+                                BM=128, BN=256, BK=64))
+    # a cube + vector kernel in the persistent form: the GELU epilogue's hand-off through a
+    # FIFO of two slots in the programs' loop, in row chunks there (chunk_epilogue.py)
+    add("bench_gemm_gelu_persistent", "benchmark mixed matmul-f16 k-loop unary",
+        lambda: _persistent_pto(_bench("matmul").npu_gemm_epilogue_kernel,
+                                _r(256, 256, dtype=F16), _r(256, 512, dtype=F16), _r(1, 512),
+                                _z(256, 512, dtype=F16), 256, 512, 256, BM=128, BN=256, BK=64,
+                                ACT="gelu"))
+    # operands larger than half of L0A/L0B: K pieces extracted from L1 (cube_chunks.py)
+    add("matmul_k_pieces", "testsuite matmul-f16",
+        lambda: _pto(_tests("compiler.pto.test_cube_chunks").product, _r(128, 256, dtype=F16),
+                     _r(128, 256, dtype=F16), _z(128, 128), M=128, K=256, N=128, B_T=True))
     add("tut05_divide", "tutorial binary-tt broadcast",
         lambda: _pto(_tut("05_multicore_barrier").divide_kernel, _r(4096), _z(8), _z(4096),
                      CHUNK=256, BLOCKS=8))
