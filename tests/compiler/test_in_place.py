@@ -88,3 +88,47 @@ def test_a_branch_that_passes_a_tile_through_shares_its_buffer(n):
     kernel = masked_last.compile(x, row, out, n, R=64, C=256)
     assert "pto.tmov" not in kernel.asm["pto"]
     assert kernel.metadata["buffer_bytes"]["vec"] <= 2 * 64 * 256 * 4 + 4096
+
+
+@pypto.jit
+def scaled_sum(x, out, n, R: pl.constexpr, C: pl.constexpr):
+    """A loop-carried tile scaled, then added to: ``o * 0.5`` may take o's buffer, since the
+    next write of o (the add) reads it and nothing reads o in between."""
+    o = pl.zeros((R, C), dtype=pl.float32)
+    for i in range(0, n):
+        o = o * 0.5 + pl.load(x, offsets=(i * R, 0), shape=(R, C))
+    pl.store(out, offsets=(0, 0), value=o)
+
+
+def test_a_carried_tile_scaled_then_added_to_takes_one_buffer():
+    """Flash attention's o * alpha + P V: before, the scaled copy took a buffer of its own
+    (32 KiB of each AIV's UB at 128 x 256 blocks)."""
+    x = np.random.default_rng(0).standard_normal((4 * 64, 256)).astype(np.float32)
+    out = np.zeros((64, 256), np.float32)
+    scaled_sum[(1,)](x, out, 4, R=64, C=256)
+    want = np.zeros((64, 256), np.float32)
+    for i in range(4):
+        want = want * 0.5 + x[i * 64:(i + 1) * 64]
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    ub = scaled_sum.compile(x, out, 4, R=64, C=256).metadata["buffer_bytes"]["vec"]
+    assert ub <= 2 * 64 * 256 * 4 + 4096, ub          # o and the loaded tile
+
+
+@pypto.jit
+def softmax_rows(x, out, R: pl.constexpr, C: pl.constexpr):
+    t = pl.load(x, offsets=(0, 0), shape=(R, C))
+    p = pl.exp(t - pl.max(t, axis=1, keepdims=True))
+    pl.store(out, offsets=(0, 0), value=p / pl.sum(p, axis=1, keepdims=True))
+
+
+def test_a_fusion_groups_outside_input_is_given_up_to_its_last_reader():
+    """``exp(t - max)`` is one host fusion group that reads t: its result takes t's buffer
+    (the host's loop writes the element it has just read); before, t lived to the group's
+    end and the result needed a second 64 KiB buffer."""
+    x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    out = np.zeros_like(x)
+    softmax_rows[(1,)](x, out, R=64, C=256)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    ub = softmax_rows.compile(x, out, R=64, C=256).metadata["buffer_bytes"]["vec"]
+    assert ub < 2 * 64 * 256 * 4, ub

@@ -364,6 +364,12 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
+                    if loops and _received_after_sending(block, op):
+                        # the other core's data, after this core's own hand-off: run-ahead
+                        # (pto/passes/run_ahead.py) moves the next iteration's work before
+                        # it, so it keeps its bytes for the whole loop body
+                        touch(r, pos[id(loops[-1])])
+                        touch(r, pos[("end", id(loops[-1]))])
                     if group is not None and op.name == "tile.load":
                         # at a ragged edge the group reads its loads from their tiles
                         touch(r, group_end[group])
@@ -381,7 +387,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
                         load.attrs.pop("_pong", None)
 
     visit(body, [])
-    _share_dying_operands(body, intervals, classes, pos)
+    _share_dying_operands(body, intervals, classes, pos, group_end)
     if alternate:
         _alternate(intervals)
     usage, layout = {}, {}
@@ -392,14 +398,34 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
     return usage, layout
 
 
-def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> None:
+def _received_after_sending(block: Block, op: Op) -> bool:
+    """Is ``op`` a load from the workspace (a hand-off from the other core) that comes after
+    a hand-off of its own core (a store to the workspace from the same side: UB for the
+    vector core) in the same block?"""
+    def workspace(v) -> bool:
+        return v.owner is not None and v.owner.name == "tensor.workspace"
+    if op.name != "tile.load" or not workspace(op.operands[0]):
+        return False
+    vector = op.result.type.space == VEC
+    before = block.ops[:block.ops.index(op)]
+    return any(o.name == "tile.store" and workspace(o.operands[0]) and
+               (o.operands[-1].type.space == VEC) == vector for o in before)
+
+
+def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
+                          group_end: dict) -> None:
     """An elementwise op's result takes the buffer of a UB operand it reads for the last time
     (same shape and element size; ``IN_PLACE_OPCODES``): A2/A3's vector instructions read
     each repeat before they write it, so ``y = relu(acc * s)`` needs one 128 x 256 fp32
-    buffer, not two. Not for a result that shares a buffer already (loop-carried), an op
-    with a scratch tile, or a host fusion group (its members live in registers until the
-    group's end)."""
+    buffer, not two. Not for a result that shares a buffer already (loop-carried), or an op
+    with a scratch tile."""
     moved: dict = {}                  # class root id -> the interval it was merged into
+    last_read: dict = {}
+    readers: dict = {}
+    for op in walk(body):
+        for v in op.operands:
+            last_read[v.id] = pos[id(op)]
+            readers.setdefault(v.id, []).append(op)
 
     def interval(v: Value):
         key = classes.find(v).id
@@ -407,19 +433,40 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict) -> N
             key = moved[key]
         return key, intervals.get(key)
 
+    def dies_at(op: Op, v: Value, viv: list) -> bool:
+        group = op.attrs.get("_fuse")
+        if group is None:
+            return viv[1] == pos[id(op)] or _carried_through(op, v, viv)
+        return viv[1] <= group_end[group] and \
+            all(last_read.get(u, -1) <= pos[id(op)] for u in viv[3])
+
+    def _carried_through(op: Op, v: Value, viv: list) -> bool:
+        # o * alpha over o, which the loop carries: the next write of o's buffer reads the
+        # result and is elementwise, and nothing reads o's buffer in between
+        r = op.result
+        after = readers.get(r.id, [])
+        if len(after) != 1 or last_read.get(v.id) != pos[id(op)]:
+            return False
+        nxt = after[0]
+        if _opcode(nxt) not in IN_PLACE_OPCODES or "_fuse" in nxt.attrs or \
+                interval(nxt.result)[0] != interval(v)[0]:
+            return False
+        lo, hi = pos[id(op)], pos[id(nxt)]
+        return not any(lo < last_read.get(u, -1) < hi for u in viv[3])
+
     for op in walk(body):
-        if "_fuse" in op.attrs or "_scratch" in op.attrs or _opcode(op) not in IN_PLACE_OPCODES:
+        if "_scratch" in op.attrs or _opcode(op) not in IN_PLACE_OPCODES:
             continue
         r = op.result
         rkey, riv = interval(r)
-        if r.type.space != "vec" or riv is None or len(riv[3]) != 1:
+        if r.type.space != "vec" or riv is None or (len(riv[3]) != 1 and riv[0] != pos[id(op)]):
             continue
         for v in op.operands:
             if not (v.is_tile and v.type.space == "vec" and v.type.shape == r.type.shape
                     and v.type.dtype.itemsize == r.type.dtype.itemsize):
                 continue
             vkey, viv = interval(v)
-            if viv is None or vkey == rkey or viv[1] != pos[id(op)]:
+            if viv is None or vkey == rkey or not dies_at(op, v, viv):
                 continue
             viv[1] = max(viv[1], riv[1])
             viv[3].update(riv[3])
