@@ -132,24 +132,24 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # Block sizes, modelled on the 910B1 (us), non-causal / causal:
 #
 #                        64 x 128       64 x 256       128 x 128      128 x 256
-#   (1, 1, 2048, 128)    56.6 / 32.0    43.7 / 27.5    43.8 / 45.3    34.7 / overflow
-#   (1, 1, 8192, 128)    539 / 267      367 / 193      422 / 228      304 / overflow
-#   (1, 8, 1024, 64)     89.5 / 65.8    70.8 / 62.8    57.1 / 44.8    54.7 / overflow
+#   (1, 1, 2048, 128)    56.6 / 32.0    43.8 / 27.5    43.8 / 45.3    33.9 / overflow
+#   (1, 1, 8192, 128)    539 / 267      368 / 194      422 / 228      278 / overflow
+#   (1, 8, 1024, 64)     82.9 / 63.7    70.7 / 62.5    56.0 / 44.4    52.8 / overflow
 #
 # Wider blocks mean fewer hand-offs (and their cross-core latency) per key, and each AIV's
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
 # because each AIV holds half the rows and the UB is planned for that half; the causal
 # where (a mask and a -inf tile of the block's size) leaves no room for 128 x 256, so causal
 # blocks take 64 rows. The blocks run in waves of one per cluster (24 on the 910B1), and a
-# block of h rows takes about as long as h + 34 rows would at no fixed cost (the pipeline's
-# fill and drain: fitted to 64 x 256 and 128 x 256 at 8k, 367 us in 6 waves, 304 us in 3).
-# The launcher takes the height with the least waves x (h + 34): at S = 2k one head, 22
-# blocks of 96 rows fill the 24 clusters where 16 of 128 leave 8 idle (32.6 us against
-# 34.7); at 16k, 6 waves of 128 rows (1173 us) beat 11 of 64 (1273).
+# block of h rows takes about as long as h + 61 rows would at no fixed cost (the pipeline's
+# fill and drain: fitted to 64 x 256 and 128 x 256 at 8k, 368 us in 6 waves, 278 us in 3).
+# The launcher takes the height with the least waves x (h + 61): at S = 2k one head, 22
+# blocks of 96 rows fill the 24 clusters where 16 of 128 leave 8 idle (29.8 us against
+# 33.9); at 16k, 6 waves of 128 rows (1048 us) beat 11 of 64 (1275).
 BLOCK_N = 256
 BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
 CAUSAL_BLOCK_M = 64
-BLOCK_COST_ROWS = 34              # a block's fixed cost, in rows
+BLOCK_COST_ROWS = 61              # a block's fixed cost, in rows
 
 
 def block_m_for(seq: int, causal: bool = False, programs: int = 1, clusters: int = 24) -> int:

@@ -19,7 +19,7 @@ from .source import KernelSource
 from .passes import run_pipeline
 from .pto.lower import lower_to_pto
 from .pto.passes import PTO_PASSES, SELF_SYNCED_PASSES, run_pto_passes
-from .pto.program import RowSplitRefused
+from .pto.program import RowSplitRefused, RunAheadRefused
 
 
 def build_program(fn, tensor_specs: dict, target, auto_sync: bool = True,
@@ -53,7 +53,8 @@ def _hoisting_if_it_fits(fn, fresh, target, run):
     part will be split between them (``passes/half_rows.py``). When the hoisted tiles make
     it overflow a buffer, of ``fresh()`` (passes rewrite their function in place) without
     hoisting; when the split refuses the part (``RowSplitRefused``), without the half-row
-    plan."""
+    plan; when run-ahead refuses the vector part's loop (``RunAheadRefused``), without the
+    memory plan's run-ahead rules."""
     module, facts = Module(fn, target), {}
     while True:
         try:
@@ -64,6 +65,8 @@ def _hoisting_if_it_fits(fn, fresh, target, run):
             facts["hoist"] = False
         except RowSplitRefused:
             facts["split_rows_plan"] = False
+        except RunAheadRefused:
+            facts["run_ahead_plan"] = False
         module = Module(fresh(), target)
         module.facts.update(facts)
 

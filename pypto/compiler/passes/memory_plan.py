@@ -8,6 +8,7 @@ copy is inserted instead, so in-place updates are always safe.
 """
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 from ...language import dtypes as dt
@@ -158,11 +159,22 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
     return arg not in _reads(body.ops[at + 1:-1])
 
 
+# the rules that plan a flash-attention-like vector loop for run-ahead (a hand-off's tile
+# kept for the loop body, outside inputs of fusion groups and carried tiles taken in place);
+# off when the pipeline builds again because run-ahead refused the plan (RunAheadRefused)
+_RULES = threading.local()
+
+
+def _run_ahead_rules() -> bool:
+    return getattr(_RULES, "on", True)
+
+
 def plan_memory(module: Module) -> Module:
     """Plan with the host's fusion groups in mind (their inputs live to the group's end);
     when that does not fit the chip's buffers, the groups are dropped (the host then runs the
     instructions one by one) and the plan, or its overflow error, is the chip's own."""
     fn, target = module.kernel, module.target
+    _RULES.on = module.facts.get("run_ahead_plan", True)
     _make_loops_in_place_safe(fn.body)
     _tie_accumulators(fn.body)
     classes = loop_classes(fn.body)
@@ -364,7 +376,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
-                    if loops and _received_after_sending(block, op):
+                    if loops and _run_ahead_rules() and _received_after_sending(block, op):
                         # the other core's data, after this core's own hand-off: run-ahead
                         # (pto/passes/run_ahead.py) moves the next iteration's work before
                         # it, so it keeps its bytes for the whole loop body
@@ -433,8 +445,12 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
             key = moved[key]
         return key, intervals.get(key)
 
+    rules = _run_ahead_rules()
+
     def dies_at(op: Op, v: Value, viv: list) -> bool:
         group = op.attrs.get("_fuse")
+        if not rules:
+            return group is None and viv[1] == pos[id(op)]
         if group is None:
             return viv[1] == pos[id(op)] or _carried_through(op, v, viv)
         return viv[1] <= group_end[group] and \
@@ -459,7 +475,8 @@ def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
             continue
         r = op.result
         rkey, riv = interval(r)
-        if r.type.space != "vec" or riv is None or (len(riv[3]) != 1 and riv[0] != pos[id(op)]):
+        starts_here = rules and riv is not None and riv[0] == pos[id(op)]
+        if r.type.space != "vec" or riv is None or (len(riv[3]) != 1 and not starts_here):
             continue
         for v in op.operands:
             if not (v.is_tile and v.type.space == "vec" and v.type.shape == r.type.shape

@@ -554,6 +554,7 @@ def lower_to_pto(module: Module, tensor_specs: dict) -> Program:
     kind = "cube" if module.facts.get("uses_cube") else "vector"
     program = Program(fn.name, kind, params + lw.workspaces, lw.tiles, body, module.target,
                       dict(module.facts.get("buffer_bytes", {})))
+    program.run_ahead_plan = module.facts.get("run_ahead_plan", True)
     if module.facts.get("rows_split"):
         if lw.vec_viewed:
             raise RowSplitRefused("a UB tile is viewed at an offset")

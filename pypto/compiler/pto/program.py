@@ -247,6 +247,8 @@ class Program:
     # 2: the UB offsets are those of a plan for half the rows, doubled for the whole rows the
     # program has until passes/split_rows.py gives each AIV its half (half_rows.hand_off_rows)
     vec_scale: int = 1
+    # the UB was planned for the vector part running ahead (compiler/passes/memory_plan.py)
+    run_ahead_plan: bool = False
 
     @property
     def parts(self) -> list[tuple[str, list]]:
@@ -302,6 +304,12 @@ def view2d(shape) -> tuple[int, int]:
 
 
 WORKSPACE = "pypto_workspace"     # parameter name of the GM workspace in .pto
+
+
+class RunAheadRefused(Exception):
+    """A program whose UB plan assumed the vector part runs ahead (memory_plan's run-ahead
+    rules: a hand-off's tile kept for the loop body, more work in place) that
+    passes/run_ahead.py then leaves as it is: the compile builds it again without them."""
 
 
 class RowSplitRefused(Exception):

@@ -44,8 +44,8 @@ from ....language import dtypes as dt
 from ....errors import BufferOverflow
 from ..isa import accesses, is_scalar, place_above, tile_extent
 from ...ir import HAND_OFF_FIFO
-from ..program import (For, If, Inst, Program, Scalar, TensorArg, Tile, constant_values,
-                       nested_bodies, walk_insts)
+from ..program import (For, If, Inst, Program, RunAheadRefused, Scalar, TensorArg, Tile,
+                       constant_values, nested_bodies, walk_insts)
 from .clone import Cloner, rewrite_loops
 
 _local = threading.local()
@@ -64,9 +64,16 @@ def run_ahead(program: Program) -> Program:
         other = program.vector_body if kind == "cube" else program.body
 
         def rewrite(loop: For, other=other, kind=kind) -> list | None:
-            split = None if _at_most_one(loop, consts) else _split(loop, program, other)
+            if _at_most_one(loop, consts):
+                return None
+            split = _split(loop, program, other)
             depth = CUBE_DEPTH if kind == "cube" else VECTOR_DEPTH
-            return None if split is None else _skew(loop, *split, program, depth)
+            out = None if split is None else _skew(loop, *split, program, depth)
+            refused = out is None or (len(out) == 1 and out[0] is loop)
+            if refused and kind == "vector" and program.run_ahead_plan and \
+                    _split_point(loop.body) is not None:
+                raise RunAheadRefused("the vector part's loop does not run ahead")
+            return out
 
         rewrite_loops(part, rewrite)
     return program
