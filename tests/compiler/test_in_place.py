@@ -1,5 +1,5 @@
 """An elementwise op's result takes the UB buffer of an operand it reads for the last time
-(passes/memory_plan.py, ``_share_dying_operands``): a chain over a 128 x 256 fp32 tile needs
+(passes/in_place.py, ``share_dying_operands``): a chain over a 128 x 256 fp32 tile needs
 one 128 KiB buffer, not two, so it fits the 192 KiB UB; results are unchanged (the chain also
 runs on three engines and both assemblers from the conformance corpus, ``inplace_chain``)."""
 import numpy as np

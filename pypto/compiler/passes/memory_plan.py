@@ -8,18 +8,17 @@ copy is inserted instead, so in-place updates are always safe.
 """
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 from ...language import dtypes as dt
 from ...errors import BufferOverflow, CompilationError, overflow_summary
 from ..ir import LEFT, RIGHT, VEC, Block, Module, Op, Value, walk
-from ..pto.isa import EXPAND_OPS
 from ..pto import view2d
 from ..pto.program import rows_end_to_end
-from ..pto.lower import TILE_TO_PTO, scratch_type
+from ..pto.lower import scratch_type
 from .cube_box import cube_boxes
 from .half_rows import Sizing, hand_off_rows
+from .in_place import RULES, received_after_sending, run_ahead_rules, share_dying_operands
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -32,15 +31,6 @@ LOOPS = ("scf.for", "scf.while")
 EXPANDS = ("tile.col_expand", "tile.row_expand")
 # ops whose result is their first operand with one element or row replaced: one buffer
 IN_PLACE = ("tile.setval", "tile.load_row")
-# PTO instructions whose result may take the buffer of an operand read for the last time:
-# the arithmetic pto-isa's own kernels run in place (TADD(x, x, y), TMULS(x, x, s), TEXP(x,
-# x)). Not TRECIP / TPRELU (ptoas 0.60's A3 verifier: "src and dst to use different
-# storage"), TANDS / TORS / TXORS (the same, any arch), nor conversions or selections.
-IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tsubs",
-                              "tmuls", "tdivs", "tmaxs", "tmins", "texp", "tlog", "tsqrt",
-                              "tabs", "trelu",
-                              *(f"t{axis}expand{op}" for axis in ("row", "col")
-                                for op in EXPAND_OPS)})
 
 
 def _copy(v: Value, loc) -> Op:
@@ -159,22 +149,12 @@ def _can_share(body: Block, arg, y: Value, claimed: set) -> bool:
     return arg not in _reads(body.ops[at + 1:-1])
 
 
-# the rules that plan a flash-attention-like vector loop for run-ahead (a hand-off's tile
-# kept for the loop body, outside inputs of fusion groups and carried tiles taken in place);
-# off when the pipeline builds again because run-ahead refused the plan (RunAheadRefused)
-_RULES = threading.local()
-
-
-def _run_ahead_rules() -> bool:
-    return getattr(_RULES, "on", True)
-
-
 def plan_memory(module: Module) -> Module:
     """Plan with the host's fusion groups in mind (their inputs live to the group's end);
     when that does not fit the chip's buffers, the groups are dropped (the host then runs the
     instructions one by one) and the plan, or its overflow error, is the chip's own."""
     fn, target = module.kernel, module.target
-    _RULES.on = module.facts.get("run_ahead_plan", True)
+    RULES.on = module.facts.get("run_ahead_plan", True)
     _make_loops_in_place_safe(fn.body)
     _tie_accumulators(fn.body)
     classes = loop_classes(fn.body)
@@ -376,7 +356,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
-                    if loops and _run_ahead_rules() and _received_after_sending(block, op):
+                    if loops and run_ahead_rules() and received_after_sending(block, op):
                         # the other core's data, after this core's own hand-off: run-ahead
                         # (pto/passes/run_ahead.py) moves the next iteration's work before
                         # it, so it keeps its bytes for the whole loop body
@@ -399,7 +379,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
                         load.attrs.pop("_pong", None)
 
     visit(body, [])
-    _share_dying_operands(body, intervals, classes, pos, group_end)
+    share_dying_operands(body, intervals, classes, pos, group_end)
     if alternate:
         _alternate(intervals)
     usage, layout = {}, {}
@@ -408,88 +388,6 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
         layout[space] = []
         usage[space] = _first_fit(members, space, target, layout[space], sizing)
     return usage, layout
-
-
-def _received_after_sending(block: Block, op: Op) -> bool:
-    """Is ``op`` a load from the workspace (a hand-off from the other core) that comes after
-    a hand-off of its own core (a store to the workspace from the same side: UB for the
-    vector core) in the same block?"""
-    def workspace(v) -> bool:
-        return v.owner is not None and v.owner.name == "tensor.workspace"
-    if op.name != "tile.load" or not workspace(op.operands[0]):
-        return False
-    vector = op.result.type.space == VEC
-    before = block.ops[:block.ops.index(op)]
-    return any(o.name == "tile.store" and workspace(o.operands[0]) and
-               (o.operands[-1].type.space == VEC) == vector for o in before)
-
-
-def _share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
-                          group_end: dict) -> None:
-    """An elementwise op's result takes the buffer of a UB operand it reads for the last time
-    (same shape and element size; ``IN_PLACE_OPCODES``): A2/A3's vector instructions read
-    each repeat before they write it, so ``y = relu(acc * s)`` needs one 128 x 256 fp32
-    buffer, not two. Not for a result that shares a buffer already (loop-carried), or an op
-    with a scratch tile."""
-    moved: dict = {}                  # class root id -> the interval it was merged into
-    last_read: dict = {}
-    readers: dict = {}
-    for op in walk(body):
-        for v in op.operands:
-            last_read[v.id] = pos[id(op)]
-            readers.setdefault(v.id, []).append(op)
-
-    def interval(v: Value):
-        key = classes.find(v).id
-        while key in moved:
-            key = moved[key]
-        return key, intervals.get(key)
-
-    rules = _run_ahead_rules()
-
-    def dies_at(op: Op, v: Value, viv: list) -> bool:
-        group = op.attrs.get("_fuse")
-        if not rules:
-            return group is None and viv[1] == pos[id(op)]
-        if group is None:
-            return viv[1] == pos[id(op)] or _carried_through(op, v, viv)
-        return viv[1] <= group_end[group] and \
-            all(last_read.get(u, -1) <= pos[id(op)] for u in viv[3])
-
-    def _carried_through(op: Op, v: Value, viv: list) -> bool:
-        # o * alpha over o, which the loop carries: the next write of o's buffer reads the
-        # result and is elementwise, and nothing reads o's buffer in between
-        r = op.result
-        after = readers.get(r.id, [])
-        if len(after) != 1 or last_read.get(v.id) != pos[id(op)]:
-            return False
-        nxt = after[0]
-        if _opcode(nxt) not in IN_PLACE_OPCODES or "_fuse" in nxt.attrs or \
-                interval(nxt.result)[0] != interval(v)[0]:
-            return False
-        lo, hi = pos[id(op)], pos[id(nxt)]
-        return not any(lo < last_read.get(u, -1) < hi for u in viv[3])
-
-    for op in walk(body):
-        if "_scratch" in op.attrs or _opcode(op) not in IN_PLACE_OPCODES:
-            continue
-        r = op.result
-        rkey, riv = interval(r)
-        starts_here = rules and riv is not None and riv[0] == pos[id(op)]
-        if r.type.space != "vec" or riv is None or (len(riv[3]) != 1 and not starts_here):
-            continue
-        for v in op.operands:
-            if not (v.is_tile and v.type.space == "vec" and v.type.shape == r.type.shape
-                    and v.type.dtype.itemsize == r.type.dtype.itemsize):
-                continue
-            vkey, viv = interval(v)
-            if viv is None or vkey == rkey or not dies_at(op, v, viv):
-                continue
-            viv[1] = max(viv[1], riv[1])
-            viv[3].update(riv[3])
-            moved[rkey] = vkey
-            del intervals[rkey]
-            break
 
 
 def _byte_view(op: Op) -> bool:
@@ -501,13 +399,6 @@ def _byte_view(op: Op) -> bool:
     src, dst = op.operands[0].type, op.result.type
     return src.space == dst.space == VEC and src.dtype == dst.dtype != dt.bool_ and \
         all(rows_end_to_end(*view2d(t.shape), t.dtype.bits) for t in (src, dst))
-
-
-def _opcode(op: Op) -> str | None:
-    """The PTO instruction a one-to-one Tile IR op becomes (lower.TILE_TO_PTO), else None."""
-    rule = TILE_TO_PTO.get(op.name) if op.name in ("tile.binary", "tile.unary",
-                                                   "tile.col_expand", "tile.row_expand") else None
-    return rule(op)[0] if rule is not None else None
 
 
 def _fusion_group_ends(block: Block, pos: dict) -> dict:

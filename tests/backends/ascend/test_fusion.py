@@ -120,23 +120,24 @@ def test_ragged_group_keeps_its_loaded_tile_while_writing_the_stored_value():
 
 def test_fusion_never_makes_a_kernel_too_big_for_the_chip(monkeypatch):
     """Keeping a group's inputs alive to its end costs UB; a kernel that fits the chip without
-    that (a 2 x 5632 layer norm, over the 184 KiB usable with all its groups) runs the group
+    that (a 2 x 6656 layer norm, over the 184 KiB usable with all its groups) runs the group
     that does not fit instruction by instruction and keeps the others fused (dropping every
     group made it 2.5x slower). (2 x 4096, this test's case before the memory plan learned
-    to place the largest tiles first, and 2 x 5120, before the weight rows stopped being
-    broadcast into full tiles (passes/expand.py), now fit with every group.)"""
+    to place the largest tiles first, 2 x 5120, before the weight rows stopped being
+    broadcast into full tiles (passes/expand.py), and 2 x 6656, before a group's outside
+    input could be overwritten in place (passes/in_place.py), now fit with every group.)"""
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((4, 5632)).astype(np.float32)
-    w, b = rng.standard_normal(5632).astype(np.float32), rng.standard_normal(5632).astype(np.float32)
+    x = rng.standard_normal((4, 6656)).astype(np.float32)
+    w, b = rng.standard_normal(6656).astype(np.float32), rng.standard_normal(6656).astype(np.float32)
     got = np.zeros_like(x)
-    layer_norm[(2,)](x, w, b, got, 1e-5, BM=2, BN=5632)
-    ir = layer_norm.compile(x, w, b, got, 1e-5, BM=2, BN=5632).asm["tile_ir"]
-    rows = [line for line in ir.splitlines() if "2x5632xf32" in line]
+    layer_norm[(2,)](x, w, b, got, 1e-5, BM=2, BN=6656)
+    ir = layer_norm.compile(x, w, b, got, 1e-5, BM=2, BN=6656).asm["tile_ir"]
+    rows = [line for line in ir.splitlines() if "2x6656xf32" in line]
     fused = [line for line in rows if "fuse=" in line]
     assert fused and len(fused) < len(rows), ir
     monkeypatch.setenv("PYPTO_INTERPRET", "1")
     ref = np.zeros_like(x)
-    layer_norm[(2,)](x, w, b, ref, 1e-5, BM=2, BN=5632)
+    layer_norm[(2,)](x, w, b, ref, 1e-5, BM=2, BN=6656)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
