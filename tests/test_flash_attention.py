@@ -181,13 +181,15 @@ def _ub_end(text: str) -> int:
 
 
 @pytest.mark.parametrize("block_m, block_n, causal", [(128, 128, False), (128, 128, True),
-                                                      (64, 256, True)])
+                                                      (64, 256, True), (128, 256, True)])
 def test_blocks_whose_whole_rows_overflow_the_ub_fit_as_the_halves_each_aiv_holds(
         block_m, block_n, causal):
     """128 x 128 and 64 x 256 blocks need about 300 KiB of UB as whole rows (BufferOverflow
     before); the vector part is split between the two AIVs, so the UB is planned for the
-    half each one holds (memory_plan's half-row plan) and fits the 192 KiB. Results on the
-    host, which runs the whole rows at twice the offsets, and a plan within the UB."""
+    half each one holds (memory_plan's half-row plan) and fits the 192 KiB. Causal 128 x 256
+    fits since its mask is a float16 compare and a TSELS (passes/masks.py; 10 KiB over
+    before). Results on the host, which runs the whole rows at twice the offsets, and a
+    plan within the UB."""
     q, k, v = fa.inputs(np.random.default_rng(block_n), 1, 2, 300, 128)
     grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
     meta.update(BLOCK_M=block_m, BLOCK_N=block_n)
@@ -204,13 +206,15 @@ def test_blocks_whose_whole_rows_overflow_the_ub_fit_as_the_halves_each_aiv_hold
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("block_m, seq, causal", [(64, 300, True), (128, 600, False)])
+@pytest.mark.parametrize("block_m, seq, causal", [(64, 300, True), (128, 600, False),
+                                                  (128, 600, True)])
 def test_the_pto_isa_engine_agrees_at_half_row_blocks_and_l0_pieces(monkeypatch, block_m, seq,
                                                                     causal):
-    """Head 128, 256-key blocks, planned for the half rows each AIV holds; at 128 rows
-    (non-causal: causal ones overflow the UB) the cube computes S in two 128-column pieces,
-    each stored on its own, and P V in two K pieces (pto/passes/cube_chunks.py); the last
-    key block reaches past the head."""
+    """Head 128, 256-key blocks, planned for the half rows each AIV holds; at 128 rows the
+    cube computes S in two 128-column pieces, each stored on its own, and P V in two K
+    pieces (pto/passes/cube_chunks.py); the last key block reaches past the head. Causal
+    128-row blocks fit since the mask is a float16 compare and a TSELS (passes/masks.py):
+    the vendor's simulator reads the float16 compare's mask bits for a float32 select."""
     from tests.engines.tools import needs_tools, TOOLS
     if TOOLS is None:
         pytest.skip(needs_tools.kwargs["reason"])
@@ -245,7 +249,7 @@ def test_the_causal_mask_is_a_branch_that_runs_ahead_with_the_softmax():
 def test_the_p_v_tile_keeps_its_own_ub_bytes():
     """P V comes back after the vector core's own hand-off (P), and the run-ahead puts the
     next blocks' softmax before it, so its tile has bytes of its own for the whole loop
-    (compiler/passes/memory_plan._received_after_sending): before, it shared S's and P's,
+    (compiler/passes/in_place.received_after_sending): before, it shared S's and P's,
     and its load waited for the softmax's cast and P's store, the next S's load for O's
     update (8k: 304 -> 278 us)."""
     import re
@@ -268,7 +272,7 @@ def test_the_p_v_tile_keeps_its_own_ub_bytes():
 
 
 def test_a_plan_the_run_ahead_refuses_is_made_again_without_its_rules():
-    """At 128 x 128 blocks of head 128 the run-ahead UB rules (memory_plan._run_ahead_rules)
+    """At 128 x 128 blocks of head 128 the run-ahead UB rules (in_place.run_ahead_rules)
     lay the vector loop out so that its next softmax would depend on O's update: run_ahead
     refuses (RunAheadRefused) and the pipeline plans again without them, so both parts still
     run ahead (before: the vector part did not, and 2k took 77.6 us instead of 43.8)."""

@@ -8,6 +8,7 @@ running max m, the running sum l and an unnormalised output O, all in fp32 on ch
 softmax"); only O / l is written, once, in fp16.
 """
 import argparse
+import heapq
 import math
 
 import numpy as np
@@ -89,7 +90,11 @@ from pypto.backends.ascend.model.launch import model_kernel
 # select of two (BLOCK_M, BLOCK_N) tiles (on A2/A3 a TSEL per row: 644 cycles per 32 x 256
 # half, modelled) and needs a -inf tile and a mask tile of the block's size in the UB. The
 # sum is the select for every finite score (an infinite score is an overflow either way).
-# The causal mask depends on both positions, so it stays a where.
+# The causal mask depends on both positions, so it stays a where. Written plainly it would be
+# three block-sized tiles beside s (two int32 broadcasts of the positions and a -inf tile);
+# the compiler compares the key row with the query column in float16 instead, relative to
+# n0, and selects -inf as a scalar (TSELS): one float16 tile of the block's size
+# (compiler/passes/masks.py), so causal blocks fit at 128 x 256 too.
 # ----------------------------------------------------------------------------------------------
 
 
@@ -148,22 +153,30 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # 33.9); at 16k, 6 waves of 128 rows (1048 us) beat 11 of 64 (1275).
 BLOCK_N = 256
 BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
-CAUSAL_BLOCK_M = 64
 BLOCK_COST_ROWS = 61              # a block's fixed cost, in rows
 
 
 def block_m_for(seq: int, causal: bool = False, programs: int = 1, clusters: int = 24) -> int:
-    """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height with the
-    least waves x (height + BLOCK_COST_ROWS), the taller on a tie; shrunk in steps of 16 (the
-    cube's fractal) for sequences shorter than every height."""
+    """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height whose
+    blocks, each costing its key blocks x (height + BLOCK_COST_ROWS), end soonest when the
+    clusters take them longest first (the grid's order); the taller on a tie. Shrunk in steps
+    of 16 (the cube's fractal) for sequences shorter than every height."""
     if seq < 16:
         raise ValueError(f"flash_attention: seq = {seq}; this kernel needs seq >= 16")
-    heights = [h for h in ((CAUSAL_BLOCK_M,) if causal else BLOCK_MS) if h <= seq]
+    heights = [h for h in BLOCK_MS if h <= seq]
     if not heights:
         return seq // 16 * 16
 
     def cost(h: int) -> int:
-        return -(-programs * -(-seq // h) // clusters) * (h + BLOCK_COST_ROWS)
+        blocks = []
+        for mb in range(-(-seq // h)):
+            m0 = max(min(mb * h, seq - h), 0)
+            keys = min(m0 + h, seq) if causal else seq
+            blocks += [-(-keys // BLOCK_N) * (h + BLOCK_COST_ROWS)] * programs
+        ends = [0] * clusters
+        for b in sorted(blocks, reverse=True):        # each to the cluster free first
+            heapq.heapreplace(ends, ends[0] + b)
+        return max(ends)
     return min(heights, key=lambda h: (cost(h), -h))
 
 

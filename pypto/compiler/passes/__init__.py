@@ -14,6 +14,7 @@ from .hoist import hoist_invariants
 from .legalize import legalize
 from .legalize_storage import legalize_storage
 from .legalize_types import legalize_types
+from .masks import narrow_masks
 from .chunk_epilogue import plan_memory_in_chunks
 from .memory_space import infer_memory_space
 from .narrow import narrow_before_widening
@@ -31,6 +32,7 @@ PIPELINE = (
     ("legalize-storage", legalize_storage),
     ("legalize", legalize),
     ("legalize-types", legalize_types),
+    ("narrow-masks", narrow_masks),                 # no block-sized tiles for a causal mask
     ("row-reduce-in-two-stages", reduce_wide_rows_in_two_stages),   # wide rows: one fold
     ("expand", fuse_expands),
     ("infer-memory-space", infer_memory_space),

@@ -357,8 +357,11 @@ def scratch_type(op) -> TileType | None:
     if rule is None or op.name == "tile.load":
         return None
     opcode, _ = rule(op)
-    if opcode in ("tsel", "tsels"):        # a 4-byte compare mask of at least 16 bytes
+    if opcode == "tsel":                   # a 4-byte compare mask of at least 16 bytes
         return TileType(dt.int32, (1, 8))
+    if opcode == "tsels":     # a row of the data's type (ptoas 0.60's A2/A3 rule), as printed:
+        rows, cols = view2d(op.result.type.shape)       # an (M, 1) column as its (1, M) row
+        return TileType(op.result.type.dtype, (1, cols if cols > 1 else rows))
     if opcode == "tci":                    # TCI's A2/A3 vector path: 768 B (b32), 1792 B (b16)
         return TileType(dt.float32, (1, 448 if op.result.type.dtype.bits == 16 else 192))
     if opcode == "tcvt":
@@ -514,7 +517,7 @@ TILE_TO_PTO = {
     "tile.arange": lambda op: ("tci", {"start": op.attrs["start"]}),
     "tile.unary": _unary_rule,
     "tile.binary": _binary_rule,
-    "tile.where": lambda op: ("tsel", {}),
+    "tile.where": lambda op: ("tsel" if op.operands[2].is_tile else "tsels", {}),
     "tile.cast": _cast_rule,
     "tile.broadcast": _broadcast_rule,
     "tile.col_expand": lambda op: (f"tcolexpand{op.attrs['op']}", {}),

@@ -334,8 +334,8 @@ class _Printer:
         if op == "tci":
             d = i.outs[0].dtype
             ins = [(self.const(int(i.attrs["start"]), d.mlir), d.mlir)]
-        if printed_tmp(i, self.dialect) is not None:
-            ins.append(self.operand(i.attrs["tmp"], op))
+        if printed_tmp(i, self.dialect) is not None:     # TSELS: ins(mask, src, tmp, scalar)
+            ins.insert(2 if op == "tsels" else len(ins), self.operand(i.attrs["tmp"], op))
         outs = [self.operand(x, op) for x in i.outs]
         if op == "tcolexpand" and i.outs[0].is_column:
             op = "trowexpand"      # (1, 1) → (M, 1): on the (1, M) row view, a row expand

@@ -195,7 +195,8 @@ def s_tile(p, op, results, rest, scope, out):
     if name in TMP_OPS:
         if not ins:
             raise p.error(f"{op} takes a scratch tile as its last input")
-        attrs["tmp"] = p.value(ins.pop(), scope)
+        # TSELS: ins(%mask, %src, %tmp, %scalar)
+        attrs["tmp"] = p.value(ins.pop(2 if name == "tsels" and len(ins) == 4 else -1), scope)
     inst = Inst(name, [p.value(n, scope) for n in ins],
                 [p.value(n, scope) for n in outs], attrs)
     if name == "tcvt" and _printer_default(inst):
@@ -270,9 +271,9 @@ _MASK_OPS = ("tand", "tor", "txor", "tmov", "tnot", "tcolexpand")
 
 def restore_masks(insts: list) -> bool:
     """A mask is printed as ui8 bytes holding a bit per element (Program.element_type): the
-    tiles that comparisons write, and what mask-to-mask instructions make of them, are bool
-    tiles again, as wide as the compared tile. False when two writers disagree about a
-    mask's width."""
+    tiles that comparisons write, what mask-to-mask instructions make of them, and the masks
+    selects read (a constant one, written by a fill), are bool tiles again, as wide as the
+    compared or selected tile. False when two of them disagree about a mask's width."""
     changed, rounds = True, 0
     while changed:
         changed, rounds = False, rounds + 1
@@ -282,15 +283,19 @@ def restore_masks(insts: list) -> bool:
             src = i.ins[0] if i.ins and isinstance(i.ins[0], Tile) else None
             if src is None or not i.outs or not isinstance(i.outs[0], Tile):
                 continue
-            if i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
+            if i.op in ("tsel", "tsels"):      # the mask read: as wide as the data selected
+                src, dst = i.ins[1], i.ins[0]
+            elif i.op in ("tcmp", "tcmps") or (i.op in _MASK_OPS and src.dtype == dt.bool_):
                 dst = i.outs[0]
-                if src.is_column or src.is_column_mask:     # (M, 1): Tile.is_column_mask
-                    shape = (src.rows, 1, src.v_row, 1)
-                else:                   # its own rows; the columns it compares
-                    shape = (dst.rows, src.cols, dst.v_row, src.v_col)
-                if (dst.dtype, dst.rows, dst.cols, dst.v_row, dst.v_col) != (dt.bool_, *shape):
-                    dst.dtype, (dst.rows, dst.cols, dst.v_row, dst.v_col) = dt.bool_, shape
-                    changed = True
+            else:
+                continue
+            if src.is_column or src.is_column_mask:     # (M, 1): Tile.is_column_mask
+                shape = (src.rows, 1, src.v_row, 1)
+            else:                   # its own rows; the columns it compares
+                shape = (dst.rows, src.cols, dst.v_row, src.v_col)
+            if (dst.dtype, dst.rows, dst.cols, dst.v_row, dst.v_col) != (dt.bool_, *shape):
+                dst.dtype, (dst.rows, dst.cols, dst.v_row, dst.v_col) = dt.bool_, shape
+                changed = True
     for i in insts:
         if i.op == "texpands" and not i.ins and i.outs[0].dtype == dt.bool_:
             i.attrs["value"] = bool(i.attrs["value"])

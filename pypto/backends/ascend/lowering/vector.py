@@ -173,6 +173,15 @@ def tsel_elem(cg, inst):
         b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
 
 
+def tsels_elem(cg, inst):
+    mask, a, c = inst.ins
+    out = inst.outs[0]
+    b = cg.b
+    y = to_compute(b, cg.get(c), c.dtype)
+    return [mask, a], lambda m, x: from_compute(
+        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
+
+
 def tcvt_elem(cg, inst):
     """A requested ``rmode`` rounds to an integral value first (PyPTO's ``cast(rounding=)``,
     the interpreter's rule, between floats too); without one, conversions follow numpy (round
@@ -218,7 +227,7 @@ ELEMENT_RULES = {
     **{pto: _binary_elem(name, True) for pto, name in PTO_BINARY_SCALAR.items()},
     "tcmp": _binary_elem(None, False), "tcmps": _binary_elem(None, True),
     **{pto: _unary_elem(name) for pto, name in PTO_UNARY.items()},
-    "tsel": tsel_elem, "tcvt": tcvt_elem, "texpands": texpands_elem, "tmov": copy_elem,
+    "tsel": tsel_elem, "tsels": tsels_elem, "tcvt": tcvt_elem, "texpands": texpands_elem, "tmov": copy_elem,
     "treshape": copy_elem, "trowexpand": copy_elem, "tcolexpand": copy_elem,
 }
 

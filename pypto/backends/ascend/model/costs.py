@@ -34,11 +34,11 @@ VECTOR_FAMILY = {
     **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
     **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
     **{f"tcol{r}": "col_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
-    "trowexpand": "row_expand", "tsel": "select",
+    "trowexpand": "row_expand", "tsel": "select", "tsels": "select",
 }
 # vector instructions that move or convert data rather than compute (no flops)
 DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
-              "ttrans", "tmov", "tsel", "tgather"}
+              "ttrans", "tmov", "tsel", "tsels", "tgather"}
 
 
 def vector_family(op: str) -> str:

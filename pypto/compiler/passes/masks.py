@@ -1,0 +1,134 @@
+"""Masks without block-sized temporaries: attention's causal and window masks in the UB.
+
+``where(cols <= rows, s, -inf)`` with ``cols = arange(0, N)[None, :] + n0`` and ``rows`` an
+(M, 1) column is, written out, two (M, N) int32 broadcasts, their compare and an (M, N) tile
+of -inf: three block-sized tiles beside ``s``, which is why causal flash attention did not
+fit the UB at 128 x 256 blocks. Two rewrites take them away:
+
+- **Positions against positions.** ``(sa + j) + x <op> (sb + i) + y`` (j < N the row's arange,
+  i < M the column's, x and y scalars) is ``(sa + j) <op> c_i`` with ``c = clamp(sb + i + y
+  - x, sa - 1, sa + N)``: clamping keeps every outcome, since sa + j is in [sa, sa + N), and
+  y - x is taken in int64, so nothing wraps. The compare then runs on
+  ``(sa + j) - c``, exact in float16 (2048 and below), built as one float16 broadcast of
+  the row (half the bytes of int32) with the column subtracted in place (``expand.py``
+  makes that a ``trowexpandsub``), and compared with 0 (TCMPS).
+- **A select against a constant** takes the constant as a scalar: ``where(mask, x,
+  full(c))`` is TSELS (mask, x, c) with no tile of c.
+
+Runs after legalize-types (every op it emits is native) and before ``expand.py``.
+"""
+from __future__ import annotations
+
+from ...language import dtypes as dt
+from ..elementwise import BINARY, SWAPPED
+from ..ir import Module, Op, ScalarType, TileType, Value, walk
+from .dce import dead_code_elimination
+from .legalize import Emitter, rewrite_block
+
+EXACT_F16 = 2048          # float16 holds every integer up to 2048 (j, c' and j - c')
+TSELS_TYPES = (dt.float16, dt.float32, dt.int16, dt.int32)   # pto-isa a2a3/TSels.hpp
+
+
+def narrow_masks(module: Module) -> Module:
+    body = module.kernel.body
+    readers: dict = {}
+    for op in walk(body):
+        for v in op.operands:
+            readers[v.id] = readers.get(v.id, 0) + 1
+
+    def rule(op: Op):
+        if op.name == "tile.binary":
+            return _row_against_column(op)
+        if op.name == "tile.where":
+            return _select_scalar(op, readers)
+        return None
+
+    rewrite_block(body, body, rule)
+    return dead_code_elimination(module)
+
+
+def _broadcast_source(v: Value):
+    owner = v.owner
+    return owner.operands[0] if owner is not None and owner.name == "tile.broadcast" else None
+
+
+def _positions(v: Value):
+    """(the (1, N) or (M, 1) tile of ``arange(start, ...)``, start, scalar or None) when ``v``
+    is that tile plus an integer scalar of its dtype (or the tile alone), else None."""
+    owner, scalar = v.owner, None
+    if owner is not None and owner.name == "tile.binary" and owner.attrs.get("op") == "add":
+        tiles = [x for x in owner.operands if x.is_tile]
+        scalars = [x for x in owner.operands if not x.is_tile]
+        if len(tiles) != 1 or len(scalars) != 1 or scalars[0].type.dtype != v.type.dtype:
+            return None
+        v, scalar = tiles[0], scalars[0]
+        owner = v.owner
+    if owner is None or owner.name != "tile.reshape":
+        return None
+    src = owner.operands[0].owner
+    if src is None or src.name != "tile.arange":
+        return None
+    return v, src.attrs["start"], scalar
+
+
+def _int64(e: Emitter, x: Value | None) -> Value:
+    """``x`` as an int64 scalar (0 for None), from before its cast to int32 where it was one."""
+    if x is None:
+        return e.const(0, dt.int64)
+    if x.owner is not None and x.owner.name == "arith.cast" and \
+            x.owner.operands[0].type.dtype == dt.int64:
+        return x.owner.operands[0]
+    return e.emit("arith.cast", [x], ScalarType(dt.int64), {"dtype": dt.int64})
+
+
+def _scalar(e: Emitter, name: str, x: Value, y) -> Value:
+    y = y if isinstance(y, Value) else e.const(y, dt.int64)
+    return e.emit(f"arith.{name}", [x, y], ScalarType(dt.int64))
+
+
+def _row_against_column(op: Op):
+    """``(sa + j) + x <op> (sb + i) + y`` over an (M, N) block (j < N and i < M the two
+    aranges) as a float16 compare of ``(sa + j) - clamp(sb + i + d, sa - 1, sa + N)`` with 0,
+    d = y - x in int64 (no wrap), then float32 (inexact only far outside the clamp)."""
+    spec = BINARY.get(op.attrs.get("op"))
+    shape = op.result.type.shape
+    if spec is None or spec.result != "bool" or len(shape) != 2 or 1 in shape:
+        return None
+    m, n = shape
+    cmp = op.attrs["op"]
+    a, b = (_broadcast_source(v) for v in op.operands)
+    if a is None or b is None:
+        return None
+    if a.type.shape == (m, 1) and b.type.shape == (1, n):
+        a, b, cmp = b, a, SWAPPED.get(cmp, cmp)          # the row on the left
+    if a.type.shape != (1, n) or b.type.shape != (m, 1) or \
+            a.type.dtype not in (dt.int32, dt.int16) or b.type.dtype not in (dt.int32, dt.int16):
+        return None
+    row, col = _positions(a), _positions(b)
+    if row is None or col is None or abs(row[1]) + n + 1 > EXACT_F16 or \
+            abs(col[1]) + m > EXACT_F16:
+        return None
+    (j, sa, x), (i, sb, y) = row, col
+    e = Emitter(op.loc)
+    d = _scalar(e, "sub", _int64(e, y), _int64(e, x))
+    d = e.emit("arith.cast", [d], ScalarType(dt.float32), {"dtype": dt.float32})
+    c = e.binary("add", e.cast(i, dt.float32), d)
+    c = e.cast(e.binary("min", e.binary("max", c, sa - 1.0), float(sa + n)), dt.float16)
+    spread = [e.emit("tile.broadcast", [v], TileType(dt.float16, shape), {"shape": shape})
+              for v in (e.cast(j, dt.float16), c)]
+    return e.ops, e.binary(cmp, e.binary("sub", *spread), 0.0)
+
+
+def _select_scalar(op: Op, readers: dict):
+    """``where(mask, x, full(c))`` → ``where(mask, x, c)`` (TSELS), the full tile read by
+    nothing else."""
+    cond, x, y = op.operands
+    full = y.owner if y.is_tile else None
+    if full is None or full.name != "tile.full" or readers.get(y.id) != 1 or \
+            not x.is_tile or op.result.type.dtype not in TSELS_TYPES or \
+            len(op.result.type.shape) != 2:
+        return None
+    e = Emitter(op.loc)
+    scalar = full.operands[0] if full.operands else e.const(full.attrs["value"],
+                                                             y.type.dtype)
+    return e.ops, e.emit("tile.where", [cond, x, scalar], op.result.type)
