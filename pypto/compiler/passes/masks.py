@@ -81,11 +81,6 @@ def _int64(e: Emitter, x: Value | None) -> Value:
     return e.emit("arith.cast", [x], ScalarType(dt.int64), {"dtype": dt.int64})
 
 
-def _scalar(e: Emitter, name: str, x: Value, y) -> Value:
-    y = y if isinstance(y, Value) else e.const(y, dt.int64)
-    return e.emit(f"arith.{name}", [x, y], ScalarType(dt.int64))
-
-
 def _row_against_column(op: Op):
     """``(sa + j) + x <op> (sb + i) + y`` over an (M, N) block (j < N and i < M the two
     aranges) as a float16 compare of ``(sa + j) - clamp(sb + i + d, sa - 1, sa + N)`` with 0,
@@ -108,9 +103,9 @@ def _row_against_column(op: Op):
     if row is None or col is None or abs(row[1]) + n + 1 > EXACT_F16 or \
             abs(col[1]) + m > EXACT_F16:
         return None
-    (j, sa, x), (i, sb, y) = row, col
+    (j, sa, x), (i, _, y) = row, col          # i holds sb + i
     e = Emitter(op.loc)
-    d = _scalar(e, "sub", _int64(e, y), _int64(e, x))
+    d = e.emit("arith.sub", [_int64(e, y), _int64(e, x)], ScalarType(dt.int64))
     d = e.emit("arith.cast", [d], ScalarType(dt.float32), {"dtype": dt.float32})
     c = e.binary("add", e.cast(i, dt.float32), d)
     c = e.cast(e.binary("min", e.binary("max", c, sa - 1.0), float(sa + n)), dt.float16)
