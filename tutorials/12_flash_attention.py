@@ -137,20 +137,22 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # Block sizes, modelled on the 910B1 (us), non-causal / causal:
 #
 #                        64 x 128       64 x 256       128 x 128      128 x 256
-#   (1, 1, 2048, 128)    56.6 / 32.0    43.8 / 27.5    43.8 / 45.3    33.9 / overflow
-#   (1, 1, 8192, 128)    539 / 267      368 / 194      422 / 228      278 / overflow
-#   (1, 8, 1024, 64)     82.9 / 63.7    70.7 / 62.5    56.0 / 44.4    52.8 / overflow
+#   (1, 1, 2048, 128)    56.6 / 31.8    43.8 / 26.8    43.8 / 44.7    33.9 / 35.0
+#   (1, 1, 8192, 128)    539 / 266      368 / 192      422 / 226      278 / 160
+#   (1, 8, 1024, 64)     82.9 / 62.1    70.7 / 60.4    56.0 / 42.6    52.8 / 45.2
 #
 # Wider blocks mean fewer hand-offs (and their cross-core latency) per key, and each AIV's
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
-# because each AIV holds half the rows and the UB is planned for that half; the causal
-# where (a mask and a -inf tile of the block's size) leaves no room for 128 x 256, so causal
-# blocks take 64 rows. The blocks run in waves of one per cluster (24 on the 910B1), and a
-# block of h rows takes about as long as h + 61 rows would at no fixed cost (the pipeline's
-# fill and drain: fitted to 64 x 256 and 128 x 256 at 8k, 368 us in 6 waves, 278 us in 3).
-# The launcher takes the height with the least waves x (h + 61): at S = 2k one head, 22
-# blocks of 96 rows fill the 24 clusters where 16 of 128 leave 8 idle (29.8 us against
-# 33.9); at 16k, 6 waves of 128 rows (1048 us) beat 11 of 64 (1275).
+# because each AIV holds half the rows and the UB is planned for that half (and, causal, the
+# mask takes no block-sized tiles: section 5). The blocks run in waves of one per cluster
+# (24 on the 910B1), and a block of h rows takes about as long as h + 61 rows would at no
+# fixed cost per key block (the pipeline's fill and drain: fitted to 64 x 256 and 128 x 256
+# at 8k, 368 us in 6 waves, 278 us in 3). The launcher takes the height whose blocks end
+# soonest, longest first: at S = 2k one head, 22 blocks of 96 rows fill the 24 clusters where
+# 16 of 128 leave 8 idle (29.8 us against 33.9); at 16k, 6 waves of 128 rows (1048 us) beat
+# 11 of 64 (1275). Causal blocks differ in length (a block's keys end at its last row), so
+# at 2k the 32 blocks of 64 rows balance better than 16 of 128 (26.8 us against 35.0), and
+# from 8k the 128-row blocks win (160 us against 192).
 BLOCK_N = 256
 BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
 BLOCK_COST_ROWS = 61              # a block's fixed cost, in rows
