@@ -283,3 +283,24 @@ def test_a_plan_the_run_ahead_refuses_is_made_again_without_its_rules():
     cube, vector = text.split("kernel_kind<vector>")
     assert cube.count("scf.if %ahead") == HAND_OFF_FIFO + 1
     assert vector.count("scf.if %ahead") == VECTOR_DEPTH + 1
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("causal", [False, True])
+def test_num_stages_2_compiles_at_every_block_size(causal):
+    """Issue 32: ``num_stages=2`` on the key loop compiles at the block sizes that fit
+    (BLOCK_M = 32 failed inside PyPTO once: a pong tile declared twice; causal 96 x 256
+    overflowed), and the assembler takes the .pto when PTO_ORACLE is set; one size runs
+    against the reference. (All of 32/64/96/128 x 64/128/256 compile: a slower sweep.)"""
+    q, k, v = fa.inputs(np.random.default_rng(3), 1, 1, 300, 128)
+    grid, args, meta = fa.launch_args(q, k, v, np.empty_like(q), causal)
+    for block_m in (32, 96, 128):
+        for block_n in (64, 256):
+            meta.update(BLOCK_M=block_m, BLOCK_N=block_n, STAGES=2)
+            fa.flash_attention_kernel.compile(*args, **meta)
+    meta.update(BLOCK_M=64, BLOCK_N=128)
+    out = np.full_like(q, np.nan)
+    fa.flash_attention_kernel[(grid[0], -(-300 // 64))](*args[:3], out.reshape(args[3].shape),
+                                                        *args[4:], **meta)
+    np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
+                               **fa.TOLERANCE)
