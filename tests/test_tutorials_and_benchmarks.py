@@ -106,7 +106,7 @@ SHOWS = {
     "tutorials/09_profiling.py": [
         "(measured on this machine", "not measured)", "core utilization 12.5%", "bound by V",
         "per block (prof.tiles", "Chrome trace:", "ui.perfetto.dev", "efficiency",
-        "64 KiB more UB", "profile page: ", "self-contained"],
+        "96 KiB more UB", "profile page: ", "self-contained"],
     "tutorials/14_ascend_c_and_pto.py": [
         "--npu-arch=dav-2201", "call_optimized_matmul(6, stream, a, b, c, m=128, n=192, k=256)",
         "is refused before anything runs", "the edit drops 4", "modelled NPU time: ",

@@ -8,7 +8,7 @@ fit the UB at 128 x 256 blocks. Two rewrites take them away:
 - **Positions against positions.** ``(sa + j) + x <op> (sb + i) + y`` (j < N the row's arange,
   i < M the column's, x and y scalars) is ``(sa + j) <op> c_i`` with ``c = clamp(sb + i + y
   - x, sa - 1, sa + N)``: clamping keeps every outcome, since sa + j is in [sa, sa + N), and
-  y - x is taken in int64, so nothing wraps. The compare then runs on
+  y - x is taken in int64 and clamped first, so nothing wraps. The compare then runs on
   ``(sa + j) - c``, exact in float16 (2048 and below), built as one float16 broadcast of
   the row (half the bytes of int32) with the column subtracted in place (``expand.py``
   makes that a ``trowexpandsub``), and compared with 0 (TCMPS).
@@ -81,10 +81,15 @@ def _int64(e: Emitter, x: Value | None) -> Value:
     return e.emit("arith.cast", [x], ScalarType(dt.int64), {"dtype": dt.int64})
 
 
+def _int64_op(e: Emitter, name: str, a: Value, b) -> Value:
+    b = b if isinstance(b, Value) else e.const(b, dt.int64)
+    return e.emit(f"arith.{name}", [a, b], ScalarType(dt.int64))
+
+
 def _row_against_column(op: Op):
     """``(sa + j) + x <op> (sb + i) + y`` over an (M, N) block (j < N and i < M the two
     aranges) as a float16 compare of ``(sa + j) - clamp(sb + i + d, sa - 1, sa + N)`` with 0,
-    d = y - x in int64 (no wrap), then float32 (inexact only far outside the clamp)."""
+    d = y - x in int64 (no wrap), clamped first so that every value is small."""
     spec = BINARY.get(op.attrs.get("op"))
     shape = op.result.type.shape
     if spec is None or spec.result != "bool" or len(shape) != 2 or 1 in shape:
@@ -103,11 +108,15 @@ def _row_against_column(op: Op):
     if row is None or col is None or abs(row[1]) + n + 1 > EXACT_F16 or \
             abs(col[1]) + m > EXACT_F16:
         return None
-    (j, sa, x), (i, _, y) = row, col          # i holds sb + i
+    (j, sa, x), (i, sb, y) = row, col          # i holds sb + i
     e = Emitter(op.loc)
-    d = e.emit("arith.sub", [_int64(e, y), _int64(e, x)], ScalarType(dt.int64))
-    d = e.emit("arith.cast", [d], ScalarType(dt.float32), {"dtype": dt.float32})
-    c = e.binary("add", e.cast(i, dt.float32), d)
+    d = _int64_op(e, "sub", _int64(e, y), _int64(e, x))
+    # clamped so that sb + i + d stays small, then in i's dtype: no scalar float conversion
+    # (PTOAS 0.60 writes sitofp(subi(a, b)) as (float)((int64_t)(uint64_t)a - (uint64_t)b),
+    # an unsigned difference: docs/pto.md)
+    d = _int64_op(e, "max", _int64_op(e, "min", d, sa + n - sb), sa - 1 - sb - m)
+    d = e.emit("arith.cast", [d], ScalarType(i.type.dtype), {"dtype": i.type.dtype})
+    c = e.cast(e.binary("add", i, d), dt.float32)
     c = e.cast(e.binary("min", e.binary("max", c, sa - 1.0), float(sa + n)), dt.float16)
     spread = [e.emit("tile.broadcast", [v], TileType(dt.float16, shape), {"shape": shape})
               for v in (e.cast(j, dt.float16), c)]
