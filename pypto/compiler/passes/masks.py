@@ -130,8 +130,9 @@ def _select_scalar(op: Op, readers: dict):
     full = y.owner if y.is_tile else None
     if full is None or full.name != "tile.full" or readers.get(y.id) != 1 or \
             not x.is_tile or op.result.type.dtype not in TSELS_TYPES or \
-            len(op.result.type.shape) != 2:
-        return None
+            len(op.result.type.shape) != 2 or \
+            (full.operands and full.operands[0].type.dtype != y.type.dtype):
+        return None         # (TSELS's scalar has the data's type)
     e = Emitter(op.loc)
     scalar = full.operands[0] if full.operands else e.const(full.attrs["value"],
                                                              y.type.dtype)
