@@ -140,9 +140,9 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # Block sizes, modelled on the 910B1 (us), non-causal / causal:
 #
 #                        64 x 128       64 x 256       128 x 128      128 x 256
-#   (1, 1, 2048, 128)    56.6 / 31.8    43.8 / 26.8    43.8 / 44.7    33.9 / 35.0
-#   (1, 1, 8192, 128)    539 / 266      368 / 192      422 / 226      278 / 160
-#   (1, 8, 1024, 64)     82.9 / 62.1    70.7 / 60.4    56.0 / 42.6    52.8 / 45.2
+#   (1, 1, 2048, 128)    56.6 / 31.5    43.8 / 26.3    43.8 / 44.3    33.9 / 34.6
+#   (1, 1, 8192, 128)    539 / 264      368 / 190      422 / 225      278 / 158
+#   (1, 8, 1024, 64)     82.9 / 60.7    70.7 / 58.9    56.0 / 41.2    52.8 / 43.8
 #
 # Wider blocks mean fewer hand-offs (and their cross-core latency) per key, and each AIV's
 # 64 x 256 or 32 x 256 slice of S is a shape the chip reduces rows of fastest. They fit only
@@ -154,8 +154,8 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # soonest, longest first: at S = 2k one head, 22 blocks of 96 rows fill the 24 clusters where
 # 16 of 128 leave 8 idle (29.8 us against 33.9); at 16k, 6 waves of 128 rows (1048 us) beat
 # 11 of 64 (1275). Causal blocks differ in length (a block's keys end at its last row), so
-# at 2k the 32 blocks of 64 rows balance better than 16 of 128 (26.8 us against 35.0), and
-# from 8k the 128-row blocks win (160 us against 192).
+# at 2k the 32 blocks of 64 rows balance better than 16 of 128 (26.3 us against 34.6), and
+# from 8k the 128-row blocks win (158 us against 190).
 BLOCK_N = 256
 BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AIVs
 BLOCK_COST_ROWS = 61              # a block's fixed cost, in rows

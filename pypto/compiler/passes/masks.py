@@ -6,12 +6,12 @@ of -inf: three block-sized tiles beside ``s``, which is why causal flash attenti
 fit the UB at 128 x 256 blocks. Two rewrites take them away:
 
 - **Positions against positions.** ``(sa + j) + x <op> (sb + i) + y`` (j < N the row's arange,
-  i < M the column's, x and y scalars) is ``(sa + j) <op> c_i`` with ``c = clamp(sb + i + y
-  - x, sa - 1, sa + N)``: clamping keeps every outcome, since sa + j is in [sa, sa + N), and
-  y - x is taken in int64 and clamped first, so nothing wraps. The compare then runs on
-  ``(sa + j) - c``, exact in float16 (2048 and below), built as one float16 broadcast of
-  the row (half the bytes of int32) with the column subtracted in place (``expand.py``
-  makes that a ``trowexpandsub``), and compared with 0 (TCMPS).
+  i < M the column's, x and y scalars) is ``(sa + j) <op> c_i`` with ``c = sb + i + d``, d
+  = y - x taken in int64 (nothing wraps) and clamped to [sa - 1 - sb - M, sa + N - sb]:
+  every outcome stays (a clamped c is still below or above every sa + j), and every value
+  is within 2048, exact in float16. The compare runs on ``(sa + j) - c``: one float16
+  broadcast of the row (half the bytes of int32) with the column subtracted in place
+  (``expand.py`` makes that a ``trowexpandsub``), compared with 0 (TCMPS).
 - **A select against a constant** takes the constant as a scalar: ``where(mask, x,
   full(c))`` is TSELS (mask, x, c) with no tile of c.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...language import dtypes as dt
 from ..elementwise import BINARY, SWAPPED
-from ..ir import Module, Op, ScalarType, TileType, Value, walk
+from ..ir import Module, Op, ScalarType, TileType, Value, blocks, walk
 from .dce import dead_code_elimination
 from .legalize import Emitter, rewrite_block
 
@@ -36,14 +36,21 @@ def narrow_masks(module: Module) -> Module:
         for v in op.operands:
             readers[v.id] = readers.get(v.id, 0) + 1
 
+    narrowed: dict = {}              # id of a key row -> its float16 cast, made once
+
     def rule(op: Op):
         if op.name == "tile.binary":
-            return _row_against_column(op)
+            return _row_against_column(op, narrowed)
         if op.name == "tile.where":
             return _select_scalar(op, readers)
         return None
 
     rewrite_block(body, body, rule)
+    for row, cast in narrowed.values():         # right after the row: outside the loops
+        for block in blocks(body):
+            if row.owner in block.ops:
+                block.ops.insert(block.ops.index(row.owner) + 1, cast)
+                break
     return dead_code_elimination(module)
 
 
@@ -86,10 +93,10 @@ def _int64_op(e: Emitter, name: str, a: Value, b) -> Value:
     return e.emit(f"arith.{name}", [a, b], ScalarType(dt.int64))
 
 
-def _row_against_column(op: Op):
+def _row_against_column(op: Op, narrowed: dict):
     """``(sa + j) + x <op> (sb + i) + y`` over an (M, N) block (j < N and i < M the two
-    aranges) as a float16 compare of ``(sa + j) - clamp(sb + i + d, sa - 1, sa + N)`` with 0,
-    d = y - x in int64 (no wrap), clamped first so that every value is small."""
+    aranges) as a float16 compare of ``(sa + j) - (sb + i + d)`` with 0, d = y - x in int64
+    (no wrap) clamped to [sa - 1 - sb - M, sa + N - sb]: every value within 2048."""
     spec = BINARY.get(op.attrs.get("op"))
     shape = op.result.type.shape
     if spec is None or spec.result != "bool" or len(shape) != 2 or 1 in shape:
@@ -105,7 +112,7 @@ def _row_against_column(op: Op):
             a.type.dtype not in (dt.int32, dt.int16) or b.type.dtype not in (dt.int32, dt.int16):
         return None
     row, col = _positions(a), _positions(b)
-    if row is None or col is None or abs(row[1]) + n + 1 > EXACT_F16 or \
+    if row is None or col is None or abs(row[1]) + n + m + 1 > EXACT_F16 or \
             abs(col[1]) + m > EXACT_F16:
         return None
     (j, sa, x), (i, sb, y) = row, col          # i holds sb + i
@@ -116,10 +123,12 @@ def _row_against_column(op: Op):
     # an unsigned difference: docs/pto.md)
     d = _int64_op(e, "max", _int64_op(e, "min", d, sa + n - sb), sa - 1 - sb - m)
     d = e.emit("arith.cast", [d], ScalarType(i.type.dtype), {"dtype": i.type.dtype})
-    c = e.cast(e.binary("add", i, d), dt.float32)
-    c = e.cast(e.binary("min", e.binary("max", c, sa - 1.0), float(sa + n)), dt.float16)
+    c = e.cast(e.binary("add", i, d), dt.float16)      # within [sa - 1 - m, sa + n + m]
+    if id(j) not in narrowed:
+        narrowed[id(j)] = (j, Op("tile.cast", [j], [TileType(dt.float16, j.type.shape)],
+                                 {"dtype": dt.float16}, loc=op.loc))
     spread = [e.emit("tile.broadcast", [v], TileType(dt.float16, shape), {"shape": shape})
-              for v in (e.cast(j, dt.float16), c)]
+              for v in (narrowed[id(j)][1].result, c)]
     return e.ops, e.binary(cmp, e.binary("sub", *spread), 0.0)
 
 

@@ -34,7 +34,7 @@ VECTOR_FAMILY = {
     **{op: family for family, ops in _FAMILY_OPS.items() for op in ops},
     **{f"trow{r}": "row_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
     **{f"tcol{r}": "col_reduce" for r in ("sum", "max", "min", "prod", "any", "all")},
-    "trowexpand": "row_expand", "tsel": "select", "tsels": "select",
+    "trowexpand": "row_expand", "tsel": "select", "tsels": "select_scalar",
 }
 # vector instructions that move or convert data rather than compute (no flops)
 DATA_MOVES = {"texpands", "tfillpad", "trowexpand", "tcolexpand", "tcvt", "textract", "tconcat",
@@ -248,6 +248,19 @@ def _per_row_cycles(family: str, tile: Tile, target: Target) -> float:
     return costs.vector["unary"].head_cycles + rows * per_row + repeats
 
 
+def _select_scalar_cycles(tile: Tile, target: Target) -> float:
+    """TSELS (pto-isa a2a3/TSels.hpp): the scalar stored, an S-to-V flag, SET_CMPMASK and a
+    barrier once, then one vsel a row over the row's repeats, the row's mask bits read in
+    place, no per-row mask setup (TSEL's 16 cycles a row). No silicon figure: a vsel issue
+    is priced as a unary instruction's (TABS)."""
+    costs = target.costs
+    spec = costs.vector["unary"]
+    rows, cols = valid_shape(tile)
+    repeats = -(-cols * tile.dtype.itemsize // costs.repeat_bytes)
+    setup = costs.vector_issue_cycles + costs.vector_barrier_cycles
+    return setup + rows * (spec.head_cycles + repeats * spec.repeat_cycles)
+
+
 def _row_expand_binary_cycles(tile: Tile, target: Target, op: str) -> float:
     """pto-isa's A2/A3 TRowExpandBinOp: vbrcb copies each row's scalar eight times (a repeat
     per 8 rows) and a barrier, then the op over the tile: one instruction per 256-byte column
@@ -278,6 +291,8 @@ def vector_cycles(inst, target: Target) -> tuple[float, int, int]:
         cycles = _col_reduce_cycles(inst, inst.ins[0], target)
     elif family in ("row_expand", "select"):
         cycles = _per_row_cycles(family, inst.outs[0], target)
+    elif family == "select_scalar":
+        cycles = _select_scalar_cycles(inst.outs[0], target)
     elif family == "row_expand_binary":
         cycles = _row_expand_binary_cycles(inst.outs[0], target, inst.op)
     else:
