@@ -25,7 +25,7 @@ from ..ir import Module, Op, ScalarType, TileType, Value, blocks, walk
 from .dce import dead_code_elimination
 from .legalize import Emitter, rewrite_block
 
-EXACT_F16 = 2048          # float16 holds every integer up to 2048 (j, c' and j - c')
+EXACT_F16 = 2048          # float16 holds every integer up to 2048 (j, c and j - c)
 TSELS_TYPES = (dt.float16, dt.float32, dt.int16, dt.int32)   # pto-isa a2a3/TSels.hpp
 
 
