@@ -206,15 +206,17 @@ def test_blocks_whose_whole_rows_overflow_the_ub_fit_as_the_halves_each_aiv_hold
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("block_m, seq, causal", [(64, 300, True), (128, 600, False),
-                                                  (128, 600, True)])
+@pytest.mark.parametrize("block_m, seq, causal", [(64, 300, True), (96, 300, True),
+                                                  (128, 600, False), (128, 600, True)])
 def test_the_pto_isa_engine_agrees_at_half_row_blocks_and_l0_pieces(monkeypatch, block_m, seq,
                                                                     causal):
     """Head 128, 256-key blocks, planned for the half rows each AIV holds; at 128 rows the
     cube computes S in two 128-column pieces, each stored on its own, and P V in two K
     pieces (pto/passes/cube_chunks.py); the last key block reaches past the head. Causal
     128-row blocks fit since the mask is a float16 compare and a TSELS (passes/masks.py):
-    the vendor's simulator reads the float16 compare's mask bits for a float32 select."""
+    the vendor's simulator reads the float16 compare's mask bits for a float32 select. At
+    96 rows each AIV's 48 rows reduce as a 32-row group reduction and a 16-row remainder
+    (pto/passes/group_reduce.py)."""
     from tests.engines.tools import needs_tools, TOOLS
     if TOOLS is None:
         pytest.skip(needs_tools.kwargs["reason"])

@@ -152,7 +152,7 @@ def flash_attention_kernel(q, k, v, out, sm_scale, BLOCK_M: pl.constexpr,
 # fixed cost per key block (the pipeline's fill and drain: fitted to 64 x 256 and 128 x 256
 # at 8k, 368 us in 6 waves, 278 us in 3). The launcher takes the height whose blocks end
 # soonest, longest first: at S = 2k one head, 22 blocks of 96 rows fill the 24 clusters where
-# 16 of 128 leave 8 idle (29.8 us against 33.9); at 16k, 6 waves of 128 rows (1048 us) beat
+# 16 of 128 leave 8 idle (29.0 us against 33.9); at 16k, 6 waves of 128 rows (1048 us) beat
 # 11 of 64 (1275). Causal blocks differ in length (a block's keys end at its last row), so
 # at 2k the 32 blocks of 64 rows balance better than 16 of 128 (26.3 us against 34.6), and
 # from 8k the 128-row blocks win (158 us against 190).

@@ -601,7 +601,7 @@ def _flash_attention_pto(causal: bool, block_m: int | None = None) -> str:
     q = _r(1, 1, 1024, 64, dtype=F16)
     grid, args, meta = t.launch_args(q, q, q, np.empty_like(q), causal)
     if block_m is not None:
-        meta["BLOCK_M"], grid = block_m, (grid[0], 1024 // block_m)
+        meta["BLOCK_M"], grid = block_m, (grid[0], -(-1024 // block_m))
     return _pto(t.flash_attention_kernel, *args, **meta, grid=grid)
 
 
@@ -742,6 +742,10 @@ def _entries() -> list[Entry]:
             functools.partial(_flash_attention_pto, causal))
     add("tut12_flash_attention_128_rows", "tutorial mixed matmul-f16 arange unary reduce-max "
         "reduce-sum", functools.partial(_flash_attention_pto, False, 128))
+    # 48 rows an AIV: group reductions of 32 rows and an ordinary one of 16; the causal
+    # diagonal's float16 compare and TSELS (compiler/passes/masks.py)
+    add("tut12_flash_attention_causal_96_rows", "tutorial mixed matmul-f16 where arange unary "
+        "reduce-max reduce-sum", functools.partial(_flash_attention_pto, True, 96))
 
     # pypto.conv2d's kernels (graph/conv_kernels.py) ---------------------------------------------
     add("conv_fmap_pad_nc1hwc0", "testsuite f16 if-else", lambda: _conv_pto("nc1hwc0", 0))

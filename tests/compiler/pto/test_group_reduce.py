@@ -39,17 +39,25 @@ def test_a_tall_row_reduction_is_chunks_of_a_group_reduce_shape(rows, cols, chun
         assert _reduced_shapes(pto, op) == [(str(chunk), str(cols))] * (rows // chunk)
 
 
-@pytest.mark.parametrize("rows, cols", [(64, 128), (48, 256), (64, 200)])
+def test_rows_left_over_are_one_more_ordinary_reduction():
+    """48 x 256 (flash attention's 96-row blocks, 48 rows an AIV): a 32-row group reduction
+    and a 16-row remainder, where it was one reduction folding every row's repeats."""
+    pto = _run(row_stats, 48, 256)
+    for op in ("trowmax", "trowsum"):
+        assert _reduced_shapes(pto, op) == [("32", "256"), ("16", "256")]
+
+
+@pytest.mark.parametrize("rows, cols", [(64, 128), (32, 256), (64, 200)])
 def test_other_shapes_are_reduced_as_they_are(rows, cols):
-    """A group-reduce shape already, a height that is no multiple of one, a width that has
-    none."""
+    """A group-reduce shape already (two of them), a width that has none."""
     pto = _run(row_stats, rows, cols)
     assert len(_reduced_shapes(pto, "trowmax")) == 1
 
 
 @needs_tools
-def test_the_pto_isa_engine_runs_the_chunks():
-    _run(retarget(row_stats, "pto-isa"), 64, 256)
+@pytest.mark.parametrize("rows", [64, 48])
+def test_the_pto_isa_engine_runs_the_chunks(rows):
+    _run(retarget(row_stats, "pto-isa"), rows, 256)
 
 
 def test_the_model_charges_each_chunk_as_its_group_reduction():

@@ -7,7 +7,8 @@ and barrier at a time. A row reduction keeps each row to itself, so a taller til
 those widths is reduced as its chunks of rows, one instruction each, on views of the source,
 of the result column and of the scratch: flash attention's 64 x 256 halves of S (128 x 256
 blocks, each AIV holding 64 rows) take two 32 x 256 TROWMAX, modelled 288 cycles each,
-instead of one of 1056.
+instead of one of 1056; a height that is no multiple of the shape's rows keeps the rows
+left over as one more, ordinary, instruction (48 x 256, 96-row blocks: 32 + 16 rows).
 
 Runs after split-rows, on the rows each AIV holds. The host keeps the one instruction
 (``_host_only``), fused with what computes the rows; the chunks are the chip's
@@ -42,8 +43,7 @@ def _rewrite(body: list, program: Program, names) -> None:
         if chunks:
             n.attrs["_host_only"] = True
             body[at:at] = chunks
-            scratch = chunks[0].attrs["tmp"]
-            program.tiles += [t for c in chunks for t in (c.ins[0], c.outs[0])] + [scratch]
+            program.tiles += [t for c in chunks for t in (c.ins[0], c.outs[0], c.attrs["tmp"])]
         at += 1 + len(chunks)
 
 
@@ -61,16 +61,18 @@ def _chunks(n: Inst, names) -> list:
             and dst.is_column and tmp.rows == src.rows):
         return []
     rows = 8192 // src.cols if 8192 % src.cols == 0 else 0
-    if (rows, src.cols) not in GROUP_REDUCE_SHAPES or src.rows <= rows or src.rows % rows:
+    if (rows, src.cols) not in GROUP_REDUCE_SHAPES or src.rows <= rows:
         return []
     src_row = row_pitch(src) * src.dtype.itemsize
     chip = {k: v for k, v in n.attrs.items() if k not in ("tmp", "_fuse")}
     chip["_chip_only"] = True
-    scratch = _view(tmp, rows, tmp.addr, names)           # chunks run one after another
-    return [Inst(n.op, [_view(src, rows, src.addr + i * rows * src_row, names)],
-                 [_view(dst, rows, dst.addr + i * rows * dst.dtype.itemsize, names)],
-                 {**chip, "tmp": scratch})
-            for i in range(src.rows // rows)]
+    # whole chunks, then the rows left over (48 = 32 + 16) the ordinary way; one after
+    # another, so they share the scratch
+    starts = list(range(0, src.rows, rows))
+    return [Inst(n.op, [_view(src, h, src.addr + r * src_row, names)],
+                 [_view(dst, h, dst.addr + r * dst.dtype.itemsize, names)],
+                 {**chip, "tmp": _view(tmp, h, tmp.addr, names)})
+            for r in starts for h in [min(rows, src.rows - r)]]
 
 
 def _view(t: Tile, rows: int, addr: int, names) -> Tile:
