@@ -306,3 +306,15 @@ def test_num_stages_2_compiles_at_every_block_size(causal):
                                                         *args[4:], **meta)
     np.testing.assert_allclose(out.astype(np.float32), fa.reference(q, k, v, causal),
                                **fa.TOLERANCE)
+
+
+def test_the_launcher_picks_the_height_whose_blocks_end_first():
+    """Block heights by the longest-first end time of the blocks on 24 clusters (modelled
+    times: tutorial 12's table). Non-causal 2k: 22 blocks of 96 rows beat 16 of 128 on 24
+    clusters; causal 2k: 32 blocks of 64 rows, whose lengths differ 1 : 8, balance better than
+    16 of 128; from 8k 128 rows win, causal too (they overflowed the UB before the float16
+    mask)."""
+    assert fa.block_m_for(2048) == 96 and fa.block_m_for(8192) == 128
+    assert fa.block_m_for(2048, causal=True) == 64
+    assert fa.block_m_for(8192, causal=True) == fa.block_m_for(32768, causal=True) == 128
+    assert fa.block_m_for(40) == 32            # shorter than every height: whole 16-row groups
