@@ -274,7 +274,7 @@ def test_the_p_v_tile_keeps_its_own_ub_bytes():
 
 
 def test_a_plan_the_run_ahead_refuses_is_made_again_without_its_rules():
-    """At 128 x 128 blocks of head 128 the run-ahead UB rules (in_place.run_ahead_rules)
+    """At 128 x 128 blocks of head 128 the run-ahead UB rules (passes/in_place.py)
     lay the vector loop out so that its next softmax would depend on O's update: run_ahead
     refuses (RunAheadRefused) and the pipeline plans again without them, so both parts still
     run ahead (before: the vector part did not, and 2k took 77.6 us instead of 43.8)."""

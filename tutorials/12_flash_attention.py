@@ -8,6 +8,7 @@ running max m, the running sum l and an unnormalised output O, all in fp32 on ch
 softmax"); only O / l is written, once, in fp16.
 """
 import argparse
+import functools
 import heapq
 import math
 
@@ -161,6 +162,7 @@ BLOCK_MS = (64, 96, 128)          # halves of whole 16-row groups for the two AI
 BLOCK_COST_ROWS = 61              # a block's fixed cost, in rows
 
 
+@functools.lru_cache(maxsize=None)       # every launch asks; the blocks are simulated once
 def block_m_for(seq: int, causal: bool = False, programs: int = 1, clusters: int = 24) -> int:
     """BLOCK_M for ``programs`` heads of ``seq`` rows on ``clusters``: the height whose
     blocks, each costing its key blocks x (height + BLOCK_COST_ROWS), end soonest when the

@@ -8,8 +8,6 @@ fusion group's outside input and a loop-carried tile be overwritten in place.
 """
 from __future__ import annotations
 
-import threading
-
 from ..ir import VEC, Block, Op, Value, walk
 from ..pto.isa import EXPAND_OPS
 from ..pto.lower import TILE_TO_PTO
@@ -23,15 +21,6 @@ IN_PLACE_OPCODES = frozenset({"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "t
                               "tabs", "trelu",
                               *(f"t{axis}expand{op}" for axis in ("row", "col")
                                 for op in EXPAND_OPS)})
-
-# the rules that plan a flash-attention-like vector loop for run-ahead (a hand-off's tile
-# kept for the loop body, outside inputs of fusion groups and carried tiles taken in place);
-# off when the pipeline builds again because run-ahead refused the plan (RunAheadRefused)
-RULES = threading.local()
-
-
-def run_ahead_rules() -> bool:
-    return getattr(RULES, "on", True)
 
 
 def received_after_sending(block: Block, op: Op) -> bool:
@@ -49,12 +38,14 @@ def received_after_sending(block: Block, op: Op) -> bool:
 
 
 def share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
-                         group_end: dict) -> None:
+                         group_end: dict, rules: bool) -> None:
     """An elementwise op's result takes the buffer of a UB operand it reads for the last time
     (same shape and element size; ``IN_PLACE_OPCODES``): A2/A3's vector instructions read
     each repeat before they write it, so ``y = relu(acc * s)`` needs one 128 x 256 fp32
     buffer, not two. Not for a result that shares a buffer already (loop-carried), or an op
-    with a scratch tile."""
+    with a scratch tile. ``rules``: the run-ahead rules too (a fusion group's outside input
+    given up to its last reader, a carried tile taken in place, a result whose class starts
+    at the op); off when the pipeline builds again because run_ahead refused the plan."""
     moved: dict = {}                  # class root id -> the interval it was merged into
     last_read: dict = {}
     readers: dict = {}
@@ -68,8 +59,6 @@ def share_dying_operands(body: Block, intervals: dict, classes, pos: dict,
         while key in moved:
             key = moved[key]
         return key, intervals.get(key)
-
-    rules = run_ahead_rules()
 
     def dies_at(op: Op, v: Value, viv: list) -> bool:
         group = op.attrs.get("_fuse")

@@ -18,7 +18,7 @@ from ..pto.program import rows_end_to_end
 from ..pto.lower import scratch_type
 from .cube_box import cube_boxes
 from .half_rows import Sizing, hand_off_rows
-from .in_place import RULES, received_after_sending, run_ahead_rules, share_dying_operands
+from .in_place import received_after_sending, share_dying_operands
 from .memory_space import loop_classes
 from .unbatch import PLANE_OF
 
@@ -31,6 +31,17 @@ LOOPS = ("scf.for", "scf.while")
 EXPANDS = ("tile.col_expand", "tile.row_expand")
 # ops whose result is their first operand with one element or row replaced: one buffer
 IN_PLACE = ("tile.setval", "tile.load_row")
+
+
+class _Context(NamedTuple):
+    """What every plan of one kernel shares: the buffer classes, op positions, the target, tile
+    sizes, and whether the run-ahead rules apply (``in_place.py``; off when the pipeline
+    builds again because run_ahead refused the plan: ``RunAheadRefused``)."""
+    classes: object
+    pos: dict
+    target: object
+    sizing: Sizing
+    run_ahead: bool
 
 
 def _copy(v: Value, loc) -> Op:
@@ -154,7 +165,6 @@ def plan_memory(module: Module) -> Module:
     when that does not fit the chip's buffers, the groups are dropped (the host then runs the
     instructions one by one) and the plan, or its overflow error, is the chip's own."""
     fn, target = module.kernel, module.target
-    RULES.on = module.facts.get("run_ahead_plan", True)
     _make_loops_in_place_safe(fn.body)
     _tie_accumulators(fn.body)
     classes = loop_classes(fn.body)
@@ -172,15 +182,16 @@ def plan_memory(module: Module) -> Module:
     boxes = module.facts["cube_boxes"] = cube_boxes(fn.body, classes,
                                                    module.facts.get("bias_rows", ()))
     rows = module.facts["rows_split"] = hand_off_rows(module)
-    sizing = Sizing(boxes, rows)
     pos: dict = {}
     _positions(fn.body, pos, [0])
+    ctx = _Context(classes, pos, target, Sizing(boxes, rows),
+                   module.facts.get("run_ahead_plan", True))
     double_buffered = any(op.name == "scf.for" and op.attrs.get("num_stages") == 2
                           for op in walk(fn.body))
     levels = RESERVE_LEVELS if double_buffered else RESERVE_LEVELS[-1:]
     for level in levels:
         try:
-            usage, layout = _fitting(fn.body, classes, pos, target, sizing, level)
+            usage, layout = _fitting(fn.body, ctx, level)
             break
         except CompilationError:
             if level == levels[-1]:
@@ -191,22 +202,22 @@ def plan_memory(module: Module) -> Module:
     return module
 
 
-def _fitting(body: Block, classes, pos, target, sizing, reserve: int):
+def _fitting(body: Block, ctx: _Context, reserve: int):
     """The plan (``_assign``), first with the host's fusion groups, then with one of them
     dropped, then with none (the host then runs those instructions one by one: the chip's
     plan comes first). ``reserve``: what double-buffered loops keep to themselves
     (``_reserve``)."""
     try:
-        return _assign(body, classes, pos, target, sizing, reserve)
+        return _assign(body, ctx, reserve)
     except CompilationError:
         groups = _fusion_groups(body)
         if not groups:
             raise
-    planned = _plan_without_one_group(body, groups, classes, pos, target, sizing, reserve)
+    planned = _plan_without_one_group(body, groups, ctx, reserve)
     if planned is None:
         for ops in groups.values():
             _drop_hints(ops)
-        planned = _assign(body, classes, pos, target, sizing, reserve)
+        planned = _assign(body, ctx, reserve)
     return planned
 
 
@@ -219,15 +230,14 @@ def _fusion_groups(block: Block) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: len(kv[1])))
 
 
-def _plan_without_one_group(body: Block, groups: dict, classes, pos, target, sizing,
-                            reserve: int):
+def _plan_without_one_group(body: Block, groups: dict, ctx: _Context, reserve: int):
     """The plan with one fusion group run instruction by instruction (the first, in the
     order of ``groups``, whose removal makes the plan fit), or None."""
     for ops in groups.values():
         saved = [(op, op.attrs.get("_fuse"), op.attrs.get("_internal")) for op in ops]
         _drop_hints(ops)
         try:
-            return _assign(body, classes, pos, target, sizing, reserve)
+            return _assign(body, ctx, reserve)
         except CompilationError:
             for op, fuse, internal in saved:
                 op.attrs["_fuse"] = fuse
@@ -242,14 +252,14 @@ def _drop_hints(ops) -> None:
         op.attrs.pop("_internal", None)
 
 
-def _assign(body: Block, classes, pos: dict, target, sizing, reserve: int) -> dict:
+def _assign(body: Block, ctx: _Context, reserve: int) -> dict:
     """``_plan`` with the cube's operand buffers alternated (``_alternate``), or without when
     that does not fit. ``reserve``: what double-buffered loops keep to themselves
     (``_reserve``)."""
     try:
-        return _plan(body, classes, pos, target, sizing, True, reserve)
+        return _plan(body, ctx, True, reserve)
     except CompilationError:
-        return _plan(body, classes, pos, target, sizing, False, reserve)
+        return _plan(body, ctx, False, reserve)
 
 
 def _alternate(intervals: dict) -> None:
@@ -315,11 +325,11 @@ def _prefetched(loop: Op) -> list:
             and all(known(x) for x in o.operands[1:])]
 
 
-def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
-          reserve: int) -> dict:
+def _plan(body: Block, ctx: _Context, alternate: bool, reserve: int) -> dict:
     """Lifetimes of every buffer class, then first-fit offsets per buffer; bytes used each, and
     the placed tiles (``PlacedTile``) per buffer. ``reserve``: what double-buffered loops keep
     to themselves (``_reserve``)."""
+    classes, pos, target, sizing = ctx.classes, ctx.pos, ctx.target, ctx.sizing
     group_end = _fusion_group_ends(body, pos)
     intervals: dict[int, list] = {}   # class root id -> [start, end, root, members]
     memo: dict = {}
@@ -356,7 +366,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
             for r in op.results:
                 if r.is_tile:
                     touch(r, here)
-                    if loops and run_ahead_rules() and received_after_sending(block, op):
+                    if loops and ctx.run_ahead and received_after_sending(block, op):
                         # the other core's data, after this core's own hand-off: run-ahead
                         # (pto/passes/run_ahead.py) moves the next iteration's work before
                         # it, so it keeps its bytes for the whole loop body
@@ -379,7 +389,7 @@ def _plan(body: Block, classes, pos: dict, target, sizing, alternate: bool,
                         load.attrs.pop("_pong", None)
 
     visit(body, [])
-    share_dying_operands(body, intervals, classes, pos, group_end)
+    share_dying_operands(body, intervals, classes, pos, group_end, ctx.run_ahead)
     if alternate:
         _alternate(intervals)
     usage, layout = {}, {}

@@ -166,20 +166,19 @@ def _unary_elem(name):
 
 
 def tsel_elem(cg, inst):
+    """TSEL, and TSELS whose third operand is a scalar: the mask's bit picks the tile's
+    element, else the other tile's or the scalar."""
     mask, a, c = inst.ins
     out = inst.outs[0]
     b = cg.b
-    return [mask, a, c], lambda m, x, y: from_compute(
-        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
 
-
-def tsels_elem(cg, inst):
-    mask, a, c = inst.ins
-    out = inst.outs[0]
-    b = cg.b
-    y = to_compute(b, cg.get(c), c.dtype)
-    return [mask, a], lambda m, x: from_compute(
-        b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
+    def pick(m, x, y):
+        return from_compute(
+            b, b.select(b.icmp_unsigned("!=", m, ir.Constant(m.type, 0)), x, y), out.dtype)
+    if inst.op == "tsels":
+        y = to_compute(b, cg.get(c), c.dtype)
+        return [mask, a], lambda m, x: pick(m, x, y)
+    return [mask, a, c], pick
 
 
 def tcvt_elem(cg, inst):
@@ -227,8 +226,8 @@ ELEMENT_RULES = {
     **{pto: _binary_elem(name, True) for pto, name in PTO_BINARY_SCALAR.items()},
     "tcmp": _binary_elem(None, False), "tcmps": _binary_elem(None, True),
     **{pto: _unary_elem(name) for pto, name in PTO_UNARY.items()},
-    "tsel": tsel_elem, "tsels": tsels_elem, "tcvt": tcvt_elem, "texpands": texpands_elem, "tmov": copy_elem,
-    "treshape": copy_elem, "trowexpand": copy_elem, "tcolexpand": copy_elem,
+    "tsel": tsel_elem, "tsels": tsel_elem, "tcvt": tcvt_elem, "texpands": texpands_elem,
+    "tmov": copy_elem, "treshape": copy_elem, "trowexpand": copy_elem, "tcolexpand": copy_elem,
 }
 
 

@@ -43,7 +43,8 @@ def _rewrite(body: list, program: Program, names) -> None:
         if chunks:
             n.attrs["_host_only"] = True
             body[at:at] = chunks
-            program.tiles += [t for c in chunks for t in (c.ins[0], c.outs[0], c.attrs["tmp"])]
+            scratch = list({id(c.attrs["tmp"]): c.attrs["tmp"] for c in chunks}.values())
+            program.tiles += [t for c in chunks for t in (c.ins[0], c.outs[0])] + scratch
         at += 1 + len(chunks)
 
 
@@ -67,12 +68,13 @@ def _chunks(n: Inst, names) -> list:
     chip = {k: v for k, v in n.attrs.items() if k not in ("tmp", "_fuse")}
     chip["_chip_only"] = True
     # whole chunks, then the rows left over (48 = 32 + 16) the ordinary way; one after
-    # another, so they share the scratch
-    starts = list(range(0, src.rows, rows))
-    return [Inst(n.op, [_view(src, h, src.addr + r * src_row, names)],
-                 [_view(dst, h, dst.addr + r * dst.dtype.itemsize, names)],
-                 {**chip, "tmp": _view(tmp, h, tmp.addr, names)})
-            for r in starts for h in [min(rows, src.rows - r)]]
+    # another, so they share the scratch (a view per height)
+    heights = [min(rows, src.rows - r) for r in range(0, src.rows, rows)]
+    scratch = {h: _view(tmp, h, tmp.addr, names) for h in dict.fromkeys(heights)}
+    return [Inst(n.op, [_view(src, h, src.addr + i * rows * src_row, names)],
+                 [_view(dst, h, dst.addr + i * rows * dst.dtype.itemsize, names)],
+                 {**chip, "tmp": scratch[h]})
+            for i, h in enumerate(heights)]
 
 
 def _view(t: Tile, rows: int, addr: int, names) -> Tile:
